@@ -1,0 +1,5 @@
+# X_AC_GTEST: GoogleTest and GoogleMock for `make check`.
+AC_DEFUN([X_AC_GTEST], [
+  PKG_CHECK_MODULES([GTEST], [gtest_main gmock], [have_gtest=yes],
+    [AC_MSG_ERROR([GoogleTest not found (Debian: apt-get install libgtest-dev libgmock-dev)])])
+])
