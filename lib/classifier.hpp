@@ -1,0 +1,37 @@
+// The controller's brain: lanes.toml + the admin's Lua policy -> a Decision per job.
+// Thread-safe (Slurm 23.02+ calls job_submit concurrently); reloads on change.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "config.hpp"
+#include "job.hpp"
+#include "result.hpp"
+
+namespace lanes {
+
+enum class LogLevel { Debug, Info, Error };
+using LogSink = std::function<void(LogLevel, const std::string&)>;
+
+class Classifier {
+public:
+    // Loads lanes.toml and its policy; fails (with file:line messages) if either is broken.
+    static Result<std::unique_ptr<Classifier>> create(const std::string& config_path, LogSink log);
+    virtual ~Classifier() = default;
+
+    // Classify and route one job at `now`. Never throws. A policy error applies the
+    // configured failure mode (accept with the default class, or reject) and says so
+    // in decision.reason / user_messages. `is_admin` relaxes explicit-class checks.
+    virtual Decision classify(const JobView& job, SysSeconds now, bool is_admin = false) = 0;
+
+    // Re-read lanes.toml / the policy if their (ns mtime, inode, size) changed,
+    // at most once per `min_interval`. A broken new version is logged once and the
+    // last good one stays. Returns true if a new version was swapped in.
+    virtual bool reload_if_changed() = 0;
+
+    virtual std::shared_ptr<const Config> config() const = 0;
+};
+
+}  // namespace lanes
