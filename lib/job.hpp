@@ -52,7 +52,10 @@ struct NetworkDecision {
 
 struct Decision {
     enum class Verdict { Accept, Reject };
+    // Why a job was rejected; job_submit maps it to a specific ESLURM_* code.
+    enum class RejectKind { Policy, ClassNotAllowed, InvalidOption, TimeWindow };
     Verdict verdict = Verdict::Accept;
+    RejectKind reject_kind = RejectKind::Policy;
     std::string class_name;
     std::string reason;                     // why (rule, policy line)
     std::vector<std::string> user_messages; // shown to the user at submit time
