@@ -8,12 +8,10 @@
 
 #include "config.hpp"
 #include "job.hpp"
+#include "log.hpp"
 #include "result.hpp"
 
 namespace lanes {
-
-enum class LogLevel { Debug, Info, Error };
-using LogSink = std::function<void(LogLevel, const std::string&)>;
 
 class Classifier {
 public:
