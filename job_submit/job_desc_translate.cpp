@@ -1,0 +1,162 @@
+#include "job_desc_translate.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "job_env.hpp"
+
+extern "C" {
+// Slurm's allocator, resolved in slurmctld (libslurmfull) or libslurm (tests).
+char* slurm_xstrdup(const char* str);
+void slurm_xfree(void** ptr);
+void* slurm_xrecalloc(void** ptr, size_t nmemb, size_t size, bool clear, bool try_alloc,
+                      const char* file, int line, const char* func);
+}
+
+namespace lanes {
+
+namespace {
+
+std::string str(const char* s) { return s ? std::string(s) : std::string(); }
+
+void replace_string(char*& field, const std::string& value) {
+    if (field) slurm_xfree(reinterpret_cast<void**>(&field));
+    field = slurm_xstrdup(value.c_str());
+}
+
+std::vector<std::string> spank_env_entries(const job_desc_msg_t& desc) {
+    std::vector<std::string> entries;
+    if (!desc.spank_job_env) return entries;
+    for (uint32_t i = 0; i < desc.spank_job_env_size && desc.spank_job_env[i]; ++i)
+        entries.emplace_back(desc.spank_job_env[i]);
+    return entries;
+}
+
+// Number after the last ':' or '=' of one TRES item ("gres/gpu:a100:2" -> 2); 1 if none.
+uint32_t item_count(std::string_view item) {
+    auto pos = item.find_last_of(":=");
+    if (pos == std::string_view::npos) return 1;
+    std::string_view digits = item.substr(pos + 1);
+    uint32_t value = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc() || end != digits.data() + digits.size()) return 1;  // "gpu:a100" -> 1
+    return value;
+}
+
+}  // namespace
+
+uint32_t count_gpus(const std::string& tres) {
+    uint32_t total = 0;
+    std::string_view rest = tres;
+    while (!rest.empty()) {
+        auto comma = rest.find_first_of(",;");
+        std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        // "gres/gpu...", "gres:gpu...", "gpu..." all name GPUs.
+        std::string_view kind = item;
+        for (std::string_view prefix : {"gres/", "gres:"})
+            if (kind.starts_with(prefix)) kind.remove_prefix(prefix.size());
+        if (kind == "gpu" || kind.starts_with("gpu:") || kind.starts_with("gpu="))
+            total += item_count(item);
+    }
+    return total;
+}
+
+JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names,
+                           SysSeconds now) {
+    JobView job;
+    job.name = str(desc.name);
+    job.comment = str(desc.comment);
+    // user_id is the owner; NO_VAL means "the submitter".
+    job.uid = (desc.user_id == NO_VAL || desc.user_id == 0xffffffffu) ? submit_uid : desc.user_id;
+    job.user = names.name(job.uid);
+    job.account = str(desc.account);
+    job.partition = str(desc.partition);
+    job.qos = str(desc.qos);
+    job.tres_per_node = str(desc.tres_per_node);
+    job.tres_per_job = str(desc.tres_per_job);
+    job.gpus = count_gpus(job.tres_per_job);
+    if (job.gpus == 0) {
+        uint32_t per_node = count_gpus(job.tres_per_node);
+        uint32_t nodes = (desc.min_nodes == NO_VAL || desc.min_nodes == 0) ? 1 : desc.min_nodes;
+        job.gpus = per_node * nodes;
+    }
+    if (job.gpus == 0) job.gpus = count_gpus(str(desc.tres_per_task)) *
+                                  ((desc.num_tasks == NO_VAL || desc.num_tasks == 0) ? 1 : desc.num_tasks);
+    job.min_nodes = desc.min_nodes == NO_VAL ? 0 : desc.min_nodes;
+    job.max_nodes = desc.max_nodes == NO_VAL ? 0 : desc.max_nodes;
+    job.num_tasks = desc.num_tasks == NO_VAL ? 0 : desc.num_tasks;
+    if (desc.time_limit != NO_VAL && desc.time_limit != INFINITE) job.time_limit_minutes = desc.time_limit;
+    job.features = str(desc.features);
+    job.batch = desc.script != nullptr;
+    if (job.batch && desc.environment) {
+        for (uint32_t i = 0; i < desc.env_size && desc.environment[i]; ++i) {
+            std::string_view entry = desc.environment[i];
+            auto eq = entry.find('=');
+            if (eq == std::string_view::npos) continue;
+            job.environment.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+        }
+    }
+    auto requests = read_user_requests(spank_env_entries(desc));
+    job.requested_class = requests.lanes_class;
+    job.requested_cap = requests.cap;
+    job.submit_time = now;
+    if (desc.begin_time > 0) job.begin_time = SysSeconds{std::chrono::seconds{desc.begin_time}};
+    return job;
+}
+
+void strip_lanes_env(job_desc_msg_t& desc) {
+    if (!desc.spank_job_env) return;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < desc.spank_job_env_size; ++i) {
+        char* entry = desc.spank_job_env[i];
+        if (!entry) continue;
+        if (is_lanes_entry(entry)) {
+            slurm_xfree(reinterpret_cast<void**>(&entry));
+        } else {
+            desc.spank_job_env[kept++] = entry;
+        }
+    }
+    for (uint32_t i = kept; i < desc.spank_job_env_size; ++i) desc.spank_job_env[i] = nullptr;
+    desc.spank_job_env_size = kept;
+}
+
+std::string apply_decision_to_desc(job_desc_msg_t& desc, const Decision& decision) {
+    if (decision.partition) replace_string(desc.partition, *decision.partition);
+    if (decision.qos) replace_string(desc.qos, *decision.qos);
+    if (decision.features) replace_string(desc.features, *decision.features);
+    if (decision.nice) desc.nice = NICE_OFFSET + static_cast<uint32_t>(*decision.nice);
+    if (decision.begin_time) desc.begin_time = static_cast<time_t>(decision.begin_time->time_since_epoch().count());
+    if (decision.time_limit_minutes) desc.time_limit = *decision.time_limit_minutes;
+
+    strip_lanes_env(desc);
+    auto entries = encode_decision(decision);
+    uint32_t size = desc.spank_job_env_size;
+    // One spare slot keeps the array NULL-terminated, as Slurm expects.
+    slurm_xrecalloc(reinterpret_cast<void**>(&desc.spank_job_env), size + entries.size() + 1, sizeof(char*),
+                    true, false, __FILE__, __LINE__, __func__);
+    for (const auto& entry : entries) desc.spank_job_env[size++] = slurm_xstrdup(entry.c_str());
+    desc.spank_job_env[size] = nullptr;
+    desc.spank_job_env_size = size;
+
+    std::string messages;
+    for (const auto& line : decision.user_messages) {
+        if (!messages.empty()) messages += '\n';
+        messages += line;
+    }
+    return messages;
+}
+
+int reject_code(const Decision& decision) {
+    switch (decision.reject_kind) {
+        case Decision::RejectKind::ClassNotAllowed: return ESLURM_ACCESS_DENIED;
+        case Decision::RejectKind::InvalidOption: return ESLURM_INVALID_TRES;
+        case Decision::RejectKind::TimeWindow: return ESLURM_INVALID_TIME_LIMIT;
+        case Decision::RejectKind::Policy: break;
+    }
+    return ESLURM_ACCESS_DENIED;
+}
+
+}  // namespace lanes

@@ -1,0 +1,38 @@
+// Translation between Slurm's job_desc_msg_t and Lanes' JobView / Decision.
+// The only place in job_submit/ that reads or writes Slurm's job fields.
+#pragma once
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <cstdint>
+#include <string>
+
+#include "job.hpp"
+#include "user_names.hpp"
+
+namespace lanes {
+
+// Build the classifier's view. `submit_uid` is who submitted (may be an admin
+// submitting for another user: job_desc->user_id then names the owner).
+JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names,
+                           SysSeconds now);
+
+// Write the routing fields of an accepted decision into the job, replace every
+// LANES_* entry of spank_job_env with the decision's entries, and return the
+// user-visible message lines joined by newlines (may be empty). Strings are
+// allocated with Slurm's allocator (slurm_xstrdup) and old ones freed.
+std::string apply_decision_to_desc(job_desc_msg_t& desc, const Decision& decision);
+
+// Remove all LANES_* / SPANK_LANES_* entries of spank_job_env (keeps order of the rest).
+void strip_lanes_env(job_desc_msg_t& desc);
+
+// The ESLURM_* code for a rejected decision.
+int reject_code(const Decision& decision);
+
+// Total GPUs in a TRES string like "gres/gpu:4", "gres:gpu:a100:2,gres/gpu=1", "gpu:8".
+uint32_t count_gpus(const std::string& tres);
+
+}  // namespace lanes

@@ -1,0 +1,206 @@
+// job_submit/lanes: slurmctld glue. Translates the job, asks the Classifier,
+// writes the decision back. Every entry point is noexcept and catches everything.
+//
+// slurm.conf:  JobSubmitPlugins=lanes   (also "lua,lanes")
+//              PrologFlags=Alloc        (required: the nodes trust slurmctld's copy)
+// Config:      $LANES_CONFIG, else lanes.toml next to slurm.conf.
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "classifier.hpp"
+#include "config.h"
+#include "job_desc_translate.hpp"
+#include "user_names.hpp"
+
+extern "C" {
+// Exported by slurmctld / libslurmfull (plain info()/error() are not).
+void slurm_info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void slurm_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void slurm_debug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+char* slurm_xstrdup(const char* str);
+
+extern const char plugin_name[] = "Lanes job_submit plugin: classify and route training/inference jobs";
+extern const char plugin_type[] = "job_submit/lanes";
+extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+}
+
+namespace {
+
+using lanes::Classifier;
+using lanes::Decision;
+
+struct PluginState {
+    std::unique_ptr<Classifier> classifier;
+    lanes::UserNames user_names;
+    std::string config_path;
+    // validate_operator() lives in slurmctld; resolved at init when present.
+    bool (*validate_operator)(uid_t) = nullptr;
+};
+
+std::unique_ptr<PluginState> g_state;
+std::mutex g_init_mutex;
+
+void log_sink(lanes::LogLevel level, const std::string& message) {
+    switch (level) {
+        case lanes::LogLevel::Error: slurm_error("lanes: %s", message.c_str()); break;
+        case lanes::LogLevel::Info: slurm_info("lanes: %s", message.c_str()); break;
+        case lanes::LogLevel::Debug: slurm_debug("lanes: %s", message.c_str()); break;
+    }
+}
+
+std::string config_path() {
+    if (const char* env = std::getenv("LANES_CONFIG"); env && *env) return env;
+    // lanes.toml next to slurm.conf (SLURM_CONF when slurmctld was started with -f/env).
+    if (const char* conf = std::getenv("SLURM_CONF"); conf && *conf) {
+        std::string dir(conf);
+        auto slash = dir.rfind('/');
+        if (slash != std::string::npos) return dir.substr(0, slash + 1) + "lanes.toml";
+    }
+    return LANES_DEFAULT_CONFIG;
+}
+
+bool is_admin(uint32_t uid) {
+    if (uid == 0) return true;
+    if (g_state && g_state->validate_operator) return g_state->validate_operator(uid);
+    return false;
+}
+
+void set_err_msg(char** err_msg, const std::string& text) {
+    if (!err_msg || text.empty()) return;
+    *err_msg = slurm_xstrdup(text.c_str());
+}
+
+lanes::SysSeconds now_seconds() {
+    return std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
+}  // namespace
+
+extern "C" int init(void) noexcept {
+    try {
+        std::lock_guard lock(g_init_mutex);
+        auto state = std::make_unique<PluginState>();
+        state->config_path = config_path();
+        state->validate_operator = reinterpret_cast<bool (*)(uid_t)>(dlsym(RTLD_DEFAULT, "validate_operator"));
+        auto classifier = Classifier::create(state->config_path, log_sink);
+        if (!classifier) {
+            slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(),
+                        classifier.error().message.c_str());
+            return SLURM_ERROR;
+        }
+        state->classifier = std::move(*classifier);
+        g_state = std::move(state);
+        slurm_info("lanes: loaded %s", g_state->config_path.c_str());
+        return SLURM_SUCCESS;
+    } catch (const std::exception& e) {
+        slurm_error("lanes: init failed: %s", e.what());
+    } catch (...) {
+        slurm_error("lanes: init failed: unknown error");
+    }
+    return SLURM_ERROR;
+}
+
+extern "C" int fini(void) noexcept {
+    try {
+        std::lock_guard lock(g_init_mutex);
+        g_state.reset();
+    } catch (...) {
+    }
+    return SLURM_SUCCESS;
+}
+
+extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) noexcept {
+    try {
+        if (!g_state || !job_desc) return SLURM_ERROR;
+        auto& state = *g_state;
+        state.classifier->reload_if_changed();
+        auto now = now_seconds();
+        auto job = lanes::job_view_from_desc(*job_desc, submit_uid, state.user_names, now);
+        Decision decision = state.classifier->classify(job, now, is_admin(submit_uid));
+        if (decision.verdict == Decision::Verdict::Reject) {
+            std::string text = decision.reason.empty() ? "lanes: job rejected by policy" : decision.reason;
+            for (const auto& line : decision.user_messages) text += "\n" + line;
+            set_err_msg(err_msg, text);
+            slurm_info("lanes: rejected job %s of uid %u: %s", job.name.c_str(), job.uid, decision.reason.c_str());
+            // Strip any forged LANES_* entries even on reject; nothing of it will run.
+            lanes::strip_lanes_env(*job_desc);
+            return lanes::reject_code(decision);
+        }
+        std::string message = lanes::apply_decision_to_desc(*job_desc, decision);
+        set_err_msg(err_msg, message);
+        slurm_debug("lanes: job %s of %s -> class %s (%s)", job.name.c_str(), job.user.c_str(),
+                    decision.class_name.c_str(), decision.reason.c_str());
+        return SLURM_SUCCESS;
+    } catch (const std::exception& e) {
+        slurm_error("lanes: job_submit failed: %s", e.what());
+        set_err_msg(err_msg, std::string("lanes: internal error: ") + e.what());
+    } catch (...) {
+        slurm_error("lanes: job_submit failed: unknown error");
+    }
+    return SLURM_ERROR;
+}
+
+namespace {
+
+// What a non-admin may not change on an existing job: every field Lanes routes,
+// and the SPANK environment that carries the decision to the nodes.
+int check_modify(const job_desc_msg_t& desc, uint32_t submit_uid, std::string& why) {
+    if (is_admin(submit_uid)) return SLURM_SUCCESS;
+    auto refuse = [&why](const char* field) {
+        why = std::string("lanes: ") + field +
+              " is set by the lanes policy and cannot be changed by users; ask an administrator";
+        return ESLURM_ACCESS_DENIED;
+    };
+    if (desc.partition) return refuse("the partition");
+    if (desc.qos) return refuse("the QOS");
+    if (desc.features) return refuse("the feature list (--constraint)");
+    if (desc.reservation) return refuse("the reservation");
+    // Moving the start later is always safe; earlier could escape a window deferral.
+    // Slurm sets begin_time only when the update names it; we cannot see the old value
+    // here (22.05 passes no err_msg and the job record is opaque), so refuse any change
+    // except "later than now + 0": deferring is done with scontrol hold/--begin=later.
+    if (desc.begin_time != 0) {
+        auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+        if (desc.begin_time <= now) return refuse("the begin time (to an earlier time)");
+    }
+    if (desc.spank_job_env_size > 0) return refuse("the job's SPANK environment");
+    return SLURM_SUCCESS;
+}
+
+}  // namespace
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t submit_uid, char** err_msg) noexcept {
+#else
+extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t submit_uid) noexcept {
+    char** err_msg = nullptr;
+#endif
+    try {
+        if (!job_desc) return SLURM_SUCCESS;
+        std::string why;
+        int rc = check_modify(*job_desc, submit_uid, why);
+        if (rc != SLURM_SUCCESS) {
+            slurm_info("lanes: refused update of job %u by uid %u: %s", job_desc->job_id, submit_uid, why.c_str());
+            set_err_msg(err_msg, why);
+        }
+        return rc;
+    } catch (const std::exception& e) {
+        slurm_error("lanes: job_modify failed: %s", e.what());
+    } catch (...) {
+        slurm_error("lanes: job_modify failed: unknown error");
+    }
+    return SLURM_ERROR;
+}
