@@ -1,0 +1,59 @@
+#include "spank_args.hpp"
+
+#include <cctype>
+
+#include "config.hpp"
+
+namespace lanes {
+
+namespace {
+
+Result<bool> parse_bool(const std::string& key, const std::string& value) {
+    if (value == "yes" || value == "true" || value == "1") return true;
+    if (value == "no" || value == "false" || value == "0") return false;
+    return fail("spank_lanes: " + key + "=" + value + ": expected yes or no");
+}
+
+}  // namespace
+
+Result<SpankArgs> parse_spank_args(const std::vector<std::string>& args, const std::string& default_config) {
+    SpankArgs parsed;
+    parsed.config_path = default_config;
+    for (const auto& arg : args) {
+        auto eq = arg.find('=');
+        if (eq == std::string::npos)
+            return fail("spank_lanes: plugstack argument '" + arg + "' is not key=value (known: config, reconcile)");
+        std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
+        if (key == "config") {
+            if (value.empty() || value[0] != '/')
+                return fail("spank_lanes: config=" + value + ": must be an absolute path");
+            parsed.config_path = value;
+        } else if (key == "reconcile") {
+            auto b = parse_bool(key, value);
+            if (!b) return std::unexpected(b.error());
+            parsed.reconcile_on_start = *b;
+        } else {
+            return fail("spank_lanes: unknown plugstack argument '" + key + "' (known: config, reconcile)");
+        }
+    }
+    return parsed;
+}
+
+Result<std::string> check_class_option(const std::string& value) {
+    if (value.empty() || value.size() > 64)
+        return fail("--lanes-class: expected a class name of 1 to 64 characters");
+    for (char c : value)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
+            return fail("--lanes-class=" + value + ": a class name has only letters, digits, '_' and '-'");
+    return value;
+}
+
+Result<std::string> check_cap_option(const std::string& value) {
+    auto rate = parse_rate(value);
+    if (!rate) return fail("--lanes-cap=" + value + ": " + rate.error().message);
+    if (rate->is_relative())
+        return fail("--lanes-cap=" + value + ": give an absolute rate such as 5Gbit or 800Mbit, not a percentage");
+    return std::to_string(rate->bits_per_second) + "bit";
+}
+
+}  // namespace lanes

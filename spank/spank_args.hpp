@@ -1,0 +1,25 @@
+// spank_lanes' plugstack.conf arguments and user options, validated without Slurm.
+//   required spank_lanes.so config=/etc/slurm/lanes.toml
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "result.hpp"
+
+namespace lanes {
+
+struct SpankArgs {
+    std::string config_path;      // lanes.toml
+    bool reconcile_on_start = true;  // slurmd start removes state of dead jobs
+};
+
+// Unknown keys and bad values are errors naming the argument.
+Result<SpankArgs> parse_spank_args(const std::vector<std::string>& args, const std::string& default_config);
+
+// --lanes-class=NAME: letters, digits, '_' and '-', 1-64 characters.
+Result<std::string> check_class_option(const std::string& value);
+// --lanes-cap=RATE: an absolute rate ("5Gbit", "800Mbit"); returned normalised.
+Result<std::string> check_cap_option(const std::string& value);
+
+}  // namespace lanes

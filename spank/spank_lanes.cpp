@@ -1,0 +1,403 @@
+// spank_lanes: the node half of Lanes. Thin glue; the work is in lib/.
+//
+//   plugstack.conf:  required spank_lanes.so config=/etc/slurm/lanes.toml
+//
+// Context            callback                         what it does
+// srun/sbatch/salloc init, option callbacks, post_opt  --lanes-class / --lanes-cap: checked here,
+//                                                      sent as LANES_REQUEST_* job-control env;
+//                                                      job_submit/lanes validates them
+// slurmd             init                              reconcile: remove state of dead jobs
+// prolog (root)      job_prolog                        SPANK_LANES_* (slurmctld's copy, with
+//                                                      PrologFlags=Alloc) -> HTB class, nft marks,
+//                                                      job cgroup, state file
+// slurmstepd         init                              load lanes.toml once per step
+// task (root, child) task_init_privileged              move the task into the job cgroup before
+//                                                      exec; NCCL/UCX traffic-class variables
+// epilog (root)      job_epilog                        remove everything of the job
+//
+// Every callback is noexcept, logs "lanes: ..." and never lets an exception out.
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+}
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "config.hpp"
+#include "job_env.hpp"
+#include "node_shaper.hpp"
+#include "spank/spank_args.hpp"
+#include "task_env.hpp"
+
+extern "C" {
+void slurm_info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void slurm_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void slurm_debug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+extern const char plugin_name[] = "lanes";
+extern const char plugin_type[] = "spank";
+extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+extern const unsigned int spank_plugin_version = 1;
+}
+
+namespace {
+
+using lanes::Config;
+using lanes::NodeShaper;
+
+// ---- user options (srun/sbatch/salloc) -------------------------------------------
+
+std::optional<std::string> g_requested_class;
+std::optional<std::string> g_requested_cap;
+
+int on_class_option(int, const char* optarg, int remote) noexcept {
+    if (remote) return 0;  // the node never trusts the user's copy
+    auto checked = lanes::check_class_option(optarg ? optarg : "");
+    if (!checked) {
+        slurm_error("lanes: %s", checked.error().message.c_str());
+        return -1;
+    }
+    g_requested_class = *checked;  // idempotent: Slurm may call us twice
+    return 0;
+}
+
+int on_cap_option(int, const char* optarg, int remote) noexcept {
+    if (remote) return 0;
+    auto checked = lanes::check_cap_option(optarg ? optarg : "");
+    if (!checked) {
+        slurm_error("lanes: %s", checked.error().message.c_str());
+        return -1;
+    }
+    g_requested_cap = *checked;
+    return 0;
+}
+
+char kClassName[] = "lanes-class";
+char kClassArg[] = "CLASS";
+char kClassUsage[] = "[lanes] ask for traffic class CLASS (e.g. inference); allowed only where lanes.toml permits";
+char kCapName[] = "lanes-cap";
+char kCapArg[] = "RATE";
+char kCapUsage[] = "[lanes] cap this job's egress bandwidth below its class cap (e.g. 5Gbit, 800Mbit)";
+
+struct spank_option g_options[] = {
+    {kClassName, kClassArg, kClassUsage, 1, 0, on_class_option},
+    {kCapName, kCapArg, kCapUsage, 1, 0, on_cap_option},
+};
+
+// ---- shared helpers ------------------------------------------------------------
+
+void log_sink(lanes::LogLevel level, const std::string& message) {
+    const char* text = message.c_str();
+    // lib/ lines already start "lanes: " where they name an object; keep one prefix.
+    const char* prefix = message.rfind("lanes: ", 0) == 0 ? "" : "lanes: ";
+    switch (level) {
+        case lanes::LogLevel::Error: slurm_error("%s%s", prefix, text); break;
+        case lanes::LogLevel::Info: slurm_info("%s%s", prefix, text); break;
+        case lanes::LogLevel::Debug: slurm_debug("%s%s", prefix, text); break;
+    }
+}
+
+std::optional<lanes::SpankArgs> parse_args(int ac, char** av) {
+    std::vector<std::string> args(av, av + ac);
+    auto parsed = lanes::parse_spank_args(args, LANES_DEFAULT_CONFIG);
+    if (!parsed) {
+        slurm_error("lanes: %s", parsed.error().message.c_str());
+        return std::nullopt;
+    }
+    return *parsed;
+}
+
+// Nodes have no long-lived process to keep the last good lanes.toml in memory, so
+// a copy of the last one that loaded is kept next to the job state: a config
+// broken mid-run leaves running and new jobs on the last good one.
+constexpr const char* kLastGoodConfig = "/run/lanes/last-good.toml";
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void remember_good_config(const std::string& path) {
+    std::string text = read_file(path);
+    if (text.empty() || text == read_file(kLastGoodConfig)) return;
+    mkdir("/run/lanes", 0700);
+    std::string tmp = std::string(kLastGoodConfig) + ".tmp." + std::to_string(getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << text;
+        if (!out) return;
+    }
+    chmod(tmp.c_str(), 0600);
+    if (rename(tmp.c_str(), kLastGoodConfig) != 0) unlink(tmp.c_str());
+}
+
+std::optional<Config> load(const lanes::SpankArgs& args) {
+    auto config = lanes::load_config(args.config_path);
+    if (config) {
+        remember_good_config(args.config_path);
+        return std::move(*config);
+    }
+    slurm_error("lanes: %s", config.error().message.c_str());
+    auto fallback = lanes::load_config(kLastGoodConfig);
+    if (!fallback) return std::nullopt;
+    slurm_error("lanes: %s is broken; using the last good copy %s", args.config_path.c_str(), kLastGoodConfig);
+    return std::move(*fallback);
+}
+
+std::optional<uint32_t> job_id_of(spank_t sp) {
+    uint32_t job_id = 0;
+    if (spank_get_item(sp, S_JOB_ID, &job_id) == ESPANK_SUCCESS && job_id != 0) return job_id;
+    if (const char* env = std::getenv("SLURM_JOB_ID")) {
+        char* end = nullptr;
+        unsigned long v = std::strtoul(env, &end, 10);
+        if (end && *end == '\0' && v > 0 && v <= 0xffffffffUL) return static_cast<uint32_t>(v);
+    }
+    return std::nullopt;
+}
+
+std::string node_name() {
+    if (const char* env = std::getenv("SLURMD_NODENAME"); env && *env) return env;
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    return host;
+}
+
+// The job's decision, as slurmctld put it in the prolog's environment.
+std::map<std::string, std::string> lanes_environment() {
+    std::map<std::string, std::string> vars;
+    for (char** e = environ; e && *e; ++e) {
+        std::string_view entry(*e);
+        if (!lanes::is_lanes_entry(entry)) continue;
+        auto eq = entry.find('=');
+        if (eq == std::string_view::npos) continue;
+        vars.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    }
+    return vars;
+}
+
+// Jobs with a live slurmstepd in this network namespace ("slurmstepd: [123.0]").
+bool job_has_stepd(uint32_t job_id) {
+    struct stat own_ns{};
+    if (stat("/proc/self/ns/net", &own_ns) != 0) return true;  // unsure: keep
+    std::unique_ptr<DIR, int (*)(DIR*)> proc(opendir("/proc"), closedir);
+    if (!proc) return true;
+    const std::string needle = "slurmstepd: [" + std::to_string(job_id) + ".";
+    while (auto* entry = readdir(proc.get())) {
+        if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
+        std::string base = std::string("/proc/") + entry->d_name;
+        std::ifstream cmdline(base + "/cmdline");
+        std::string title;
+        std::getline(cmdline, title, '\0');
+        if (title.rfind(needle, 0) != 0) continue;
+        struct stat ns{};
+        if (stat((base + "/ns/net").c_str(), &ns) == 0 && ns.st_ino == own_ns.st_ino && ns.st_dev == own_ns.st_dev)
+            return true;
+    }
+    return false;
+}
+
+// ---- per-context work ------------------------------------------------------------
+
+// slurmstepd keeps the parsed config for its tasks (forked after init).
+std::optional<Config> g_step_config;
+
+int init_allocator_or_local(spank_t sp) {
+    for (auto& option : g_options)
+        if (spank_option_register(sp, &option) != ESPANK_SUCCESS) {
+            slurm_error("lanes: cannot register --%s", option.name);
+            return -1;
+        }
+    return 0;
+}
+
+int reconcile_on_slurmd_start(const lanes::SpankArgs& args) {
+    auto config = load(args);
+    if (!config) return -1;  // slurmd refuses to start with a broken lanes.toml: say why
+    if (!args.reconcile_on_start) return 0;
+    auto shaper = NodeShaper::open(config->node, node_name(), log_sink);
+    if (!shaper) {
+        // No NIC selected for this node is a normal configuration: nothing to shape.
+        slurm_info("lanes: not shaping on %s: %s", node_name().c_str(), shaper.error().message.c_str());
+        return 0;
+    }
+    auto removed = (*shaper)->reconcile(job_has_stepd);
+    if (!removed) {
+        slurm_error("lanes: reconcile at slurmd start: %s", removed.error().message.c_str());
+        return 0;  // leftovers are not worth keeping slurmd down; lanesctl gc can retry
+    }
+    for (uint32_t job : *removed) slurm_info("lanes: removed leftover state of job %u at slurmd start", job);
+    return 0;
+}
+
+}  // namespace
+
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) noexcept {
+    try {
+        switch (spank_context()) {
+            case S_CTX_LOCAL:
+            case S_CTX_ALLOCATOR:
+                return init_allocator_or_local(sp);
+            case S_CTX_REMOTE: {
+                // Options must be known remotely too, though their values are ignored there.
+                if (init_allocator_or_local(sp) != 0) return -1;
+                auto args = parse_args(ac, av);
+                if (!args) return -1;
+                g_step_config = load(*args);
+                // A broken lanes.toml must not kill the user's step: tasks then run
+                // unclassified, and the prolog (which failed the same way) said so.
+                return 0;
+            }
+            case S_CTX_SLURMD: {
+                auto args = parse_args(ac, av);
+                if (!args) return -1;
+                return reconcile_on_slurmd_start(*args);
+            }
+            default:
+                return 0;
+        }
+    } catch (const std::exception& e) {
+        slurm_error("lanes: init: %s", e.what());
+    } catch (...) {
+        slurm_error("lanes: init: unknown error");
+    }
+    return -1;
+}
+
+extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) noexcept {
+    try {
+        auto context = spank_context();
+        if (context != S_CTX_LOCAL && context != S_CTX_ALLOCATOR) return 0;
+        if (g_requested_class &&
+            spank_job_control_setenv(sp, std::string(lanes::kEnvRequestClass).c_str(), g_requested_class->c_str(), 1) !=
+                ESPANK_SUCCESS) {
+            slurm_error("lanes: cannot pass --lanes-class to the controller");
+            return -1;
+        }
+        if (g_requested_cap &&
+            spank_job_control_setenv(sp, std::string(lanes::kEnvRequestCap).c_str(), g_requested_cap->c_str(), 1) !=
+                ESPANK_SUCCESS) {
+            slurm_error("lanes: cannot pass --lanes-cap to the controller");
+            return -1;
+        }
+        return 0;
+    } catch (...) {
+        slurm_error("lanes: init_post_opt failed");
+    }
+    return -1;
+}
+
+extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) noexcept {
+    try {
+        auto job_id = job_id_of(sp);
+        if (!job_id) {
+            slurm_error("lanes: prolog: no job id");
+            return -1;
+        }
+        auto vars = lanes_environment();
+        if (vars.empty()) {
+            slurm_debug("lanes: job %u has no Lanes decision (job_submit/lanes not configured?)", *job_id);
+            return 0;
+        }
+        auto directive = lanes::decode_directive(vars);
+        if (!directive) {
+            slurm_error("lanes: job %u: bad decision from slurmctld: %s", *job_id, directive.error().message.c_str());
+            return -1;
+        }
+        if (!directive->network.dscp && !directive->network.rate) {
+            slurm_debug("lanes: job %u class %s has no network settings", *job_id, directive->class_name.c_str());
+            return 0;
+        }
+        auto args = parse_args(ac, av);
+        if (!args) return -1;
+        auto config = load(*args);
+        if (!config) return -1;
+        auto shaper = NodeShaper::open(config->node, node_name(), log_sink);
+        if (!shaper) {
+            slurm_info("lanes: job %u: not shaping on %s: %s", *job_id, node_name().c_str(),
+                       shaper.error().message.c_str());
+            return 0;
+        }
+        lanes::JobNetRequest request;
+        request.job_id = *job_id;
+        request.class_name = directive->class_name;
+        request.net = directive->network;
+        auto state = (*shaper)->apply(request);
+        if (!state) {
+            slurm_error("lanes: job %u: %s", *job_id, state.error().message.c_str());
+            return -1;
+        }
+        slurm_info("lanes: job %u class %s shaped on %zu NIC(s)", *job_id, directive->class_name.c_str(),
+                   state->devices.size());
+        return 0;
+    } catch (const std::exception& e) {
+        slurm_error("lanes: prolog: %s", e.what());
+    } catch (...) {
+        slurm_error("lanes: prolog: unknown error");
+    }
+    return -1;
+}
+
+extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) noexcept {
+    try {
+        if (!g_step_config) return 0;
+        auto job_id = job_id_of(sp);
+        if (!job_id) return 0;
+        // In the forked task, before exec: S_TASK_PID is not set yet, getpid() is the task.
+        auto attached = NodeShaper::attach_task(g_step_config->node, *job_id, getpid());
+        if (!attached) {
+            slurm_error("lanes: job %u: cannot place task %d in its cgroup: %s", *job_id, static_cast<int>(getpid()),
+                        attached.error().message.c_str());
+            return -1;  // an unclassified task would dodge the cap: fail the launch
+        }
+        auto state = NodeShaper::read_state(g_step_config->node, *job_id);
+        if (!state) return 0;  // the job has no network settings on this node
+        for (const auto& [name, value] : lanes::task_environment(state->class_name, state->net))
+            spank_setenv(sp, name.c_str(), value.c_str(), 1);
+        return 0;
+    } catch (const std::exception& e) {
+        slurm_error("lanes: task init: %s", e.what());
+    } catch (...) {
+        slurm_error("lanes: task init: unknown error");
+    }
+    return -1;
+}
+
+extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av) noexcept {
+    try {
+        auto job_id = job_id_of(sp);
+        if (!job_id) {
+            slurm_error("lanes: epilog: no job id");
+            return 0;
+        }
+        auto args = parse_args(ac, av);
+        if (!args) return -1;
+        auto config = load(*args);
+        if (!config) return -1;
+        auto shaper = NodeShaper::open(config->node, node_name(), log_sink);
+        if (!shaper) return 0;  // nothing is shaped on this node
+        auto removed = (*shaper)->remove(*job_id);
+        if (!removed) {
+            slurm_error("lanes: job %u: teardown: %s", *job_id, removed.error().message.c_str());
+            return -1;
+        }
+        return 0;
+    } catch (const std::exception& e) {
+        slurm_error("lanes: epilog: %s", e.what());
+    } catch (...) {
+        slurm_error("lanes: epilog: unknown error");
+    }
+    return -1;
+}

@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "spank/spank_args.hpp"
+
+using namespace lanes;
+
+TEST(SpankArgs, DefaultsAndKnownKeys) {
+    auto a = parse_spank_args({}, "/etc/slurm/lanes.toml");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->config_path, "/etc/slurm/lanes.toml");
+    EXPECT_TRUE(a->reconcile_on_start);
+    auto b = parse_spank_args({"config=/x/lanes.toml", "reconcile=no"}, "/d");
+    ASSERT_TRUE(b) << b.error().message;
+    EXPECT_EQ(b->config_path, "/x/lanes.toml");
+    EXPECT_FALSE(b->reconcile_on_start);
+}
+
+TEST(SpankArgs, BadArgumentsAreNamed) {
+    struct Case { std::vector<std::string> args; const char* expect; } cases[] = {
+        {{"confg=/x"}, "unknown plugstack argument 'confg'"},
+        {{"config"}, "'config' is not key=value"},
+        {{"config=relative.toml"}, "config=relative.toml: must be an absolute path"},
+        {{"reconcile=maybe"}, "reconcile=maybe: expected yes or no"},
+    };
+    for (const auto& c : cases) {
+        auto r = parse_spank_args(c.args, "/d");
+        ASSERT_FALSE(r) << c.expect;
+        EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << r.error().message;
+    }
+}
+
+TEST(SpankArgs, ClassOption) {
+    EXPECT_TRUE(check_class_option("inference"));
+    EXPECT_TRUE(check_class_option("batch-2_x"));
+    EXPECT_FALSE(check_class_option(""));
+    EXPECT_FALSE(check_class_option("a b"));
+    EXPECT_FALSE(check_class_option("x;rm"));
+    EXPECT_FALSE(check_class_option(std::string(65, 'a')));
+}
+
+TEST(SpankArgs, CapOptionIsAbsoluteAndNormalised) {
+    auto ok = check_cap_option("800Mbit");
+    ASSERT_TRUE(ok) << ok.error().message;
+    EXPECT_EQ(*ok, "800000000bit");
+    auto pct = check_cap_option("50%");
+    ASSERT_FALSE(pct);
+    EXPECT_NE(pct.error().message.find("--lanes-cap=50%"), std::string::npos);
+    EXPECT_FALSE(check_cap_option("fast"));
+    EXPECT_FALSE(check_cap_option(""));
+}
