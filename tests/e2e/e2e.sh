@@ -1,0 +1,142 @@
+# shellcheck shell=bash
+# Shared setup for the end-to-end tests: a real cluster (tests/cluster/cluster.sh)
+# with the Lanes plugins from this build loaded, configured by a lanes.toml whose
+# "peak" window is placed relative to now (no clock mocking inside slurmctld).
+#
+#   source "$LANES_SRCDIR/tests/e2e/e2e.sh"
+#   e2e_require_root
+#   e2e_write_config DIR [peak|offpeak]   # lanes.toml + policy.lua into DIR
+#   e2e_start_cluster [extra slurm.conf lines...]
+set -uo pipefail
+export TZ=UTC
+
+: "${LANES_SRCDIR:?run through make check (LANES_SRCDIR unset)}"
+: "${LANES_BUILDDIR:?run through make check (LANES_BUILDDIR unset)}"
+# shellcheck source=../cluster/cluster.sh
+source "$LANES_SRCDIR/tests/cluster/cluster.sh"
+
+E2E_JOB_SUBMIT_SO=$LANES_BUILDDIR/job_submit/.libs/job_submit_lanes.so
+E2E_SPANK_SO=$LANES_BUILDDIR/spank/.libs/spank_lanes.so
+E2E_FAILED=0
+
+e2e_require_root() {
+    if ((EUID != 0)); then
+        echo "SKIP: $(basename "$0") needs root (it starts slurmctld, slurmd, munged and network namespaces)"
+        exit 77
+    fi
+    for so in "$E2E_JOB_SUBMIT_SO" "$E2E_SPANK_SO"; do
+        [[ -f $so ]] || { echo "FAIL: $so is not built"; exit 1; }
+    done
+}
+
+e2e_pass() { printf 'ok: %s\n' "$*"; }
+e2e_fail() { printf 'FAIL: %s\n' "$*"; E2E_FAILED=1; }
+# e2e_check DESCRIPTION CMD...: run CMD; pass/fail with the description.
+e2e_check() {
+    local what=$1
+    shift
+    if "$@"; then e2e_pass "$what"; else e2e_fail "$what"; fi
+}
+e2e_finish() {
+    if ((E2E_FAILED)); then
+        cluster_dump_logs 2>&1 | tail -80
+        exit 1
+    fi
+    exit 0
+}
+
+# HH:MM in UTC, OFFSET minutes from now.
+e2e_hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }
+
+# e2e_write_config DIR MODE: MODE "peak" puts now inside the window [now-30m,
+# now+60m); "offpeak" puts the window at [now+120m, now+180m).
+e2e_write_config() {
+    local dir=$1 mode=${2:-peak} start end
+    CLUSTER_TAG=${CLUSTER_TAG:-$$}
+    if [[ $mode == peak ]]; then
+        start=$(e2e_hhmm -30); end=$(e2e_hhmm 60)
+    else
+        start=$(e2e_hhmm 120); end=$(e2e_hhmm 180)
+    fi
+    cat >"$dir/lanes.toml" <<TOML
+# End-to-end test configuration (generated).
+default_class = "training"
+
+[policy]
+script = "policy.lua"
+on_error = "reject"
+
+[windows.peak]
+timezone = "UTC"
+days = "daily"
+start = "$start"
+end = "$end"
+
+[classes.training]
+rank = 1
+partitions = ["training"]
+avoid_windows = ["peak"]
+window_overrun = "warn"
+exempt_users = ["root"]
+dscp = "CS1"
+rate = "40Mbit"
+ceil = "60Mbit"
+user_may_lower_cap = true
+rdma_service_level = 1
+
+[classes.inference]
+rank = 7
+partitions = ["inference"]
+dscp = "AF41"
+allowed_users = ["*"]
+
+[classes.vip]
+rank = 6
+partitions = ["inference"]
+dscp = "EF"
+allowed_users = ["root"]
+
+[nodes]
+# Three slurmd share this machine: give each its own state and cgroup dirs.
+state_dir = "/run/lanes-e2e-$CLUSTER_TAG/%n"
+cgroup_root = "/sys/fs/cgroup/unified/lanes-e2e-$CLUSTER_TAG/%n"
+
+[[nodes.nic]]
+nodes = "train[1-2],infer1"
+device = "eth0"
+link_speed = "1Gbit"
+TOML
+    cat >"$dir/policy.lua" <<'LUA'
+-- End-to-end test policy: inference by name, everything else by lanes.toml.
+function classify(job)
+  if job.name:match("^infer") then
+    return { class = "inference", reason = "name starts with infer" }
+  end
+  if job.name == "refuse-me" then
+    return { reject = "jobs named refuse-me are not allowed here" }
+  end
+  return nil
+end
+LUA
+}
+
+# e2e_start_cluster [extra slurm.conf lines]: job_submit/lanes + spank_lanes loaded.
+e2e_start_cluster() {
+    local conf_src
+    conf_src=$(mktemp -d)
+    e2e_write_config "$conf_src" "${E2E_MODE:-peak}"
+    export LANES_CLUSTER_TOML=$conf_src/lanes.toml
+    export LANES_CLUSTER_FILES="$conf_src/policy.lua ${E2E_EXTRA_FILES:-}"
+    export LANES_CLUSTER_PLUGINDIR="$LANES_BUILDDIR/job_submit/.libs"
+    local extra="JobSubmitPlugins=${E2E_JOB_SUBMIT_PLUGINS:-lanes}"
+    local line
+    for line in "$@"; do extra+=$'\n'"$line"; done
+    export LANES_CLUSTER_CONF_EXTRA=$extra
+    cluster_hook_pre_start() {
+        printf 'required %s config=%s/lanes.toml\n' "$E2E_SPANK_SO" "$1" >"$1/plugstack.conf"
+        if declare -F e2e_pre_start >/dev/null; then e2e_pre_start "$1"; fi
+    }
+    cluster_install_trap
+    cluster_start || { echo "FAIL: cluster did not start"; cluster_dump_logs; exit 1; }
+    rm -rf "$conf_src"
+}
