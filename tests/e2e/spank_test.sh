@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# spank_lanes on a real cluster: a training job gets its HTB class, nft marks,
+# cgroup and task environment on its node; its packets carry the DSCP on the wire
+# (IPv4 and IPv6) and its throughput is capped; an inference job gets its marks;
+# cancel and time limit leave nothing behind.
+source "$LANES_SRCDIR/tests/e2e/e2e.sh"
+e2e_require_root
+E2E_MODE=offpeak e2e_start_cluster
+work=$CLUSTER_WORK_DIR
+state_root=/run/lanes-e2e-$CLUSTER_TAG
+cgroup_root=/sys/fs/cgroup/unified/lanes-e2e-$CLUSTER_TAG
+infer_ip=${CLUSTER_NODE_IP[infer1]}
+infer_ip6=${CLUSTER_NODE_IP6[infer1]}
+trap 'cluster_stop; rm -rf "$state_root"; rmdir "$cgroup_root"/*/ "$cgroup_root" 2>/dev/null; true' EXIT
+
+node_tc() { cluster_run_node "$1" tc class show dev eth0; }
+node_nft() { cluster_run_node "$1" nft list table inet lanes 2>/dev/null; }
+leftovers() {  # prints anything of job $2 left on node $1
+    local node=$1 id=$2
+    node_tc "$node" | grep -E "class htb 1a4e:" | grep -v -E '1a4e:(1|fffe) ' || true
+    node_nft "$node" | grep -E "job_$id\\b" || true
+    ls "$state_root/$node/job_$id" 2>/dev/null || true
+    ls -d "$cgroup_root/$node/job_$id" 2>/dev/null || true
+}
+
+# Servers on infer1 for the training job's traffic (bounded: each serves one test).
+cluster_run_node infer1 iperf3 -s -1 -D -p 5201 --logfile "$work/iperf-s4.log"
+cluster_run_node infer1 iperf3 -s -1 -D -p 5202 --logfile "$work/iperf-s6.log"
+sleep 0.5
+
+# Capture the training node's packets on the fabric bridge while the job runs.
+cap4=$work/dscp4.txt cap6=$work/dscp6.txt
+cluster_run_fab timeout 25 tcpdump -i br0 -n -v -c 20 "src host ${CLUSTER_NODE_IP[train1]} and tcp dst port 5201" >"$cap4" 2>/dev/null &
+tcpdump4=$!
+cluster_run_fab timeout 25 tcpdump -i br0 -n -v -c 20 "ip6 and tcp dst port 5202" >"$cap6" 2>/dev/null &
+tcpdump6=$!
+sleep 1
+
+cat >"$work/train.sh" <<SH
+#!/bin/sh
+env | grep -E '^(LANES_|NCCL_IB_|UCX_IB_)' | sort >"$work/train-env-\$SLURM_JOB_ID"
+cat /proc/self/cgroup | grep '^0::' >"$work/train-cgroup-\$SLURM_JOB_ID"
+iperf3 -c $infer_ip -p 5201 -t 3 -J >"$work/train-iperf4-\$SLURM_JOB_ID.json"
+iperf3 -6 -c $infer_ip6 -p 5202 -t 1 >/dev/null
+sleep 300
+SH
+chmod 755 "$work/train.sh"
+id=$(cluster_sbatch -J train-spank -w train1 -p training -o "$work/train-%j.out" "$work/train.sh")
+e2e_check "training job starts" cluster_wait_job "$id" RUNNING 30
+for _ in $(seq 100); do [[ -s $work/train-env-$id ]] && break; sleep 0.1; done
+
+# Kernel state on train1.
+tc_out=$(node_tc train1)
+e2e_check "train1 has an HTB leaf class for the job with rate 40Mbit ceil 60Mbit" \
+    grep -qE 'class htb 1a4e:[0-9a-f]+ parent 1a4e:1 .*rate 40Mbit ceil 60Mbit' <<<"$tc_out"
+nft_out=$(node_nft train1)
+e2e_check "train1 nft has chain job_$id" grep -q "chain job_$id" <<<"$nft_out"
+e2e_check "chain sets DSCP cs1" grep -q "dscp set cs1" <<<"$nft_out"
+e2e_check "state file exists, root-only" test "$(stat -c %a "$state_root/train1/job_$id" 2>/dev/null)" = 600
+e2e_check "job's task runs in the job's cgroup" grep -q "lanes-e2e-$CLUSTER_TAG/train1/job_$id" "$work/train-cgroup-$id"
+e2e_check "train2 has nothing of the job" test -z "$(leftovers train2 "$id")"
+
+# Task environment.
+env_out=$(cat "$work/train-env-$id" 2>/dev/null)
+e2e_check "task sees LANES_CLASS=training" grep -qx 'LANES_CLASS=training' <<<"$env_out"
+e2e_check "task sees NCCL_IB_TC=32 (CS1<<2)" grep -qx 'NCCL_IB_TC=32' <<<"$env_out"
+e2e_check "task sees UCX_IB_TRAFFIC_CLASS=32" grep -qx 'UCX_IB_TRAFFIC_CLASS=32' <<<"$env_out"
+e2e_check "task sees NCCL_IB_SL=1" grep -qx 'NCCL_IB_SL=1' <<<"$env_out"
+
+# Wire: DSCP CS1 is TOS 0x20 (IPv4) / traffic class 0x20 (IPv6).
+for _ in $(seq 100); do grep -q '"end"' "$work/train-iperf4-$id.json" 2>/dev/null && break; sleep 0.2; done
+wait "$tcpdump4" "$tcpdump6" 2>/dev/null
+e2e_check "IPv4 packets of the job carry tos 0x20 on the wire" grep -q 'tos 0x20' "$cap4"
+e2e_check "no IPv4 packet of the job is unmarked" bash -c "! grep -E '^[0-9:.]+ IP \\(tos 0x0,' '$cap4'"
+e2e_check "IPv6 packets of the job carry class 0x20 on the wire" grep -q 'class 0x20' "$cap6"
+
+# Cap: alone on the link, the job may borrow up to its ceil (60 Mbit/s), no more.
+bps=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]))' \
+    "$work/train-iperf4-$id.json" 2>/dev/null || echo 0)
+e2e_check "job throughput $bps bit/s is within 5% of its 60 Mbit/s ceil" \
+    python3 -c "import sys; b=$bps; sys.exit(0 if 0.95*60e6 <= b <= 1.05*60e6 else 1)"
+
+# Inference job on infer1: marks (AF41), no cap configured.
+iid=$(cluster_sbatch -J infer-svc -w infer1 -p inference -o /dev/null --wrap 'sleep 300')
+e2e_check "inference job starts" cluster_wait_job "$iid" RUNNING 30
+sleep 0.5
+e2e_check "infer1 chain marks af41" bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}infer1 nft list chain inet lanes job_$iid | grep -q 'dscp set af41'"
+
+# Cancel: everything goes.
+cluster_run_ctl scancel "$id" "$iid"
+cluster_wait_job "$id" CANCELLED 30 >/dev/null
+cluster_wait_job "$iid" CANCELLED 30 >/dev/null
+for _ in $(seq 50); do [[ -z $(leftovers train1 "$id")$(leftovers infer1 "$iid") ]] && break; sleep 0.2; done
+e2e_check "after scancel nothing of the training job is left ($(leftovers train1 "$id"))" test -z "$(leftovers train1 "$id")"
+e2e_check "after scancel nothing of the inference job is left" test -z "$(leftovers infer1 "$iid")"
+
+# Time limit: a 1-minute job that would run 5 minutes.
+tid=$(cluster_sbatch -J train-timeout -t 1 -w train2 -p training -o /dev/null --wrap 'sleep 300')
+e2e_check "time-limited job starts" cluster_wait_job "$tid" RUNNING 30
+e2e_check "time-limited job has its class while running" grep -q "job_$tid" <<<"$(node_nft train2)"
+e2e_check "job times out" cluster_wait_job "$tid" TIMEOUT 150
+for _ in $(seq 50); do [[ -z $(leftovers train2 "$tid") ]] && break; sleep 0.2; done
+e2e_check "after time limit nothing is left" test -z "$(leftovers train2 "$tid")"
+
+e2e_finish
