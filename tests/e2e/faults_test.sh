@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Fault tests on a real cluster: after a killed slurmstepd, a slurmd crash and
+# restart, and 200 mixed jobs submitted quickly, no Lanes state is left on any
+# node; a broken lanes.toml and policy pushed mid-run keep the cluster working on
+# the last good ones.
+source "$LANES_SRCDIR/tests/e2e/e2e.sh"
+e2e_require_root
+E2E_MODE=offpeak e2e_start_cluster
+work=$CLUSTER_WORK_DIR
+state_root=/run/lanes-e2e-$CLUSTER_TAG
+cgroup_root=/sys/fs/cgroup/unified/lanes-e2e-$CLUSTER_TAG
+trap 'cluster_stop; rm -rf "$state_root"; rmdir "$cgroup_root"/*/ "$cgroup_root" 2>/dev/null; true' EXIT
+
+# Everything Lanes has on a node besides its persistent root and default class.
+node_state() {
+    local node=$1
+    cluster_run_node "$node" tc class show dev eth0 | grep -E 'class htb 1a4e:' | grep -vE '1a4e:(1|fffe) ' || true
+    cluster_run_node "$node" nft list table inet lanes 2>/dev/null | grep -E 'chain job_|: goto job_' || true
+    ls "$state_root/$node" 2>/dev/null | grep '^job_' || true
+    ls "$cgroup_root/$node" 2>/dev/null | grep '^job_' || true
+}
+all_clean() { local n; for n in train1 train2 infer1; do [[ -z $(node_state "$n") ]] || return 1; done; }
+wait_clean() { local _; for _ in $(seq "${1:-100}"); do all_clean && return 0; sleep 0.2; done; return 1; }
+stepd_pid_of() {  # JOB NODE: the job's slurmstepd in that node's namespace
+    local want ino p
+    want=$(stat -L -c %i "/run/netns/$(cluster_netns "$2")")
+    for p in $(pgrep -f "^slurmstepd: \\[$1\\."); do
+        ino=$(stat -L -c %i "/proc/$p/ns/net" 2>/dev/null) || continue
+        [[ $ino == "$want" ]] && printf '%s\n' "$p"
+    done
+}
+
+# 1. Killed slurmstepd: the job is then cancelled; its teardown still runs.
+id=$(cluster_sbatch -J train-kill -w train1 -p training -o /dev/null --wrap 'sleep 300')
+cluster_wait_job "$id" RUNNING 30 >/dev/null
+for _ in $(seq 50); do [[ -n $(node_state train1) ]] && break; sleep 0.1; done
+e2e_check "job $id shaped on train1" test -n "$(node_state train1)"
+pids=$(stepd_pid_of "$id" train1)
+e2e_check "found the job's slurmstepd ($pids)" test -n "$pids"
+kill -KILL $pids 2>/dev/null
+cluster_run_ctl scancel "$id"
+cluster_wait_job "$id" 'CANCELLED|FAILED|NODE_FAIL|COMPLETED' 60 >/dev/null
+e2e_check "after a killed slurmstepd nothing is left" wait_clean 150
+
+# 2. slurmd crash + restart while a job's state is on the node, its stepd gone:
+#    slurmd's start reconciles the leftover away.
+id=$(cluster_sbatch -J train-crash -w train2 -p training -o /dev/null --wrap 'sleep 300')
+cluster_wait_job "$id" RUNNING 30 >/dev/null
+for _ in $(seq 50); do [[ -n $(node_state train2) ]] && break; sleep 0.1; done
+e2e_check "job $id shaped on train2" test -n "$(node_state train2)"
+kill -KILL "${CLUSTER_SLURMD_PID[train2]}" $(stepd_pid_of "$id" train2) 2>/dev/null
+sleep 0.5
+e2e_check "leftover present while slurmd is down" test -n "$(node_state train2)"
+cluster_restart_slurmd train2
+e2e_check "slurmd start removed the dead job's state" wait_clean 50
+grep -q "removed leftover state of job $id" "$(cluster_log train2)" &&
+    e2e_pass "slurmd log names the removed job" || e2e_fail "slurmd log names the removed job"
+cluster_run_ctl scancel "$id" 2>/dev/null
+
+# 3. A broken lanes.toml and policy mid-run: slurmctld keeps the last good ones,
+#    nodes use their last good copy; jobs keep being classified and shaped.
+good_toml=$work/lanes.toml.good
+cp "$CLUSTER_CONF_DIR/lanes.toml" "$good_toml"
+sleep 1.1
+printf '[classes.training\nrate = "fast"\n' >>"$CLUSTER_CONF_DIR/lanes.toml"
+printf 'function classify(job) return { \n' >"$CLUSTER_CONF_DIR/policy.lua"
+id=$(cluster_sbatch -J infer-midrun -w infer1 -o /dev/null --wrap 'sleep 2')
+e2e_check "with broken config+policy the job is still routed (last good)" \
+    test "$(cluster_job_field "$id" Partition)" = inference
+cluster_wait_job "$id" RUNNING 30 >/dev/null
+sleep 0.3
+e2e_check "its node still applies marks from the last good config" \
+    bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}infer1 nft list chain inet lanes job_$id | grep -q af41"
+cluster_wait_job "$id" COMPLETED 30 >/dev/null
+e2e_check "slurmctld logged the broken lanes.toml with file:line" \
+    grep -qE 'lanes.toml:[0-9]+' "$CLUSTER_LOG_DIR/slurmctld.log"
+e2e_check "slurmctld is still alive" cluster_run_ctl scontrol ping
+cp "$good_toml" "$CLUSTER_CONF_DIR/lanes.toml"
+cat >"$CLUSTER_CONF_DIR/policy.lua" <<'LUA'
+function classify(job)
+  if job.name:match("^infer") then return "inference" end
+  return nil
+end
+LUA
+e2e_check "clean after the broken-config jobs" wait_clean 100
+
+# 4. 200 mixed jobs submitted quickly all land in the right place and leave nothing.
+t0=$(date +%s.%N)
+ids_infer=() ids_train=()
+for i in $(seq 100); do
+    ids_infer+=("$(cluster_run_ctl sbatch --parsable -J "infer-$i" -o /dev/null --wrap true)")
+    ids_train+=("$(cluster_run_ctl sbatch --parsable -J "train-$i" -o /dev/null --wrap true)")
+done
+t1=$(date +%s.%N)
+e2e_pass "200 submissions in $(python3 -c "print(round($t1-$t0,1))") s"
+wrong=0
+for id in "${ids_infer[@]}"; do [[ $(cluster_job_field "$id" Partition) == inference ]] || ((wrong++)); done
+for id in "${ids_train[@]}"; do [[ $(cluster_job_field "$id" Partition) == training ]] || ((wrong++)); done
+e2e_check "all 200 jobs routed to the right partition ($wrong wrong)" test "$wrong" -eq 0
+done_all() { [[ -z $(cluster_run_ctl squeue -h -o %i) ]]; }
+for _ in $(seq 600); do done_all && break; sleep 0.5; done
+e2e_check "all 200 jobs finished" done_all
+failed=$(cluster_run_ctl sacct -n -X -o state 2>/dev/null | grep -vc COMPLETED || true)
+e2e_check "no Lanes state left after 200 jobs" wait_clean 100
+
+e2e_finish
