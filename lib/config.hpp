@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "result.hpp"
@@ -127,17 +128,31 @@ struct Config {
     }
 };
 
+// The node's view: "%n" in state_dir and cgroup_root becomes the node name, so
+// several slurmd on one host (multiple-slurmd setups, test clusters) keep apart.
+NodeConfig node_config_for(const NodeConfig& config, const std::string& node_name);
+
 // Parse and validate lanes.toml. Errors read "path:line:col: key: what is wrong".
 Result<Config> load_config(const std::string& path);
 // Same, from text already in memory (path is used in messages and to resolve
 // a relative policy script path).
 Result<Config> parse_config(std::string_view text, const std::string& path);
 
+// The lanes.toml to read when none is given: $LANES_CONFIG when
+// honour_environment is true and it is set (lanesctl, tests), else
+// LANES_DEFAULT_CONFIG from config.h (SLURM_SYSCONFDIR/lanes.toml). Code running
+// in a user's environment (srun, sbatch) must pass false.
+std::string default_config_path(bool honour_environment);
+
 // Units shared by config, user options and lanesctl.
-Result<Rate> parse_rate(std::string_view text);           // "25Gbit", "800Mbit", "40%", "1.5Gbps"
+// Rates: bit/Kbit/Mbit/Gbit/Tbit (1000-based, case-insensitive) or a percentage;
+// "bps" spellings are refused as ambiguous (tc reads them as bytes per second).
+Result<Rate> parse_rate(std::string_view text);           // "25Gbit", "800Mbit", "40%", "1.5Gbit"
 Result<uint8_t> parse_dscp(std::string_view text);        // "CS1", "AF41", "EF", "46"
 std::string dscp_name(uint8_t dscp);                      // 46 -> "EF", 13 -> "13"
 std::string format_rate(uint64_t bits_per_second);        // 25000000000 -> "25Gbit"
 Result<uint64_t> parse_bytes(std::string_view text);      // "16MiB", "512KiB", "1048576"
+// "20ms", "500us", "1.5s", "2min", "1h" (a unit is required).
+Result<std::chrono::microseconds> parse_duration(std::string_view text);
 
 }  // namespace lanes

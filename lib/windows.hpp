@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "result.hpp"
@@ -75,6 +76,28 @@ struct Interval {
     bool operator==(const Interval&) const = default;
 };
 
+// Parsing helpers shared by lanes.toml and lanesctl.
+// Days: "mon".."sun" or full names ("monday"), ranges "mon-fri" / "mon..fri"
+// (may wrap: "fri-mon"), "weekdays", "weekends", "daily" / "all"; case-insensitive.
+Result<std::array<bool, 7>> parse_days(const std::vector<std::string>& items);
+// "08:00", "8:30", "23:59"; "24:00" only when allow_24 (an end of day).
+Result<std::chrono::minutes> parse_time_of_day(std::string_view text, bool allow_24 = false);
+// "2026-12-25" or an inclusive range "2026-12-24..2026-12-26".
+Result<DateRange> parse_date_range(std::string_view text);
+// Inverse helpers for messages and lanesctl: "mon,tue,fri", "08:00", "2026-12-24".
+std::string format_days(const std::array<bool, 7>& days);
+std::string format_time_of_day(std::chrono::minutes m);
+std::string format_date(std::chrono::year_month_day d);
+
+// Semantics (see lanes.toml(5)): a window occurs on each of its `days` (the local
+// start day) from `start` to `end` local time; end <= start ends the next day,
+// and end == start lasts 24 hours. Local times are converted with
+// TimeZone::to_instant, so a start inside a spring-forward gap begins when the
+// gap ends, and a time in a fall-back fold means its first occurrence. An
+// exception (add == false) removes the occurrence that starts on its dates; an
+// added date (add == true) makes the window occur from 00:00 to 24:00 local on
+// it, in addition to any regular occurrence. Occurrences that touch or overlap
+// are one occurrence. A null zone means UTC. Unknown window names never match.
 class WindowSet {
 public:
     void add(Window window) { windows_[window.name] = std::move(window); }
