@@ -27,9 +27,11 @@
 // Only sockets created after a task entered the cgroup carry the job's marks:
 // attach before exec.
 //
-// State: state_dir (0700) holds job_<id> files (0600, small key=value text) and the
-// lock file. The state file is written after the kernel objects exist, and removed
-// after they are gone, so a crash leaves at worst state that reconcile() cleans.
+// State: state_dir (0700) holds job_<id> files (0600, small key=value text), the
+// minor claims (minor_<hex> -> job id symlinks) and the lock file. The state file is
+// written before the kernel objects are made and removed after they are gone, so a
+// crash leaves at worst a state file whose objects are partly missing: remove() and
+// reconcile() clean those, since removing an absent object is success.
 #pragma once
 
 #include <sys/types.h>
@@ -45,21 +47,12 @@
 #include "log.hpp"
 #include "result.hpp"
 #include "shaping_plan.hpp"
+#include "traffic_control.hpp"  // ClassCounters
 
 namespace lanes {
 
-class TrafficControl;
 class PacketMarker;
 class CgroupTree;
-
-// Per device, from the job's HTB class (lanesctl status).
-struct ClassCounters {
-    uint64_t bytes = 0;
-    uint64_t packets = 0;
-    uint64_t drops = 0;
-    uint64_t overlimits = 0;
-    uint64_t backlog = 0;       // bytes queued now
-};
 
 class NodeShaper {
 public:

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -75,6 +76,7 @@ struct JobState {
     std::string cgroup;                 // absolute cgroup2 dir of the job
     std::string cgroup_key;             // the same, relative to /sys/fs/cgroup (nft key)
     bool cgroup_owned = false;          // Lanes made the dir (and removes it)
+    uint64_t cgroup_id = 0;             // inode of the dir (the nft map key); 0 = unknown
     bool operator==(const JobState&) const = default;
 };
 
@@ -109,6 +111,7 @@ struct EnsureRoot {
     uint16_t major = 0;
     HtbParams parent;           // M:1
     HtbParams fallback;         // M:fffe (the HTB "default" class)
+    bool root_exists = false;   // our htb is there: only (re)set the two classes
     bool replace_foreign = false;
 };
 struct AddClass {               // create or replace M:minor under M:1
@@ -141,13 +144,13 @@ struct RemoveCgroup { std::string path; std::string parent; };  // move leftover
 struct NftEnsureJob {           // one nft transaction: base table + job chain + map element
     uint32_t job_id = 0;
     std::string cgroup_key;
-    int cgroup_level = 0;
     uint32_t priority = 0;      // skb->priority = M:<minor>
     std::optional<uint8_t> dscp;
 };
 struct NftRemoveJob {           // one nft transaction; absent is fine
     uint32_t job_id = 0;
     std::string cgroup_key;
+    uint64_t cgroup_id = 0;     // to delete the map element when the dir is gone
 };
 
 using Operation = std::variant<EnsureRoot, AddClass, AddLeafQdisc, DeleteClass, DeleteRoot,
@@ -158,13 +161,14 @@ std::string describe(const Operation& op);
 
 // ---- planning -----------------------------------------------------------------
 
-// Facts about the node that do not change per job.
+// What the kernel and the cgroup tree look like for this job, gathered (under the
+// lock) just before planning.
 struct NodeFacts {
     std::vector<NicFacts> nics;     // the selected NICs, in selector order
     std::string leaf_qdisc_kind;    // "fq_codel" or "pfifo"
-    std::string cgroup_dir;         // job dir, absolute (cgroup_path() result)
-    std::string cgroup_key;
-    int cgroup_level = 0;
+    std::string cgroup_dir;         // the job's cgroup2 dir (cgroup_tree.hpp: place_job_cgroup)
+    std::string cgroup_parent;      // where leftover pids go at remove
+    std::string cgroup_key;         // relative to /sys/fs/cgroup, for nft
     bool cgroup_owned = false;
 };
 
@@ -184,18 +188,22 @@ uint32_t htb_prio_for_rank(int rank);
 
 // A free minor for `job_id`: job_id itself when in [2, 0xfffd], free and not the
 // root major (leaf qdiscs use <minor>:0 as handle), else the next free one after it
-// (wrapping). Fails only when all are taken.
-Result<uint16_t> allocate_minor(uint32_t job_id, const std::vector<JobState>& existing);
+// (wrapping). `taken(minor)` says whether another job holds it. Fails only when all
+// are taken.
+Result<uint16_t> allocate_minor(uint32_t job_id, uint16_t root_major,
+                                const std::function<bool(uint16_t)>& taken);
 
 // Rates of a request on one NIC: rate defaults to a 1% floor (>= 1 Mbit/s, <= ceil)
 // when only a ceil is given; ceil defaults to rate; both are capped at the link.
 JobDevice resolve_rates(const NetworkDecision& net, const NicFacts& nic);
 
-// Prolog. `existing` are all jobs in state_dir (including this one if re-applied).
-Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts,
-                        const JobNetRequest& request, const std::vector<JobState>& existing);
+// Prolog. `minor` comes from allocate_minor() (or `previous`); `previous` is the
+// job's state if it was applied before (same minor; NICs no longer selected get
+// their class deleted).
+Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const JobNetRequest& request,
+                        uint16_t minor, const std::optional<JobState>& previous);
 
-// Epilog: every object of `state`, in reverse order of creation.
+// Epilog: every object of `state`, marks first, classes, then the cgroup dir.
 Plan plan_remove(const JobState& state, uint16_t major);
 
 // lanesctl gc --all: every job, then our root on every NIC in `nics`.

@@ -1,0 +1,261 @@
+// Drives NodeShaper for the privileged tests in tests/net/*.sh (run inside a test
+// network namespace via nsenter --net=, so /sys/fs/cgroup stays visible).
+//
+//   shaper_tool [options] apply JOB [--class C] [--rate R] [--ceil R] [--dscp D] [--rank N]
+//   shaper_tool [options] remove JOB
+//   shaper_tool [options] run JOB -- PROGRAM ARGS...   (joins the job's cgroup, then execs)
+//   shaper_tool [options] counters JOB                 (device bytes packets drops overlimits backlog)
+//   shaper_tool [options] list | remove-all | gc ALIVE_JOB...
+//   shaper_tool [options] churn N                      (N x apply+remove, leak report)
+// options: --state DIR --nic DEV --speed BITS [--adopt] [--major HEX] [--cgroup-root PATH]
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cgroup_tree.hpp"
+#include "config.hpp"
+#include "node_shaper.hpp"
+#include "traffic_control.hpp"
+
+using namespace lanes;
+
+namespace {
+
+int usage() {
+    std::fprintf(stderr, "usage: shaper_tool --state DIR --nic DEV --speed BITS [--adopt] [--major HEX] "
+                         "apply|remove|run|counters|list|remove-all|gc|churn ...\n");
+    return 2;
+}
+
+int count_fds() {
+    int n = 0;
+    if (DIR* d = opendir("/proc/self/fd")) {
+        while (readdir(d)) ++n;
+        closedir(d);
+    }
+    return n;
+}
+
+int count_entries(const std::string& dir, const char* prefix) {
+    int n = 0;
+    if (DIR* d = opendir(dir.c_str())) {
+        while (dirent* e = readdir(d))
+            if (std::strncmp(e->d_name, prefix, std::strlen(prefix)) == 0) ++n;
+        closedir(d);
+    }
+    return n;
+}
+
+Result<Rate> rate_arg(const char* text) {
+    auto r = parse_rate(text);
+    if (!r) return std::unexpected(r.error());
+    return *r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    NodeConfig config;
+    NicSelector nic;
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+        if (a == "--state") {
+            config.state_dir = next() ?: "";
+        } else if (a == "--nic") {
+            nic.device = next() ?: "";
+        } else if (a == "--speed") {
+            const char* v = next();
+            if (!v) return usage();
+            nic.link_speed_bits = std::strtoull(v, nullptr, 10);
+        } else if (a == "--adopt") {
+            config.foreign_qdisc = ForeignQdiscAction::Adopt;
+        } else if (a == "--major") {
+            const char* v = next();
+            if (!v) return usage();
+            config.root_handle_major = static_cast<uint16_t>(std::strtoul(v, nullptr, 16));
+        } else if (a == "--cgroup-root") {
+            config.cgroup_root = next() ?: "";
+        } else {
+            for (; i < argc; ++i) args.push_back(argv[i]);
+        }
+    }
+    if (args.empty() || nic.device.empty()) return usage();
+    config.nics.push_back(nic);
+    const std::string cmd = args[0];
+
+    if (cmd == "run") {
+        // The fast path of slurm_spank_task_init_privileged: no netlink, no nft.
+        if (args.size() < 4 || args[2] != "--") return usage();
+        auto r = NodeShaper::attach_task(config, static_cast<uint32_t>(std::stoul(args[1])), getpid());
+        if (!r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        std::vector<char*> av;
+        for (std::size_t k = 3; k < args.size(); ++k) av.push_back(args[k].data());
+        av.push_back(nullptr);
+        execvp(av[0], av.data());
+        std::perror(av[0]);
+        return 127;
+    }
+
+    bool verbose = std::getenv("LANES_TOOL_VERBOSE") != nullptr;
+    auto shaper = NodeShaper::open(config, "testnode", [verbose](LogLevel level, const std::string& line) {
+        if (verbose || level == LogLevel::Error) std::fprintf(stderr, "%s\n", line.c_str());
+    });
+    if (!shaper) {
+        std::fprintf(stderr, "%s\n", shaper.error().message.c_str());
+        return 1;
+    }
+    auto& s = **shaper;
+
+    if (cmd == "apply") {
+        if (args.size() < 2) return usage();
+        JobNetRequest req;
+        req.job_id = static_cast<uint32_t>(std::stoul(args[1]));
+        req.class_name = "test";
+        for (std::size_t k = 2; k + 1 < args.size(); k += 2) {
+            const std::string& key = args[k];
+            const char* v = args[k + 1].c_str();
+            if (key == "--class") {
+                req.class_name = v;
+            } else if (key == "--rate" || key == "--ceil") {
+                auto r = rate_arg(v);
+                if (!r) {
+                    std::fprintf(stderr, "%s\n", r.error().message.c_str());
+                    return 2;
+                }
+                (key == "--rate" ? req.net.rate : req.net.ceil) = *r;
+            } else if (key == "--dscp") {
+                auto d = parse_dscp(v);
+                if (!d) {
+                    std::fprintf(stderr, "%s\n", d.error().message.c_str());
+                    return 2;
+                }
+                req.net.dscp = *d;
+            } else if (key == "--rank") {
+                req.net.rank = std::atoi(v);
+            } else {
+                return usage();
+            }
+        }
+        auto st = s.apply(req);
+        if (!st) {
+            std::fprintf(stderr, "%s\n", st.error().message.c_str());
+            return 1;
+        }
+        std::printf("job %u minor %x cgroup %s leaf %s\n", st->job_id, st->minor, st->cgroup.c_str(),
+                    s.leaf_qdisc_kind().c_str());
+        return 0;
+    }
+    if (cmd == "remove") {
+        if (args.size() != 2) return usage();
+        auto r = s.remove(static_cast<uint32_t>(std::stoul(args[1])));
+        if (!r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        return 0;
+    }
+    if (cmd == "counters") {
+        if (args.size() != 2) return usage();
+        auto c = s.counters(static_cast<uint32_t>(std::stoul(args[1])));
+        if (!c) {
+            std::fprintf(stderr, "%s\n", c.error().message.c_str());
+            return 1;
+        }
+        for (const auto& [dev, k] : *c)
+            std::printf("%s %llu %llu %llu %llu %llu\n", dev.c_str(), (unsigned long long)k.bytes,
+                        (unsigned long long)k.packets, (unsigned long long)k.drops, (unsigned long long)k.overlimits,
+                        (unsigned long long)k.backlog);
+        return 0;
+    }
+    if (cmd == "list") {
+        for (const auto& st : s.list()) std::printf("%u %s %x %s\n", st.job_id, st.class_name.c_str(), st.minor, st.cgroup.c_str());
+        return 0;
+    }
+    if (cmd == "remove-all") {
+        auto r = s.remove_all();
+        if (!r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        return 0;
+    }
+    if (cmd == "gc") {
+        std::set<uint32_t> alive;
+        for (std::size_t k = 1; k < args.size(); ++k) alive.insert(static_cast<uint32_t>(std::stoul(args[k])));
+        auto r = s.reconcile([&](uint32_t id) { return alive.count(id) > 0; });
+        if (!r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        for (uint32_t id : *r) std::printf("removed %u\n", id);
+        return 0;
+    }
+    if (cmd == "churn") {
+        // N rounds of apply + remove on distinct job ids; then the leak report the
+        // test checks: fds of this process, state files, claims, classes, cgroup dirs.
+        if (args.size() != 2) return usage();
+        int rounds = std::atoi(args[1].c_str());
+        auto tc = make_netlink_traffic_control();
+        if (!tc) return 1;
+        int ifindex = s.nics().front().ifindex;
+        // Warm up once so lazily opened handles (nft base, caches) exist before counting.
+        JobNetRequest warm{4000000000u, "churn", {}};
+        warm.net.rate = Rate{10'000'000, 0};
+        warm.net.dscp = 10;
+        if (auto r = s.apply(warm); !r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        if (auto r = s.remove(warm.job_id); !r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        int fds_before = count_fds();
+        auto classes_before = (*tc)->classes(ifindex, config.root_handle_major);
+        auto t0 = std::chrono::steady_clock::now();
+        for (int k = 0; k < rounds; ++k) {
+            JobNetRequest req{static_cast<uint32_t>(1000000 + k), "churn", {}};
+            req.net.rate = Rate{static_cast<uint64_t>(5'000'000 + k * 1000), 0};
+            req.net.ceil = Rate{0, 50};
+            req.net.dscp = static_cast<uint8_t>(k % 64);
+            auto st = s.apply(req);
+            if (!st) {
+                std::fprintf(stderr, "round %d: %s\n", k, st.error().message.c_str());
+                return 1;
+            }
+            auto r = s.remove(req.job_id);
+            if (!r) {
+                std::fprintf(stderr, "round %d: %s\n", k, r.error().message.c_str());
+                return 1;
+            }
+        }
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        auto classes_after = (*tc)->classes(ifindex, config.root_handle_major);
+        auto mount = make_cgroup_tree()->mount();
+        std::string own = config.cgroup_root != "auto" ? config.cgroup_root
+                          : mount                      ? mount->mount_point + "/lanes"
+                                                       : "";
+        std::printf("rounds %d seconds %.3f\n", rounds, secs);
+        std::printf("fds %d %d\n", fds_before, count_fds());
+        std::printf("classes %zu %zu\n", classes_before ? classes_before->size() : 0,
+                    classes_after ? classes_after->size() : 0);
+        std::printf("state_files %d\n", count_entries(config.state_dir, "job_"));
+        std::printf("minor_claims %d\n", count_entries(config.state_dir, "minor_"));
+        std::printf("cgroup_dirs %d\n", own.empty() ? -1 : count_entries(own, "job_"));
+        return 0;
+    }
+    return usage();
+}
