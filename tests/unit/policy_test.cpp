@@ -1,0 +1,513 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "fixed_windows.hpp"
+#include "policy.hpp"
+
+namespace lanes {
+namespace {
+
+using test::utc;
+
+std::shared_ptr<const Config> test_config() {
+    Config c;
+    c.path = "/etc/slurm/lanes.toml";
+    c.default_class = "batch";
+    ClassConfig training;
+    training.name = "training";
+    training.rank = 1;
+    training.partitions = {"gpu"};
+    training.policy_overrides = {"partition", "time_limit"};
+    training.dscp = 8;
+    training.rate = Rate{25000000000ull, 0};
+    ClassConfig inference;
+    inference.name = "inference";
+    inference.rank = 7;
+    inference.rate = Rate{0, 40};
+    ClassConfig batch;
+    batch.name = "batch";
+    c.classes = {{"training", training}, {"inference", inference}, {"batch", batch}};
+    ClassRule r1;
+    r1.class_name = "inference";
+    r1.name_patterns = {"serve-*"};
+    r1.line = 40;
+    ClassRule r2;
+    r2.class_name = "training";
+    r2.gres = "gpu";
+    r2.line = 45;
+    c.rules = {r1, r2};
+    c.policy.instruction_budget = 200000;
+    c.policy.memory_limit_bytes = 4u << 20;
+    c.policy.time_budget = std::chrono::milliseconds(200);
+    return std::make_shared<const Config>(std::move(c));
+}
+
+JobView sample_job() {
+    JobView j;
+    j.name = "train-llm";
+    j.user = "alice";
+    j.uid = 1001;
+    j.account = "ml";
+    j.partition = "gpu";
+    j.tres_per_node = "gres:gpu:8";
+    j.gpus = 8;
+    j.min_nodes = 2;
+    j.max_nodes = 2;
+    j.num_tasks = 16;
+    j.time_limit_minutes = 120;
+    j.batch = true;
+    j.environment = {{"HOME", "/home/alice"}, {"LANES_HINT", "big"}};
+    j.submit_time = utc(2026, 11, 30, 9);
+    return j;
+}
+
+struct Harness {
+    std::vector<std::string> logs;
+    std::mutex mu;
+    test::FixedWindows windows;
+    std::shared_ptr<Policy> policy;
+    std::string compile_error;
+
+    explicit Harness(const std::string& script, std::shared_ptr<const Config> config = test_config(),
+                     size_t states = 1) {
+        windows.daily("peak", utc(2026, 11, 30), 8, 20);
+        auto p = Policy::compile(script, "/etc/slurm/test.lua", std::move(config),
+                                 [this](LogLevel, const std::string& line) {
+                                     std::lock_guard lock(mu);
+                                     logs.push_back(line);
+                                 },
+                                 states);
+        if (p) policy = *p; else compile_error = p.error().message;
+    }
+    PolicyOutcome run(const JobView& job = sample_job(), SysSeconds now = utc(2026, 11, 30, 9)) {
+        return policy->classify(job, now, windows);
+    }
+};
+
+// A script whose classify(job) body is `body`.
+std::string with_body(const std::string& body) { return "function classify(job)\n" + body + "\nend\n"; }
+
+void expect_error(const PolicyOutcome& out, const std::string& needle) {
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Error) << out.class_name;
+    EXPECT_NE(out.error.find(needle), std::string::npos) << "error: " << out.error << "\nwanted: " << needle;
+}
+
+TEST(Policy, ReturnsClassName) {
+    Harness h(with_body("return 'training'"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    auto out = h.run();
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class);
+    EXPECT_EQ(out.class_name, "training");
+    EXPECT_EQ(out.location, "test.lua:2");
+}
+
+TEST(Policy, NilFallsThrough) {
+    Harness h(with_body("return nil"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    EXPECT_EQ(h.run().kind, PolicyOutcome::Kind::FallThrough);
+}
+
+TEST(Policy, TableWithOverrides) {
+    Harness h(with_body(R"(return {class = 'training', reason = 'big job', message = {'one', 'two'},
+        partition = {'gpu', 'spare'}, qos = 'low', features = {'a', 'b'}, nice = 10,
+        begin_time = 1800000000, time_limit = '1-00:00:00'})"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    auto out = h.run();
+    ASSERT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+    EXPECT_EQ(out.class_name, "training");
+    EXPECT_EQ(out.reason, "big job");
+    EXPECT_EQ(out.user_messages, (std::vector<std::string>{"one", "two"}));
+    EXPECT_EQ(out.partition, "gpu,spare");
+    EXPECT_EQ(out.qos, "low");
+    EXPECT_EQ(out.features, "a&b");
+    EXPECT_EQ(out.nice, 10);
+    EXPECT_EQ(out.begin_time, SysSeconds{std::chrono::seconds{1800000000}});
+    EXPECT_EQ(out.time_limit_minutes, 1440u);
+    EXPECT_EQ(out.overrides(),
+              (std::vector<std::string>{"partition", "qos", "features", "nice", "begin_time", "time_limit"}));
+}
+
+TEST(Policy, JobFieldsAndIntegerTypes) {
+    Harness h(with_body(R"(
+        assert(job.name == 'train-llm' and job.user == 'alice' and job.account == 'ml')
+        assert(job.partition == 'gpu' and job.tres_per_node == 'gres:gpu:8' and job.tres_per_job == '')
+        assert(job.comment == '' and job.qos == '' and job.features == '')
+        for _, k in ipairs{'uid', 'gpus', 'min_nodes', 'max_nodes', 'num_tasks', 'time_limit', 'submit_time'} do
+            assert(math.type(job[k]) == 'integer', k .. ' is ' .. tostring(math.type(job[k])))
+        end
+        assert(job.gpus == 8 and job.uid == 1001 and job.time_limit == 120 and job.num_tasks == 16)
+        assert(job.submit_time == lanes.now())
+        assert(job.batch == true and job.env.HOME == '/home/alice' and job.env.NOPE == nil)
+        assert(job.lanes_class == nil and job.lanes_cap == nil and job.begin_time == nil)
+        local n = 0
+        for k, v in pairs(job) do n = n + 1 end
+        local e = 0
+        for k, v in pairs(job.env) do e = e + 1 end
+        assert(e == 2, 'env entries ' .. e)
+        return {class = 'training', reason = tostring(n)})"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    auto out = h.run(sample_job(), utc(2026, 11, 30, 9));
+    ASSERT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+    // Fields with values: all but lanes_class, lanes_cap, begin_time.
+    EXPECT_EQ(out.reason, "18");
+}
+
+TEST(Policy, OptionalFieldsAndNoEnvWithoutBatch) {
+    Harness h(with_body(R"(
+        assert(job.env == nil, 'env without batch script')
+        assert(job.time_limit == nil)
+        assert(job.lanes_class == 'inference' and job.lanes_cap == '5Gbit')
+        assert(math.type(job.begin_time) == 'integer')
+        return 'batch')"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    JobView j = sample_job();
+    j.batch = false;
+    j.time_limit_minutes.reset();
+    j.requested_class = "inference";
+    j.requested_cap = "5Gbit";
+    j.begin_time = utc(2026, 12, 1);
+    auto out = h.run(j);
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+}
+
+TEST(Policy, UnknownJobFieldIsAnError) {
+    Harness h(with_body("return job.partiton"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    expect_error(h.run(), "job has no field 'partiton'");
+}
+
+TEST(Policy, RejectHelperAndField) {
+    Harness a(with_body("if job.gpus > 4 then reject('too many GPUs for this account') end return 'batch'"));
+    ASSERT_TRUE(a.policy) << a.compile_error;
+    auto out = a.run();
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Reject);
+    EXPECT_EQ(out.reject_message, "too many GPUs for this account");
+    EXPECT_EQ(out.location, "test.lua:2");
+
+    Harness b(with_body("return {reject = 'no'}"));
+    ASSERT_TRUE(b.policy) << b.compile_error;
+    out = b.run();
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Reject);
+    EXPECT_EQ(out.reject_message, "no");
+
+    // reject() is final even when the script catches it.
+    Harness c(with_body("pcall(lanes.reject, 'caught') return 'batch'"));
+    ASSERT_TRUE(c.policy) << c.compile_error;
+    EXPECT_EQ(c.run().kind, PolicyOutcome::Kind::Reject);
+}
+
+TEST(Policy, RuntimeErrorNamesFileAndLine) {
+    Harness h(with_body("local x = nil\nreturn x.y"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    expect_error(h.run(), "test.lua:3:");
+    Harness e(with_body("error('custom failure')"));
+    expect_error(e.run(), "test.lua:2: custom failure");
+    Harness t(with_body("error({})"));
+    expect_error(t.run(), "error object is a table value");
+}
+
+TEST(Policy, WrongReturnTypes) {
+    struct Case {
+        const char* body;
+        const char* needle;
+    } cases[] = {
+        {"return 42", "must return a class name, a table or nil, not a number"},
+        {"return true", "not a boolean"},
+        {"return ''", "empty class name"},
+        {"return {klass = 'x'}", "unknown field 'klass'"},
+        {"return {reason = 'r'}", "without 'class'"},
+        {"return {class = 'training', nice = 1.5}", "field 'nice' must be an integer"},
+        {"return {class = 'training', time_limit = 0}", "positive number of minutes"},
+        {"return {class = 'training', time_limit = 'soon'}", "not a Slurm time limit"},
+        {"return {class = 'training', partition = {1}}", "must list strings"},
+        {"return {class = 'training', [1] = 'x'}", "number key"},
+        {"return {class = 7}", "field 'class' must be a string"},
+        {"return {class = 'training', begin_time = -1}", "seconds since the epoch"},
+    };
+    for (const auto& c : cases) {
+        Harness h(with_body(c.body));
+        ASSERT_TRUE(h.policy) << h.compile_error;
+        SCOPED_TRACE(c.body);
+        expect_error(h.run(), c.needle);
+    }
+}
+
+// Every attempt must fail cleanly and leave the engine usable.
+TEST(Policy, SandboxEscapesFail) {
+    struct Case {
+        const char* body;
+        const char* needle;
+    } cases[] = {
+        {"os.execute('id')", "global 'os'"},
+        {"io.open('/etc/passwd')", "global 'io'"},
+        {"require('os')", "global 'require'"},
+        {"debug.sethook()", "global 'debug'"},
+        {"package.loadlib('x', 'y')", "global 'package'"},
+        {"dofile('/etc/passwd')", "global 'dofile'"},
+        {"loadfile('/etc/passwd')", "global 'loadfile'"},
+        {"coroutine.wrap(print)", "global 'coroutine'"},
+        {"local f = assert(load('\\27Lua\\x54\\0')) f()", "attempt to load a binary chunk"},
+        {"return string.dump(classify)", "field 'dump'"},
+        {"collectgarbage('stop')", "collectgarbage('stop') is not available"},
+        {"setmetatable(job, {})", "bad argument #1 to 'setmetatable'"},
+        {"rawset(job, 'name', 'x')", "bad argument #1 to 'rawset'"},
+        {"job.name = 'x'", "job is read-only (tried to set 'name')"},
+        {"job.env.HOME = 'x'", "job.env is read-only"},
+        {"lanes.log = print", "lanes is read-only"},
+        {"rawset(lanes, 'log', print)", "bad argument #1 to 'rawset'"},
+        {"lanes.classes.training.rank = 99", "read-only"},
+        {"getmetatable(job).__index = nil", "attempt to index a boolean value"},
+        {"local s = job; return s.nope", "job has no field"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.body);
+        Harness h(with_body(std::string("if job.name == 'evil' then ") + c.body + " end return 'batch'"));
+        ASSERT_TRUE(h.policy) << h.compile_error;
+        JobView evil = sample_job();
+        evil.name = "evil";
+        expect_error(h.run(evil), c.needle);
+        // The same engine keeps working afterwards.
+        auto out = h.run();
+        EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+        EXPECT_EQ(out.class_name, "batch");
+    }
+    // The same lua_State after an escape attempt keeps working.
+    Harness same(with_body("if job.name == 'evil' then return os.execute('id') end return 'batch'"));
+    JobView evil = sample_job();
+    evil.name = "evil";
+    expect_error(same.run(evil), "global 'os'");
+    EXPECT_EQ(same.run().class_name, "batch");
+}
+
+TEST(Policy, LoadOfTextIsAllowed) {
+    Harness h(with_body("local f = assert(load('return 1 + 1')) return f() == 2 and 'batch' or 'training'"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    EXPECT_EQ(h.run().class_name, "batch");
+}
+
+TEST(Policy, InstructionBudget) {
+    Harness h(with_body("if job.name == 'loop' then while true do end end return 'batch'"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    JobView loop = sample_job();
+    loop.name = "loop";
+    expect_error(h.run(loop), "instruction budget exceeded");
+    EXPECT_EQ(h.policy->rebuilds(), 1u);
+    EXPECT_EQ(h.run().class_name, "batch");  // a fresh state
+}
+
+TEST(Policy, BudgetCannotBeSwallowedByPcall) {
+    Harness h(with_body("while true do pcall(function() while true do end end) end"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    expect_error(h.run(), "budget exceeded");
+}
+
+TEST(Policy, TimeBudget) {
+    auto cfg = std::make_shared<Config>(*test_config());
+    cfg->policy.instruction_budget = 1ull << 50;
+    cfg->policy.time_budget = std::chrono::milliseconds(30);
+    Harness h(with_body("if job.name == 'spin' then while true do end end return 'batch'"), cfg);
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    JobView spin = sample_job();
+    spin.name = "spin";
+    auto start = std::chrono::steady_clock::now();
+    expect_error(h.run(spin), "time budget exceeded");
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    EXPECT_EQ(h.run().class_name, "batch");
+}
+
+TEST(Policy, MemoryCap) {
+    auto cfg = std::make_shared<Config>(*test_config());
+    cfg->policy.instruction_budget = 1ull << 40;
+    cfg->policy.time_budget = std::chrono::seconds(20);
+    const char* bombs[] = {
+        "local s = string.rep('x', 1 << 30) return 'batch'",
+        "local t = {} for i = 1, 1 << 40 do t[i] = i end return 'batch'",
+        "local s = 'x' while true do s = s .. s end",
+        "local t = {} while true do t[#t + 1] = {} end",
+    };
+    for (const char* bomb : bombs) {
+        SCOPED_TRACE(bomb);
+        Harness h(std::string("function classify(job) if job.name == 'bomb' then ") + bomb +
+                      " end return 'batch' end",
+                  cfg);
+        ASSERT_TRUE(h.policy) << h.compile_error;
+        JobView j = sample_job();
+        j.name = "bomb";
+        expect_error(h.run(j), "memory limit of 4194304 bytes exceeded");
+        EXPECT_EQ(h.run().class_name, "batch");
+    }
+}
+
+TEST(Policy, MemoryErrorCaughtByScriptStillDiscardsState) {
+    auto cfg = std::make_shared<Config>(*test_config());
+    cfg->policy.instruction_budget = 1ull << 40;
+    Harness h(with_body("local ok = pcall(string.rep, 'x', 1 << 30) return ok and 'training' or 'batch'"), cfg);
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    EXPECT_EQ(h.run().class_name, "batch");
+    EXPECT_EQ(h.policy->rebuilds(), 1u);
+}
+
+TEST(Policy, DeepRecursion) {
+    auto cfg = std::make_shared<Config>(*test_config());
+    cfg->policy.instruction_budget = 1ull << 40;
+    cfg->policy.time_budget = std::chrono::seconds(20);
+    Harness h("local function f(n) return f(n + 1) + 1 end\n" + with_body("if job.name == 'deep' then f(1) end return 'batch'"), cfg);
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    JobView j = sample_job();
+    j.name = "deep";
+    auto out = h.run(j);
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Error);
+    EXPECT_TRUE(out.error.find("stack overflow") != std::string::npos ||
+                out.error.find("memory limit") != std::string::npos)
+        << out.error;
+    EXPECT_EQ(h.run().class_name, "batch");
+    // Deep recursion through C (string.gsub callbacks) is bounded by Lua's C stack limit.
+    Harness c("local function g(s) return (s:gsub('.', g)) end\n" +
+                  with_body("if job.name == 'deep' then g('ab') end return 'batch'"),
+              cfg);
+    ASSERT_TRUE(c.policy) << c.compile_error;
+    EXPECT_EQ(c.run(j).kind, PolicyOutcome::Kind::Error);
+    EXPECT_EQ(c.run().class_name, "batch");
+}
+
+TEST(Policy, CompileErrors) {
+    Harness syntax("function classify(job)\n  return 'x' +\nend\n");
+    EXPECT_FALSE(syntax.policy);
+    EXPECT_NE(syntax.compile_error.find("test.lua:3:"), std::string::npos) << syntax.compile_error;
+
+    Harness missing("function classfy(job) return 'batch' end");
+    EXPECT_FALSE(missing.policy);
+    EXPECT_NE(missing.compile_error.find("must define a global function classify(job)"), std::string::npos)
+        << missing.compile_error;
+
+    Harness top_loop("while true do end function classify(job) return 'batch' end");
+    EXPECT_FALSE(top_loop.policy);
+    EXPECT_NE(top_loop.compile_error.find("budget exceeded"), std::string::npos) << top_loop.compile_error;
+
+    Harness top_error("error('broken at load')\nfunction classify(job) return 'batch' end");
+    EXPECT_FALSE(top_error.policy);
+    EXPECT_NE(top_error.compile_error.find("test.lua:1: broken at load"), std::string::npos) << top_error.compile_error;
+
+    Harness binary(std::string("\x1bLua\x54\x00", 6));
+    EXPECT_FALSE(binary.policy);
+    EXPECT_NE(binary.compile_error.find("binary chunk"), std::string::npos) << binary.compile_error;
+}
+
+TEST(Policy, LanesHelpers) {
+    Harness h(with_body(R"(
+        local now = lanes.now()
+        assert(math.type(now) == 'integer')
+        assert(lanes.in_window('peak') == true)
+        assert(lanes.in_window('peak', now + 12 * 3600) == false)
+        local s, e = lanes.next_start('peak'), lanes.next_end('peak')
+        assert(math.type(s) == 'integer' and math.type(e) == 'integer')
+        assert(e - now == 11 * 3600, 'next_end ' .. (e - now))
+        assert(s - now == 23 * 3600, 'next_start ' .. (s - now))
+        assert(not pcall(lanes.in_window, 'nosuch'))
+        local bits = lanes.parse_rate('10Gbit')
+        assert(math.type(bits) == 'integer' and bits == 10000000000)
+        local none, pct = lanes.parse_rate('40%')
+        assert(none == nil and pct == 40)
+        assert(not pcall(lanes.parse_rate, 'fast'))
+        assert(lanes.parse_duration('1-00:00:00') == 1440)
+        assert(lanes.parse_duration('90') == 90)
+        assert(lanes.parse_duration('UNLIMITED') == nil)
+        local cls, where = lanes.rules(job)
+        assert(cls == 'training' and where == 'rule 2 (lanes.toml:45)', tostring(where))
+        local c = lanes.classes.training
+        assert(c.rank == 1 and c.partitions[1] == 'gpu' and #c.partitions == 1 and c.dscp == 8)
+        assert(c.rate == 25000000000 and c.ceil == 25000000000)
+        assert(lanes.classes.inference.rate_percent == 40)
+        local names = {}
+        for name in pairs(lanes.classes) do names[#names + 1] = name end
+        table.sort(names)
+        assert(table.concat(names, ',') == 'batch,inference,training')
+        assert(lanes.default_class == 'batch')
+        assert(lanes.windows[1] == nil)
+        lanes.log('hello from the policy')
+        print('printed', 1)
+        lanes.user_message('lanes: note for the user')
+        return 'training')"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    auto out = h.run();
+    ASSERT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+    EXPECT_EQ(out.user_messages, (std::vector<std::string>{"lanes: note for the user"}));
+    ASSERT_EQ(h.logs.size(), 2u);
+    EXPECT_EQ(h.logs[0], "lanes: policy /etc/slurm/test.lua:32: hello from the policy");
+    EXPECT_EQ(h.logs[1], "lanes: policy /etc/slurm/test.lua:33: printed\t1");
+}
+
+TEST(Policy, RulesHelperWithoutMatch) {
+    Harness h(with_body("local c = lanes.rules(job) return c or 'batch'"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    JobView j = sample_job();
+    j.tres_per_node.clear();
+    j.name = "plain";
+    EXPECT_EQ(h.run(j).class_name, "batch");
+    j.name = "serve-llama";
+    EXPECT_EQ(h.run(j).class_name, "inference");
+}
+
+TEST(Policy, JobIsInvalidAfterClassify) {
+    Harness h("local saved\nfunction classify(job) if saved then return saved.name end saved = job return nil end");
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    EXPECT_EQ(h.run().kind, PolicyOutcome::Kind::FallThrough);
+    // The proxy is shared; during the next call it shows the next job, never a dangling one.
+    JobView j = sample_job();
+    j.name = "batch";
+    EXPECT_EQ(h.run(j).class_name, "batch");
+}
+
+TEST(Policy, SelfCheck) {
+    test::FixedWindows w;
+    auto ok = Policy::compile(with_body("return 'batch'"), "ok.lua", test_config(), nullptr);
+    ASSERT_TRUE(ok);
+    EXPECT_TRUE((*ok)->self_check(utc(2026, 11, 30, 9), w));
+    auto bad_class = Policy::compile(with_body("return 'trainnig'"), "bad.lua", test_config(), nullptr);
+    ASSERT_TRUE(bad_class);
+    auto r = (*bad_class)->self_check(utc(2026, 11, 30, 9), w);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("unknown class 'trainnig'"), std::string::npos) << r.error().message;
+    auto crash = Policy::compile(with_body("return job.time_limit.x"), "crash.lua", test_config(), nullptr);
+    ASSERT_TRUE(crash);
+    r = (*crash)->self_check(utc(2026, 11, 30, 9), w);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("self-check"), std::string::npos);
+    EXPECT_NE(r.error().message.find("crash.lua:2:"), std::string::npos) << r.error().message;
+}
+
+TEST(Policy, ConcurrentCallsUseSeparateStates) {
+    Harness h(R"(
+        local calls = 0
+        function classify(job)
+            calls = calls + 1
+            local s = 0
+            for i = 1, 2000 do s = s + i end
+            if job.gpus >= 4 then return 'training' end
+            return 'inference'
+        end)",
+              test_config(), 4);
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&, t] {
+            JobView j = sample_job();
+            j.gpus = static_cast<uint32_t>(t % 2 ? 8 : 1);
+            for (int i = 0; i < 300; ++i) {
+                auto out = h.run(j);
+                if (out.class_name != (t % 2 ? "training" : "inference")) ++wrong;
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_LE(h.policy->state_count(), 4u);
+    EXPECT_GE(h.policy->state_count(), 1u);
+}
+
+}  // namespace
+}  // namespace lanes
