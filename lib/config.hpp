@@ -138,10 +138,10 @@ Result<Config> load_config(const std::string& path);
 // a relative policy script path).
 Result<Config> parse_config(std::string_view text, const std::string& path);
 
-// The lanes.toml to read when none is given: $LANES_CONFIG when
-// honour_environment is true and it is set (lanesctl, tests), else
-// LANES_DEFAULT_CONFIG from config.h (SLURM_SYSCONFDIR/lanes.toml). Code running
-// in a user's environment (srun, sbatch) must pass false.
+// The lanes.toml to read when none is given. With honour_environment:
+// $LANES_CONFIG if set, else lanes.toml in the directory of $SLURM_CONF if set;
+// then LANES_DEFAULT_CONFIG from config.h (SLURM_SYSCONFDIR/lanes.toml). Code
+// running in a user's environment (srun, sbatch) must pass false.
 std::string default_config_path(bool honour_environment);
 
 // Units shared by config, user options and lanesctl.
