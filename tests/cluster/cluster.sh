@@ -580,11 +580,15 @@ cluster__start_munged() {
     local d=$CLUSTER_DIR/munge
     mkdir -m 0755 "$d" || return 1
     head -c 1024 /dev/urandom >"$d/munge.key" && chmod 0400 "$d/munge.key" || return 1
-    munged --foreground --force --socket="$CLUSTER_MUNGE_SOCKET" --key-file="$d/munge.key" \
-        --pid-file="$d/munged.pid" --log-file="$CLUSTER_LOG_DIR/munged.log" \
-        --seed-file="$d/munged.seed" --num-threads=4 \
-        >>"$CLUSTER_LOG_DIR/munged.log" 2>&1 </dev/null &
-    CLUSTER_MUNGED_PID=$!
+    local -a envv=()
+    mapfile -d '' envv < <(cluster__env)
+    CLUSTER_MUNGED_PID=$(
+        env -i "${envv[@]}" munged --foreground --force --socket="$CLUSTER_MUNGE_SOCKET" \
+            --key-file="$d/munge.key" --pid-file="$d/munged.pid" \
+            --log-file="$CLUSTER_LOG_DIR/munged.log" --seed-file="$d/munged.seed" --num-threads=4 \
+            >>"$CLUSTER_LOG_DIR/munged.log" 2>&1 </dev/null &
+        echo "$!"
+    )
     cluster__wait_until 10 "munged on $CLUSTER_MUNGE_SOCKET" cluster__munge_ok || return 1
 }
 
@@ -596,15 +600,20 @@ cluster__munge_ok() {
 # cluster__spawn NETNS HOSTNAME LOG CMD...: start a daemon in the foreground, in
 # NETNS and a new UTS namespace with HOSTNAME, with a clean environment; the
 # exec chain (env, nsenter, unshare, sh) keeps one PID, left in CLUSTER__SPAWNED.
+# It is started from a subshell, so it is not a child of the caller: a test's
+# bare `wait` does not wait for the daemons.
 cluster__spawn() {
     local ns=$1 host=$2 log=$3
     shift 3
     local -a envv=()
     mapfile -d '' envv < <(cluster__env)
-    # shellcheck disable=SC2016 # $0 and $@ belong to sh
-    env -i "${envv[@]}" nsenter --net="/run/netns/$ns" -- unshare --uts -- \
-        /bin/sh -c 'hostname "$0" && exec "$@"' "$host" "$@" >>"$log" 2>&1 </dev/null &
-    CLUSTER__SPAWNED=$!
+    CLUSTER__SPAWNED=$(
+        # shellcheck disable=SC2016 # $0 and $@ belong to sh
+        env -i "${envv[@]}" nsenter --net="/run/netns/$ns" -- unshare --uts -- \
+            /bin/sh -c 'hostname "$0" && exec "$@"' "$host" "$@" >>"$log" 2>&1 </dev/null &
+        echo "$!"
+    )
+    [[ -n $CLUSTER__SPAWNED ]]
 }
 
 cluster__ctld_up() {

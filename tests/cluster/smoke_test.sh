@@ -16,7 +16,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [[ ! -f $here/cluster.sh && -n ${LANES_SRCDIR:-} ]]; then
     here=$LANES_SRCDIR/tests/cluster
 fi
-# shellcheck source=tests/cluster/cluster.sh
+# shellcheck source=cluster.sh source-path=SCRIPTDIR
 source "$here/cluster.sh"
 
 t_begin=$(cluster__now_us)
@@ -87,6 +87,23 @@ out=$CLUSTER_WORK_DIR/smoke-user-$user_job.out
 grep -qx "user=$test_user" "$out" || fail "job $user_job did not run as $test_user: $(cat "$out")"
 check "job $user_job UserId" "$test_user($(id -u "$test_user"))" "$(cluster_job_field "$user_job" UserId)"
 echo "ok: job $user_job ran on $user_node as $test_user"
+
+# The fabric carries IPv4 and IPv6 TCP between nodes (later tests mark DSCP on
+# both families).
+src=${CLUSTER_NODES[0]}
+dst=${CLUSTER_NODES[-1]}
+port=5201
+iperf_listening() { [[ -n $(cluster_run_node "$dst" ss -Hltn "sport = :$port") ]]; }
+for fam in 4 6; do
+    ip=$(cluster_node_ip "$dst" "$fam")
+    cluster_run_node "$dst" timeout 20 iperf3 -s -1 -p "$port" >"$CLUSTER_WORK_DIR/iperf3-server-$fam.log" 2>&1 &
+    srv=$!
+    cluster__wait_until 10 "iperf3 server on $dst" iperf_listening || fail "iperf3 server on $dst did not start"
+    cluster_run_node "$src" timeout 10 iperf3 -c "$ip" -p "$port" -n 256K >"$CLUSTER_WORK_DIR/iperf3-client-$fam.log" 2>&1 ||
+        fail "no IPv$fam TCP from $src to $dst ($ip): $(tail -5 "$CLUSTER_WORK_DIR/iperf3-client-$fam.log")"
+    wait "$srv" || fail "iperf3 server on $dst failed: $(tail -5 "$CLUSTER_WORK_DIR/iperf3-server-$fam.log")"
+    echo "ok: IPv$fam TCP $src -> $dst ($ip) across the bridge"
+done
 
 # srun from the ctl namespace: slurmd connects back to srun there.
 infer=$(for n in "${CLUSTER_NODES[@]}"; do [[ ${CLUSTER_NODE_PARTITION[$n]} == inference ]] && echo "$n"; done | head -1)
