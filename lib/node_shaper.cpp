@@ -157,12 +157,7 @@ struct NodeShaper::Impl {
         struct Run {
             Impl& self;
             JobState& state;
-            Result<void> operator()(const EnsureRoot& o) {
-                if (o.replace_foreign)
-                    self.say(LogLevel::Error, "lanes: NIC " + o.device + ": replacing a foreign root qdisc "
-                                              "(node.foreign_qdisc = adopt)");
-                return self.tc->ensure_root(o);
-            }
+            Result<void> operator()(const EnsureRoot& o) { return self.tc->ensure_root(o); }
             Result<void> operator()(const AddClass& o) { return self.tc->add_class(o); }
             Result<void> operator()(const AddLeafQdisc& o) { return self.tc->add_leaf_qdisc(o); }
             Result<void> operator()(const DeleteClass& o) { return self.tc->delete_class(o); }

@@ -44,21 +44,19 @@ nl_msg* nfnl_frame(int type, int flags, uint8_t family, uint16_t res_id, uint32_
     return m;
 }
 
-// Send `msgs` (freed here) in one sendto on a fresh NETLINK_NETFILTER socket and
-// return the error of the ack to the message with sequence `ack_seq` (0 = ok).
-int nfnl_transact(std::initializer_list<nl_msg*> msgs, uint32_t ack_seq) {
+// Send `msgs` (freed here) in one sendto on `fd` (NETLINK_NETFILTER) and return
+// the error of the ack to the message with sequence `ack_seq` (0 = ok).
+//
+// The socket is long-lived on purpose: closing a NETLINK_NETFILTER socket makes
+// the kernel flush nf_tables' pending destroy work, i.e. wait for an RCU grace
+// period (~10 ms here) whenever something was deleted just before.
+int nfnl_transact(int fd, std::initializer_list<nl_msg*> msgs, uint32_t ack_seq) {
     std::string out;
     for (nl_msg* m : msgs) {
         nlmsghdr* h = nlmsg_hdr(m);
         out.append(reinterpret_cast<const char*>(h), NLMSG_ALIGN(h->nlmsg_len));
         nlmsg_free(m);
     }
-    int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-    if (fd < 0) return -errno;
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{fd};
     sockaddr_nl kernel{};
     kernel.nl_family = AF_NETLINK;
     if (::sendto(fd, out.data(), out.size(), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) return -errno;
@@ -78,10 +76,10 @@ int nfnl_transact(std::initializer_list<nl_msg*> msgs, uint32_t ack_seq) {
 }
 
 // Does table inet lanes exist? (A get, not a listing: no set elements fetched.)
-Result<bool> table_exists() {
-    nl_msg* get = nfnl_frame((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE, NLM_F_ACK, NFPROTO_INET, 0, 1);
+Result<bool> table_exists(int fd, uint32_t seq) {
+    nl_msg* get = nfnl_frame((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE, NLM_F_ACK, NFPROTO_INET, 0, seq);
     nla_put_string(get, NFTA_TABLE_NAME, kNftTable);
-    int err = nfnl_transact({get}, 1);
+    int err = nfnl_transact(fd, {get}, seq);
     if (err == 0) return true;
     if (err == -ENOENT) return false;
     return fail(std::string("lanes: nft: get table ") + table() + ": " + std::strerror(-err));
@@ -90,8 +88,7 @@ Result<bool> table_exists() {
 // Delete one element of map `jobs` by its raw cgroupsv2 key (the cgroup id), in an
 // nfnetlink batch of its own. nft can only name cgroupsv2 keys by path, which is
 // gone once the dir is removed. Absent = success.
-Result<void> delete_element_by_id(uint64_t cgroup_id) {
-    const uint32_t seq = 1;
+Result<void> delete_element_by_id(int fd, uint32_t seq, uint64_t cgroup_id) {
     nl_msg* begin = nfnl_frame(NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq);
     nl_msg* del = nfnl_frame((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELSETELEM, NLM_F_ACK, NFPROTO_INET, 0, seq + 1);
     nla_put_string(del, NFTA_SET_ELEM_LIST_TABLE, kNftTable);
@@ -104,7 +101,7 @@ Result<void> delete_element_by_id(uint64_t cgroup_id) {
     nla_nest_end(del, elem);
     nla_nest_end(del, elems);
     nl_msg* end = nfnl_frame(NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq + 2);
-    int err = nfnl_transact({begin, del, end}, seq + 1);
+    int err = nfnl_transact(fd, {begin, del, end}, seq + 1);
     if (err == 0 || err == -ENOENT) return {};
     return fail("lanes: nft: delete element of cgroup id " + std::to_string(cgroup_id) + ": " + std::strerror(-err));
 }
@@ -114,9 +111,16 @@ public:
     explicit NftablesPacketMarker(LogSink log) : log_(std::move(log)) {}
     ~NftablesPacketMarker() override {
         if (ctx_) nft_ctx_free(ctx_);
+        if (nfnl_fd_ >= 0) ::close(nfnl_fd_);
     }
 
     Result<void> open() {
+        nfnl_fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        if (nfnl_fd_ < 0) return fail(std::string("lanes: nfnetlink socket: ") + std::strerror(errno));
+        sockaddr_nl sa{};
+        sa.nl_family = AF_NETLINK;
+        if (::bind(nfnl_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+            return fail(std::string("lanes: nfnetlink bind: ") + std::strerror(errno));
         ctx_ = nft_ctx_new(NFT_CTX_DEFAULT);
         if (!ctx_) return fail("lanes: nft: cannot create a libnftables context");
         nft_ctx_buffer_output(ctx_);
@@ -140,7 +144,7 @@ public:
     }
 
     Result<void> remove_job(const NftRemoveJob& op) override {
-        auto exists = table_exists();
+        auto exists = table_exists(nfnl_fd_, next_seq());
         if (!exists) return std::unexpected(exists.error());
         if (!*exists) return {};  // nothing of ours left at all
         std::string path = std::string(kNftCgroupBase) + "/" + op.cgroup_key;
@@ -148,14 +152,14 @@ public:
         bool by_path = !op.cgroup_key.empty() && ::stat(path.c_str(), &st) == 0 &&
                        (op.cgroup_id == 0 || static_cast<uint64_t>(st.st_ino) == op.cgroup_id);
         if (!by_path && op.cgroup_id != 0) {
-            auto r = delete_element_by_id(op.cgroup_id);
+            auto r = delete_element_by_id(nfnl_fd_, next_seq(), op.cgroup_id);
             if (!r) return r;
         }
         return run(nft_remove_job_script(op, by_path), "remove job " + std::to_string(op.job_id));
     }
 
     Result<void> remove_all() override {
-        auto exists = table_exists();
+        auto exists = table_exists(nfnl_fd_, next_seq());
         if (!exists) return std::unexpected(exists.error());
         if (!*exists) return {};
         return run("delete table " + table() + "\n", "delete table " + table());
@@ -170,8 +174,15 @@ private:
         return fail("lanes: nft: " + what + ": " + (err.empty() ? std::string("failed") : err));
     }
 
+    uint32_t next_seq() {
+        seq_ += 3;
+        return seq_;
+    }
+
     LogSink log_;
     nft_ctx* ctx_ = nullptr;
+    int nfnl_fd_ = -1;
+    uint32_t seq_ = 0;
     std::vector<int> levels_;
 };
 

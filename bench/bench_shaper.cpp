@@ -1,0 +1,275 @@
+// Node shaper setup/teardown cost per job, in a private network namespace on a
+// veth, with 1, 100, 500 and 1000 jobs already on the NIC; and side by side the
+// same work for one job done the classic way (fork/exec of tc and nft).
+//
+//   bench_shaper [--iterations N] [--levels 1,100,500,1000] [--exec-iterations N]
+//
+// Needs root. Creates its own network namespace (unshare; it dies with the
+// process), a private mount namespace with a tmpfs on /run for the state dir (as
+// on a production node), and a cgroup2 dir <mount>/lanes-bench-<pid>, removed at
+// the end. Prints median/p99 per phase, the time per kernel
+// interface, and the exec/library ratio.
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cgroup_tree.hpp"
+#include "node_shaper.hpp"
+#include "packet_marker.hpp"
+#include "traffic_control.hpp"
+
+using namespace lanes;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::map<std::string, std::pair<double, long>> g_spent;  // interface -> (us, calls)
+
+struct Timer {
+    const char* name;
+    Clock::time_point t0 = Clock::now();
+    ~Timer() {
+        auto& s = g_spent[name];
+        s.first += std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        s.second++;
+    }
+};
+
+// Timing decorators around the real kernel interfaces.
+class TimedTc final : public TrafficControl {
+public:
+    explicit TimedTc(std::unique_ptr<TrafficControl> in) : in_(std::move(in)) {}
+    Result<std::vector<std::string>> devices() override { return in_->devices(); }
+    Result<int> ifindex(const std::string& d) override { Timer t{"tc: ifindex"}; return in_->ifindex(d); }
+    Result<std::string> route_device(const std::string& p) override { return in_->route_device(p); }
+    std::optional<uint64_t> link_speed_bits(const std::string& d) override { return in_->link_speed_bits(d); }
+    Result<RootQdisc> root_qdisc(int i) override { Timer t{"tc: get root qdisc"}; return in_->root_qdisc(i); }
+    bool qdisc_kind_available(const std::string& k) override { return in_->qdisc_kind_available(k); }
+    Result<void> ensure_root(const EnsureRoot& o) override { Timer t{"tc: ensure root (2 classes)"}; return in_->ensure_root(o); }
+    Result<void> add_class(const AddClass& o) override { Timer t{"tc: add class"}; return in_->add_class(o); }
+    Result<void> add_leaf_qdisc(const AddLeafQdisc& o) override { Timer t{"tc: add leaf qdisc"}; return in_->add_leaf_qdisc(o); }
+    Result<void> delete_class(const DeleteClass& o) override { Timer t{"tc: delete class"}; return in_->delete_class(o); }
+    Result<void> delete_root(const DeleteRoot& o) override { return in_->delete_root(o); }
+    Result<ClassCounters> class_counters(int i, uint32_t c) override { return in_->class_counters(i, c); }
+    Result<std::vector<uint32_t>> classes(int i, uint16_t m) override { return in_->classes(i, m); }
+private:
+    std::unique_ptr<TrafficControl> in_;
+};
+
+class TimedMarker final : public PacketMarker {
+public:
+    explicit TimedMarker(std::unique_ptr<PacketMarker> in) : in_(std::move(in)) {}
+    Result<void> ensure_base(const std::vector<int>& l) override { return in_->ensure_base(l); }
+    Result<void> add_job(const NftEnsureJob& o) override { Timer t{"nft: add job (1 transaction)"}; return in_->add_job(o); }
+    Result<void> remove_job(const NftRemoveJob& o) override { Timer t{"nft: remove job (1 transaction)"}; return in_->remove_job(o); }
+    Result<void> remove_all() override { return in_->remove_all(); }
+private:
+    std::unique_ptr<PacketMarker> in_;
+};
+
+class TimedCgroups final : public CgroupTree {
+public:
+    explicit TimedCgroups(std::unique_ptr<CgroupTree> in) : in_(std::move(in)) {}
+    Result<Cgroup2Mount> mount() override { return in_->mount(); }
+    bool exists(const std::string& d) override { return in_->exists(d); }
+    Result<uint64_t> ensure_dir(const std::string& d) override { Timer t{"cgroup: mkdir"}; return in_->ensure_dir(d); }
+    Result<uint64_t> dir_id(const std::string& d) override { return in_->dir_id(d); }
+    Result<void> attach(const std::string& d, pid_t p) override { return in_->attach(d, p); }
+    Result<void> remove_dir(const std::string& d, const std::string& p) override { Timer t{"cgroup: rmdir"}; return in_->remove_dir(d, p); }
+    Result<std::vector<pid_t>> pids(const std::string& d) override { return in_->pids(d); }
+private:
+    std::unique_ptr<CgroupTree> in_;
+};
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+struct Stats {
+    double median, p99;
+};
+Stats stats(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))]; };
+    return {at(0.5), at(0.99)};
+}
+
+int run(const std::string& cmd) {
+    int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
+}
+
+// What one job costs the classic way: tc and nft binaries (what a shell prolog does).
+void exec_job(const std::string& dev, const std::string& cg, const std::string& key, int minor, bool add) {
+    char cls[32];
+    std::snprintf(cls, sizeof cls, "1a4e:%x", minor);
+    if (add) {
+        ::mkdir(cg.c_str(), 0755);
+        run("tc class add dev " + dev + " parent 1a4e:1 classid " + cls + " htb rate 50mbit ceil 100mbit prio 4");
+        run("tc qdisc add dev " + dev + " parent " + cls + " handle " + std::to_string(minor) + ": pfifo limit 1000");
+        run("nft -f - <<'EOF'\nadd chain inet lanes job_x\nadd rule inet lanes job_x meta priority set " +
+            std::string(cls) + " counter\nadd rule inet lanes job_x meta nfproto ipv4 ip dscp set 8\n"
+            "add rule inet lanes job_x meta nfproto ipv6 ip6 dscp set 8\nadd element inet lanes jobs { \"" +
+            key + "\" : goto job_x }\nEOF");
+    } else {
+        run("nft -f - <<'EOF'\ndelete element inet lanes jobs { \"" + key +
+            "\" }\nflush chain inet lanes job_x\ndelete chain inet lanes job_x\nEOF");
+        run("tc class del dev " + dev + " classid " + cls);
+        ::rmdir(cg.c_str());
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int iterations = 200, exec_iterations = 30;
+    std::vector<int> levels{1, 100, 500, 1000};
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string a = argv[i];
+        if (a == "--iterations") iterations = std::atoi(argv[i + 1]);
+        else if (a == "--exec-iterations") exec_iterations = std::atoi(argv[i + 1]);
+        else if (a == "--levels") {
+            levels.clear();
+            for (char* p = std::strtok(argv[i + 1], ","); p; p = std::strtok(nullptr, ",")) levels.push_back(std::atoi(p));
+        }
+    }
+    if (geteuid() != 0) {
+        std::printf("SKIP: bench_shaper needs root (network namespace, tc, nftables, cgroup2)\n");
+        return 77;
+    }
+    if (unshare(CLONE_NEWNET) != 0) {
+        std::perror("unshare(CLONE_NEWNET)");
+        return 1;
+    }
+    if (run("ip link add lbench0 type veth peer name lbench1 && ip link set lbench0 up && ip link set lbench1 up") != 0)
+        return 1;
+    auto mount = make_cgroup_tree()->mount();
+    if (!mount) {
+        std::fprintf(stderr, "%s\n", mount.error().message.c_str());
+        return 1;
+    }
+    const std::string cgroot = mount->mount_point + "/lanes-bench-" + std::to_string(getpid());
+    // State on tmpfs, as /run is on a production node: a private mount namespace
+    // with its own tmpfs on /run (on a journaled disk an unlink alone costs 1-3 ms).
+    std::string state = "/run/lanes-bench";
+    if (unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("lanes-bench", "/run", "tmpfs", 0, "mode=0755,size=64m") != 0) {
+        std::perror("private tmpfs on /run (state stays on disk)");
+        char state_tmpl[] = "/tmp/lanes-bench-state.XXXXXX";
+        state = mkdtemp(state_tmpl);
+    }
+    ::mkdir(cgroot.c_str(), 0755);
+
+    NodeConfig config;
+    config.state_dir = state;
+    config.cgroup_root = cgroot;
+    NicSelector nic;
+    nic.device = "lbench0";
+    nic.link_speed_bits = 100'000'000'000ull;
+    config.nics.push_back(nic);
+
+    auto t_open = Clock::now();
+    auto tc = make_netlink_traffic_control();
+    auto marker = make_nftables_packet_marker({});
+    if (!tc || !marker) return 1;
+    auto shaper = NodeShaper::open_with(config, "bench", std::make_unique<TimedTc>(std::move(*tc)),
+                                        std::make_unique<TimedMarker>(std::move(*marker)),
+                                        std::make_unique<TimedCgroups>(make_cgroup_tree()), {});
+    if (!shaper) {
+        std::fprintf(stderr, "%s\n", shaper.error().message.c_str());
+        return 1;
+    }
+    double open_ms = ms_since(t_open);
+    auto& s = **shaper;
+    std::printf("bench_shaper: veth in a private netns, link 100Gbit, leaf qdisc %s, %d iterations per level\n",
+                s.leaf_qdisc_kind().c_str(), iterations);
+    std::printf("NodeShaper::open (netlink + nft context + NIC selection): %.3f ms\n\n", open_ms);
+    std::printf("%-8s %12s %12s %12s %12s\n", "jobs", "setup med", "setup p99", "teardown med", "teardown p99");
+
+    auto request = [](uint32_t id) {
+        JobNetRequest r{id, "bench", {}};
+        r.net.rate = Rate{50'000'000, 0};
+        r.net.ceil = Rate{0, 10};
+        r.net.dscp = 8;
+        r.net.rank = 2;
+        return r;
+    };
+    int failures = 0;
+    double lib_setup_1 = 0, lib_teardown_1 = 0;
+    uint32_t background = 0;
+    std::map<std::string, std::pair<double, long>> spent_at_1;
+    for (int level : levels) {
+        // level - 1 jobs stay on the NIC while one more comes and goes.
+        while (background + 1 < static_cast<uint32_t>(level)) {
+            if (!s.apply(request(100000 + background))) ++failures;
+            ++background;
+        }
+        g_spent.clear();
+        std::vector<double> setup, teardown;
+        for (int k = 0; k < iterations; ++k) {
+            uint32_t id = 900000 + k;
+            auto t0 = Clock::now();
+            if (!s.apply(request(id))) ++failures;
+            setup.push_back(ms_since(t0));
+            t0 = Clock::now();
+            if (!s.remove(id)) ++failures;
+            teardown.push_back(ms_since(t0));
+        }
+        auto a = stats(setup), b = stats(teardown);
+        std::printf("%-8d %9.3f ms %9.3f ms %9.3f ms %9.3f ms\n", level, a.median, a.p99, b.median, b.p99);
+        if (level == levels.front()) {
+            lib_setup_1 = a.median;
+            lib_teardown_1 = b.median;
+            spent_at_1 = g_spent;
+        }
+        if (level == levels.back()) {
+            std::printf("\nper kernel interface at %d jobs (mean per call):\n", level);
+            for (const auto& [name, v] : g_spent) std::printf("  %-34s %8.3f ms\n", name.c_str(), v.first / v.second / 1000);
+        }
+    }
+    if (levels.back() != levels.front()) {
+        std::printf("per kernel interface at %d job(s) (mean per call):\n", levels.front());
+        for (const auto& [name, v] : spent_at_1) std::printf("  %-34s %8.3f ms\n", name.c_str(), v.first / v.second / 1000);
+    }
+    for (uint32_t k = 0; k < background; ++k)
+        if (!s.remove(100000 + k)) ++failures;
+
+    // The classic way, for one job on the same NIC (root and base table exist).
+    std::vector<double> esetup, eteardown;
+    const std::string cg = cgroot + "/job_x";
+    const std::string key = relative_path(cg, kNftCgroupBase);
+    for (int k = 0; k < exec_iterations; ++k) {
+        auto t0 = Clock::now();
+        exec_job("lbench0", cg, key, 0x77, true);
+        esetup.push_back(ms_since(t0));
+        t0 = Clock::now();
+        exec_job("lbench0", cg, key, 0x77, false);
+        eteardown.push_back(ms_since(t0));
+    }
+    auto es = stats(esetup), et = stats(eteardown);
+    std::printf("\nfork/exec tc + nft, 1 job: setup %.3f ms, teardown %.3f ms (median of %d)\n", es.median, et.median,
+                exec_iterations);
+    std::printf("library, 1 job:            setup %.3f ms, teardown %.3f ms\n", lib_setup_1, lib_teardown_1);
+    std::printf("exec / library: setup x%.1f, teardown x%.1f, setup+teardown x%.1f\n", es.median / lib_setup_1,
+                et.median / lib_teardown_1, (es.median + et.median) / (lib_setup_1 + lib_teardown_1));
+
+    if (!s.remove_all()) ++failures;
+    shaper->reset();
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(cgroot, ec))
+        if (e.is_directory()) ::rmdir(e.path().c_str());
+    ::rmdir(cgroot.c_str());
+    std::filesystem::remove_all(state, ec);
+    if (failures) std::printf("FAILURES: %d operations failed\n", failures);
+    return failures ? 1 : 0;
+}
