@@ -4,7 +4,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"
@@ -417,6 +420,51 @@ TEST(Config, DefaultPath) {
     else unsetenv("LANES_CONFIG");
     if (saved_slurm) setenv("SLURM_CONF", keep_slurm.c_str(), 1);
     else unsetenv("SLURM_CONF");
+}
+
+}  // namespace
+
+namespace {
+
+// Every key the parser knows is documented in lanes.toml(5): ask each table for
+// its known keys through the unknown-key message, then look for them in the page.
+TEST(Config, ManPageDocumentsEveryKey) {
+    std::ifstream in(srcdir() + "/man/lanes.toml.5.in");
+    ASSERT_TRUE(in) << "man/lanes.toml.5.in";
+    const std::string man((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<std::pair<std::string, std::string>> tables = {
+        {"", "zzzzzzzzzz = 1\n[classes.a]\n"},
+        {"policy", "[policy]\nzzzzzzzzzz = 1\n[classes.a]\n"},
+        {"windows.w", "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
+        {"classes.a", "[classes.a]\nzzzzzzzzzz = 1\n"},
+        {"rules[0]", "[[rules]]\nclass = \"a\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
+        {"nodes", "[nodes]\nzzzzzzzzzz = 1\n[classes.a]\n"},
+        {"nodes.nic[0]", "[[nodes.nic]]\ndevice = \"x\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
+    };
+    size_t checked = 0;
+    for (const auto& [table, text] : tables) {
+        auto r = parse_config(text, "lanes.toml");
+        ASSERT_FALSE(r) << table;
+        const std::string& m = r.error().message;
+        const std::string marker = "(known keys: ";
+        const size_t at = m.find(marker);
+        ASSERT_NE(at, std::string::npos) << table << ": " << m;
+        const size_t end = m.find(')', at);
+        std::string list = m.substr(at + marker.size(), end - at - marker.size());
+        for (size_t start = 0; start < list.size();) {
+            size_t comma = list.find(", ", start);
+            if (comma == std::string::npos) comma = list.size();
+            const std::string key = list.substr(start, comma - start);
+            start = comma + 2;
+            const bool documented = man.find(".BR " + key + " \" = ") != std::string::npos ||
+                                    man.find("[" + key + "]") != std::string::npos ||
+                                    man.find("[" + key + ".NAME]") != std::string::npos ||
+                                    man.find("." + key + "]]") != std::string::npos;
+            EXPECT_TRUE(documented) << (table.empty() ? "" : table + ".") << key << " is not in lanes.toml(5)";
+            ++checked;
+        }
+    }
+    EXPECT_GT(checked, 50u);
 }
 
 }  // namespace
