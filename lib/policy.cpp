@@ -77,13 +77,12 @@ struct LuaState {
     bool in_classify = false;
     bool rejected = false;
     int return_line = 0;
+    char return_src[LUA_IDSIZE] = {};
     PolicyOutcome out;
     // Set up once.
     int classify_ref = LUA_NOREF;
     int job_ref = LUA_NOREF;
     int env_ref = LUA_NOREF;
-    int classify_linedefined = -1;
-    const char* classify_source = nullptr;
     bool tainted = false;  // budget exceeded: discard rather than reuse
 
     ~LuaState() {
@@ -320,8 +319,15 @@ void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
                             static_cast<lua_Integer>(s->time_budget.count()));
         lua_error(L);
     } else if (ar->event == LUA_HOOKRET && s->in_classify) {
-        if (lua_getinfo(L, "Sl", ar) && ar->linedefined == s->classify_linedefined && ar->source == s->classify_source)
+        // The last Lua function that returns straight to C made the decision:
+        // classify() itself, or what it tail-called (`return training(job)`).
+        // Functions returning into pcall() come earlier and are overwritten.
+        lua_Debug caller;
+        if (!lua_getstack(L, 1, &caller) || !lua_getinfo(L, "S", &caller) || caller.what[0] != 'C') return;
+        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0) {
             s->return_line = ar->currentline;
+            std::memcpy(s->return_src, ar->short_src, sizeof s->return_src);
+        }
     }
 }
 
@@ -636,7 +642,10 @@ int l_reject(lua_State* L) noexcept {
     LuaState* s = state_of(L);
     if (!s->in_classify) return luaL_error(L, "reject() is only valid during classify()");
     lua_Debug ar;
-    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "l", &ar)) s->return_line = ar.currentline;
+    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+        s->return_line = ar.currentline;
+        std::memcpy(s->return_src, ar.short_src, sizeof s->return_src);
+    }
     s->rejected = true;
     if (!assign(s->out.reject_message, msg, n)) return luaL_error(L, "out of memory");
     // Unwind the script; the outcome is decided by `rejected`, even if the script
@@ -854,11 +863,6 @@ int capture_classify(lua_State* L) noexcept {
     if (lua_type(L, -1) != LUA_TFUNCTION)
         return luaL_error(L, "%s: the policy must define a global function classify(job) (found %s)",
                           s->chunk_name->c_str(), luaL_typename(L, -1));
-    lua_pushvalue(L, -1);
-    lua_Debug ar;
-    lua_getinfo(L, ">S", &ar);
-    s->classify_linedefined = ar.linedefined;
-    s->classify_source = ar.source;
     s->classify_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     return 0;
 }
@@ -1204,6 +1208,7 @@ PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowO
         s->windows = &windows;
         s->rejected = false;
         s->return_line = 0;
+        s->return_src[0] = '\0';
         s->in_classify = true;
         lua_settop(L, 0);
         arm_budget(s.get(), 1);
@@ -1212,7 +1217,10 @@ PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowO
         s->in_classify = false;
 
         PolicyOutcome out = std::move(s->out);
-        if (s->return_line > 0) out.location = basename_of(chunk_name_) + ":" + std::to_string(s->return_line);
+        if (s->return_line > 0) {
+            s->return_src[sizeof s->return_src - 1] = '\0';
+            out.location = basename_of(s->return_src) + ":" + std::to_string(s->return_line);
+        }
         if (s->abort != Abort::None || s->mem_refused) s->tainted = true;
         if (s->rejected) {
             out.kind = PolicyOutcome::Kind::Reject;

@@ -1,0 +1,182 @@
+// Golden fixtures: tests/golden/<set>/lanes.toml + one JSON case per file (see
+// lib/policy_fixture.hpp). Each shipped policy has a set; "rules" has no policy.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "classifier.hpp"
+#include "json.hpp"
+#include "policy_fixture.hpp"
+
+namespace lanes {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path golden_dir() {
+    const char* env = std::getenv("LANES_SRCDIR");
+    return fs::path(env && *env ? env : LANES_TEST_SRCDIR) / "tests" / "golden";
+}
+
+// Runs every case of one set; returns how many ran.
+size_t run_set(const std::string& set) {
+    fs::path dir = golden_dir() / set;
+    std::vector<std::string> logs;
+    auto made = Classifier::create((dir / "lanes.toml").string(),
+                                   [&](LogLevel, const std::string& line) { logs.push_back(line); });
+    EXPECT_TRUE(made) << (made ? "" : made.error().message);
+    if (!made) return 0;
+    std::vector<fs::path> cases;
+    for (const auto& entry : fs::directory_iterator(dir))
+        if (entry.path().extension() == ".json") cases.push_back(entry.path());
+    std::sort(cases.begin(), cases.end());
+    for (const auto& path : cases) {
+        SCOPED_TRACE(path.filename().string());
+        auto fixture = load_fixture(path.string());
+        EXPECT_TRUE(fixture) << (fixture ? "" : fixture.error().message);
+        if (!fixture) continue;
+        Decision d = (*made)->classify(fixture->job, fixture->at, fixture->admin);
+        auto problems = check_fixture(*fixture, d);
+        std::string all;
+        for (const auto& p : problems) all += "\n  " + p;
+        EXPECT_TRUE(problems.empty()) << fixture->description << all << "\n  decision: "
+                                      << json::write(decision_to_json(d), 2);
+    }
+    return cases.size();
+}
+
+TEST(Golden, DefaultPolicy) { EXPECT_GE(run_set("default"), 12u); }
+
+TEST(Golden, BuiltinRulesWithoutPolicy) { EXPECT_GE(run_set("rules"), 4u); }
+
+TEST(Golden, CheckerReportsMismatchesAndUnknownKeys) {
+    auto f = parse_fixture(R"({"job": {"name": "x"}, "at": "2026-12-01T09:00:00Z",
+        "expect": {"class": "training", "partition": null, "clas": "x", "message_contains": "hello",
+                   "network": {"dscp": 8}}})",
+                           "case.json");
+    ASSERT_TRUE(f) << f.error().message;
+    Decision d;
+    d.class_name = "batch";
+    d.partition = "gpu";
+    d.user_messages = {"lanes: hi"};
+    auto problems = check_fixture(*f, d);
+    ASSERT_EQ(problems.size(), 5u);
+    EXPECT_EQ(problems[0], R"(class: want "training", got "batch")");
+    EXPECT_EQ(problems[1], R"(partition: want null, got "gpu")");
+    EXPECT_EQ(problems[2], "expect.clas: unknown key");
+    EXPECT_EQ(problems[3], R"(message_contains: "hello" not found in: lanes: hi)");
+    EXPECT_EQ(problems[4], "network.dscp: want 8, got null");
+    d.class_name = "training";
+    d.partition.reset();
+    d.user_messages = {"well hello"};
+    d.network.dscp = 8;
+    EXPECT_EQ(check_fixture(*f, d).size(), 1u);  // only the typo remains
+}
+
+TEST(Golden, FixtureErrors) {
+    auto unknown = parse_fixture(R"({"job": {}, "at": "2026-12-01T09:00:00Z", "expect": {}, "extra": 1})", "a.json");
+    ASSERT_FALSE(unknown);
+    EXPECT_NE(unknown.error().message.find("unknown key \"extra\""), std::string::npos);
+    auto job_key = parse_fixture(R"({"job": {"gpu": 1}, "at": "2026-12-01T09:00:00Z", "expect": {}})", "b.json");
+    ASSERT_FALSE(job_key);
+    EXPECT_NE(job_key.error().message.find("job.gpu: unknown key"), std::string::npos);
+    auto no_offset = parse_fixture(R"({"job": {}, "at": "2026-12-01T09:00:00", "expect": {}})", "c.json");
+    ASSERT_FALSE(no_offset);
+    EXPECT_NE(no_offset.error().message.find("invalid timestamp"), std::string::npos);
+    auto syntax = parse_fixture("{\"job\": {},\n \"at\": }", "d.json");
+    ASSERT_FALSE(syntax);
+    EXPECT_EQ(syntax.error().message, "d.json:2:8: unexpected character '}'");
+}
+
+TEST(Golden, JobFromJson) {
+    auto v = json::parse(R"({"name": "n", "uid": 7, "gpus": 4, "time_limit": "1-00:00:00", "batch": true,
+        "env": {"A": "b"}, "lanes_class": "training", "lanes_cap": "5Gbit", "begin_time": 1800000000,
+        "submit_time": "2026-12-01T09:00:00+01:00"})");
+    ASSERT_TRUE(v);
+    auto j = job_from_json(*v);
+    ASSERT_TRUE(j) << j.error().message;
+    EXPECT_EQ(j->uid, 7u);
+    EXPECT_EQ(j->gpus, 4u);
+    EXPECT_EQ(j->time_limit_minutes, 1440u);
+    EXPECT_TRUE(j->batch);
+    EXPECT_EQ(j->environment.at("A"), "b");
+    EXPECT_EQ(j->requested_class, "training");
+    EXPECT_EQ(j->requested_cap, "5Gbit");
+    EXPECT_EQ(j->begin_time, SysSeconds{std::chrono::seconds{1800000000}});
+    EXPECT_EQ(format_timestamp_utc(j->submit_time), "2026-12-01T08:00:00Z");
+    auto neg = json::parse(R"({"gpus": -1})");
+    EXPECT_FALSE(job_from_json(*neg));
+}
+
+TEST(Golden, Timestamps) {
+    EXPECT_EQ(format_timestamp_utc(*parse_timestamp("2026-12-01T09:00:00+01:00")), "2026-12-01T08:00:00Z");
+    EXPECT_EQ(format_timestamp_utc(*parse_timestamp("2026-06-01T00:30-02:30")), "2026-06-01T03:00:00Z");
+    EXPECT_EQ(format_timestamp_utc(*parse_timestamp("2026-12-31T23:59:59Z")), "2026-12-31T23:59:59Z");
+    for (const char* bad : {"2026-13-01T00:00Z", "2026-02-30T00:00Z", "2026-12-01", "2026-12-01T25:00Z",
+                            "2026-12-01T09:00:00+0100", "2026-12-01T09:00:00Zjunk"})
+        EXPECT_FALSE(parse_timestamp(bad)) << bad;
+}
+
+TEST(GoldenJson, ParsesStrictJson) {
+    auto v = json::parse(R"( {"a": [1, -2, 3.5, 1e3, true, false, null], "s": "x\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "o": {}} )");
+    ASSERT_TRUE(v) << v.error().message;
+    const auto& a = v->find("a")->as_array();
+    ASSERT_EQ(a.size(), 7u);
+    EXPECT_TRUE(a[0].is_int());
+    EXPECT_EQ(a[1].as_int(), -2);
+    EXPECT_FALSE(a[2].is_int());
+    EXPECT_DOUBLE_EQ(a[2].as_double(), 3.5);
+    EXPECT_DOUBLE_EQ(a[3].as_double(), 1000);
+    EXPECT_TRUE(a[6].is_null());
+    EXPECT_EQ(v->find("s")->as_string(), "x\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80");
+    EXPECT_TRUE(v->find("o")->is_object());
+    EXPECT_EQ(v->find("missing"), nullptr);
+    // Big integers beyond int64 become doubles, not errors.
+    EXPECT_FALSE(json::parse("123456789012345678901234567890")->is_int());
+}
+
+TEST(GoldenJson, RejectsWhatIsNotJson) {
+    struct Case {
+        const char* text;
+        const char* error;
+    } cases[] = {
+        {"", "1:1: unexpected end of input"},
+        {"{\"a\": 1, \"a\": 2}", "1:10: duplicate key \"a\""},
+        {"[1, 2,]", "1:7: unexpected character ']'"},
+        {"{'a': 1}", "1:2: string key expected"},
+        {"01", "1:2: leading zero in number"},
+        {"1.", "1:3: digit expected after '.'"},
+        {"\"\\x\"", "1:3: invalid escape '\\x'"},
+        {"\"a\nb\"", "1:3: control character in string"},
+        {"\"\\ud800\"", "1:8: lone high surrogate"},
+        {"nul", "1:1: invalid literal"},
+        {"{} x", "1:4: unexpected text after the JSON value"},
+        {"[1 2]", "1:4: ',' or ']' expected"},
+        {"1e999", "1:1: number out of range"},
+    };
+    for (const auto& c : cases) {
+        auto r = json::parse(c.text);
+        ASSERT_FALSE(r) << c.text;
+        EXPECT_EQ(r.error().message, c.error) << c.text;
+    }
+    std::string deep(200, '[');
+    EXPECT_FALSE(json::parse(deep));
+}
+
+TEST(GoldenJson, WritesCompactAndPretty) {
+    json::Object o;
+    o.emplace_back("b", json::Array{json::Value(1), json::Value(nullptr), json::Value("t\x01\"")});
+    o.emplace_back("a", true);
+    json::Value v(std::move(o));
+    EXPECT_EQ(json::write(v), R"({"b":[1,null,"t\u0001\""],"a":true})");
+    EXPECT_EQ(json::write(v, 2), "{\n  \"b\": [\n    1,\n    null,\n    \"t\\u0001\\\"\"\n  ],\n  \"a\": true\n}");
+    auto back = json::parse(json::write(v, 2));
+    ASSERT_TRUE(back);
+    EXPECT_EQ(json::write(*back), json::write(v));
+    EXPECT_EQ(json::write(json::Value(0.5)), "0.5");
+}
+
+}  // namespace
+}  // namespace lanes
