@@ -1,0 +1,318 @@
+#include "args.hpp"
+
+#include <charconv>
+#include <set>
+#include <string_view>
+
+namespace lanes::ctl {
+
+namespace {
+
+// One option: which subcommands accept it, whether it takes a value, and how to store it.
+struct OptionSpec {
+    std::string_view name;
+    enum class Arg { None, Required, Optional } arg;
+    std::vector<Command> commands;  // empty: global (every subcommand, and before it)
+    bool repeatable;
+    std::function<Result<void>(Options&, const std::string& value)> store;
+};
+
+Result<uint32_t> parse_job_id(std::string_view option, const std::string& text) {
+    uint32_t id = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id == 0)
+        return fail(std::string(option) + ": '" + text + "' is not a job id (a positive integer)");
+    return id;
+}
+
+Result<void> store_string(std::string& field, std::string_view option, const std::string& value) {
+    if (value.empty()) return fail(std::string(option) + ": the value is empty");
+    field = value;
+    return {};
+}
+
+const std::vector<OptionSpec>& option_table() {
+    using A = OptionSpec::Arg;
+    using C = Command;
+    static const std::vector<OptionSpec> table = {
+        {"--config", A::Required, {}, false,
+         [](Options& o, const std::string& v) { return store_string(o.config, "--config", v); }},
+        {"--json", A::None, {}, false, [](Options& o, const std::string&) -> Result<void> { o.json = true; return {}; }},
+        {"--help", A::None, {}, false, [](Options& o, const std::string&) -> Result<void> { o.help = true; return {}; }},
+        {"--version", A::None, {}, false,
+         [](Options& o, const std::string&) -> Result<void> { o.version = true; return {}; }},
+        {"--node", A::Required, {C::Status, C::Gc}, false,
+         [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }},
+        {"--job", A::Required, {C::PolicyTest}, true,
+         [](Options& o, const std::string& v) -> Result<void> {
+             auto id = parse_job_id("--job", v);
+             if (!id) return std::unexpected(id.error());
+             o.job_ids.push_back(*id);
+             return {};
+         }},
+        {"--fixtures", A::Required, {C::PolicyTest}, false,
+         [](Options& o, const std::string& v) { return store_string(o.fixtures_dir, "--fixtures", v); }},
+        {"--at", A::Required, {C::PolicyTest}, false,
+         [](Options& o, const std::string& v) { return store_string(o.at, "--at", v); }},
+        {"--admin", A::None, {C::PolicyTest}, false,
+         [](Options& o, const std::string&) -> Result<void> { o.as_admin = true; return {}; }},
+        {"--from", A::Required, {C::Windows}, false,
+         [](Options& o, const std::string& v) { return store_string(o.from, "--from", v); }},
+        {"--days", A::Required, {C::Windows}, false,
+         [](Options& o, const std::string& v) -> Result<void> {
+             int days = 0;
+             auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), days);
+             if (v.empty() || ec != std::errc() || end != v.data() + v.size() || days < 1 || days > 366)
+                 return fail("--days: '" + v + "' is not a number of days (1..366)");
+             o.days = days;
+             return {};
+         }},
+        {"--window", A::Required, {C::Windows}, true,
+         [](Options& o, const std::string& v) -> Result<void> {
+             if (v.empty()) return fail("--window: the value is empty");
+             o.window_names.push_back(v);
+             return {};
+         }},
+        {"--reservations", A::Optional, {C::Windows}, false,
+         [](Options& o, const std::string& v) -> Result<void> {
+             o.reservations = true;
+             o.reservation_nodes = v;
+             return {};
+         }},
+        {"--reservation-accounts", A::Required, {C::Windows}, false,
+         [](Options& o, const std::string& v) {
+             return store_string(o.reservation_accounts, "--reservation-accounts", v);
+         }},
+        {"--reservation-users", A::Required, {C::Windows}, false,
+         [](Options& o, const std::string& v) {
+             return store_string(o.reservation_users, "--reservation-users", v);
+         }},
+        {"--prometheus", A::Required, {C::Status}, false,
+         [](Options& o, const std::string& v) { return store_string(o.prometheus_file, "--prometheus", v); }},
+        {"--dry-run", A::None, {C::Gc}, false,
+         [](Options& o, const std::string&) -> Result<void> { o.dry_run = true; return {}; }},
+        {"--all", A::None, {C::Gc}, false,
+         [](Options& o, const std::string&) -> Result<void> { o.all = true; return {}; }},
+    };
+    return table;
+}
+
+const OptionSpec* find_option(std::string_view name) {
+    for (const auto& spec : option_table())
+        if (spec.name == name) return &spec;
+    return nullptr;
+}
+
+bool accepts(const OptionSpec& spec, Command command) {
+    if (spec.commands.empty()) return true;
+    for (Command c : spec.commands)
+        if (c == command) return true;
+    return false;
+}
+
+std::string where(Command command) {
+    if (command == Command::None) return "before the subcommand";
+    return std::string("for '") + command_name(command) + "'";
+}
+
+}  // namespace
+
+const char* command_name(Command command) {
+    switch (command) {
+        case Command::Check: return "check";
+        case Command::PolicyTest: return "policy test";
+        case Command::Windows: return "windows";
+        case Command::Status: return "status";
+        case Command::Gc: return "gc";
+        case Command::None: break;
+    }
+    return "";
+}
+
+Result<Options> parse_args(const std::vector<std::string>& args) {
+    Options options;
+    std::set<std::string_view> seen;
+    bool options_ended = false;  // after "--" everything is positional
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (!options_ended && arg == "--") {
+            options_ended = true;
+            continue;
+        }
+        if (!options_ended && arg.size() > 1 && arg[0] == '-') {
+            if (arg == "-h") {
+                options.help = true;
+                continue;
+            }
+            if (arg == "-V") {
+                options.version = true;
+                continue;
+            }
+            if (arg[1] != '-') return fail("unknown option '" + arg + "' (options are spelled --name)");
+            auto eq = arg.find('=');
+            std::string name = arg.substr(0, eq);
+            const OptionSpec* spec = find_option(name);
+            if (!spec) return fail("unknown option '" + name + "' " + where(options.command));
+            // Subcommand options are accepted only after their subcommand.
+            if (!accepts(*spec, options.command) || (!spec->commands.empty() && options.command == Command::None))
+                return fail("option '" + name + "' is not valid " + where(options.command));
+            if (!spec->repeatable && !seen.insert(spec->name).second)
+                return fail("option '" + name + "' given twice");
+            std::string value;
+            switch (spec->arg) {
+                case OptionSpec::Arg::None:
+                    if (eq != std::string::npos) return fail("option '" + name + "' takes no value");
+                    break;
+                case OptionSpec::Arg::Required:
+                    if (eq != std::string::npos) {
+                        value = arg.substr(eq + 1);
+                    } else {
+                        if (i + 1 >= args.size()) return fail("option '" + name + "' needs a value");
+                        value = args[++i];
+                    }
+                    break;
+                case OptionSpec::Arg::Optional:
+                    // "--opt=VALUE", or "--opt VALUE" when the next word is not an option
+                    // (only for subcommands without positional arguments).
+                    if (eq != std::string::npos) {
+                        value = arg.substr(eq + 1);
+                        if (value.empty()) return fail("option '" + name + "=': the value is empty");
+                    } else if (i + 1 < args.size() && !args[i + 1].starts_with("-")) {
+                        value = args[++i];
+                    }
+                    break;
+            }
+            auto stored = spec->store(options, value);
+            if (!stored) return std::unexpected(stored.error());
+            continue;
+        }
+        // A word: the subcommand, or a positional argument of it.
+        switch (options.command) {
+            case Command::None:
+                if (arg == "check") {
+                    options.command = Command::Check;
+                } else if (arg == "windows") {
+                    options.command = Command::Windows;
+                } else if (arg == "status") {
+                    options.command = Command::Status;
+                } else if (arg == "gc") {
+                    options.command = Command::Gc;
+                } else if (arg == "policy") {
+                    if (i + 1 >= args.size() || args[i + 1] != "test")
+                        return fail(i + 1 >= args.size() ? "'policy' needs a subcommand: 'policy test'"
+                                                         : "unknown subcommand 'policy " + args[i + 1] +
+                                                               "' (did you mean 'policy test'?)");
+                    ++i;
+                    options.command = Command::PolicyTest;
+                } else if (arg == "help") {
+                    options.help = true;
+                    // "lanesctl help windows": help for that subcommand.
+                    if (i + 1 < args.size()) {
+                        const std::string& topic = args[++i];
+                        if (topic == "check") options.command = Command::Check;
+                        else if (topic == "windows") options.command = Command::Windows;
+                        else if (topic == "status") options.command = Command::Status;
+                        else if (topic == "gc") options.command = Command::Gc;
+                        else if (topic == "policy") {
+                            options.command = Command::PolicyTest;
+                            if (i + 1 < args.size() && args[i + 1] == "test") ++i;
+                        } else {
+                            return fail("unknown subcommand '" + topic + "' after 'help'");
+                        }
+                    }
+                    if (i + 1 < args.size()) return fail("unexpected argument '" + args[i + 1] + "' after 'help'");
+                } else {
+                    return fail("unknown subcommand '" + arg + "'");
+                }
+                break;
+            case Command::PolicyTest:
+                options.job_files.push_back(arg);
+                break;
+            default:
+                return fail("unexpected argument '" + arg + "' for '" + command_name(options.command) + "'");
+        }
+    }
+    if (options.help || options.version) return options;
+    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc)");
+    if (options.command == Command::PolicyTest) {
+        int modes = (options.job_files.empty() ? 0 : 1) + (options.job_ids.empty() ? 0 : 1) +
+                    (options.fixtures_dir.empty() ? 0 : 1);
+        if (modes == 0) return fail("'policy test' needs JOB.json files, --job ID or --fixtures DIR");
+        if (modes > 1) return fail("'policy test': give JOB.json files, --job ID or --fixtures DIR, not several");
+        if (!options.fixtures_dir.empty() && !options.at.empty())
+            return fail("option '--at' is not valid with '--fixtures' (each fixture has its own \"at\")");
+    }
+    if (options.command == Command::Windows && !options.reservations &&
+        (!options.reservation_accounts.empty() || !options.reservation_users.empty()))
+        return fail("options '--reservation-accounts' and '--reservation-users' need '--reservations'");
+    if (options.command == Command::Windows && options.reservations && options.reservation_accounts.empty() &&
+        options.reservation_users.empty())
+        return fail("option '--reservations' needs '--reservation-accounts' or '--reservation-users' "
+                    "(who may run on the reserved nodes)");
+    return options;
+}
+
+std::string usage_text(Command command) {
+    switch (command) {
+        case Command::Check:
+            return "usage: lanesctl check [--config FILE] [--json]\n"
+                   "  Validate lanes.toml and its Lua policy exactly as the plugins load them.\n"
+                   "  Exit 0 when valid, 1 with file:line:col messages when not.\n";
+        case Command::PolicyTest:
+            return "usage: lanesctl policy test [--config FILE] [--at TIME] [--admin] [--json] JOB.json...\n"
+                   "       lanesctl policy test [--config FILE] [--at TIME] [--admin] [--json] --job ID...\n"
+                   "       lanesctl policy test [--config FILE] [--json] --fixtures DIR\n"
+                   "  Dry-run classification and routing. JOB.json is a job object or a whole fixture\n"
+                   "  ({\"job\": {...}, \"at\": ..., \"expect\": {...}}); --job loads a pending or running job\n"
+                   "  from slurmctld. --fixtures runs every DIR/*.json and compares with \"expect\".\n"
+                   "  TIME: \"2026-12-01 09:00\" (this machine's time zone), \"2026-12-01T09:00+01:00\",\n"
+                   "  \"2026-12-01 09:00 Europe/Berlin\", \"... UTC\", \"@1796112000\" or \"now\".\n";
+        case Command::Windows:
+            return "usage: lanesctl windows [--config FILE] [--from TIME] [--days N] [--window NAME]...\n"
+                   "                        [--reservations [NODES] (--reservation-accounts LIST |\n"
+                   "                         --reservation-users LIST)] [--json]\n"
+                   "  The upcoming occurrences of each window in its own time zone (DST and exceptions\n"
+                   "  applied); with --reservations, one `scontrol create reservation` per occurrence of\n"
+                   "  every window a class avoids, on NODES or on the partitions that class borrows.\n";
+        case Command::Status:
+            return "usage: lanesctl status [--config FILE] [--node NAME] [--json] [--prometheus FILE]\n"
+                   "  The jobs Lanes shapes on this node, with their HTB counters per NIC (root).\n"
+                   "  --prometheus writes node_exporter textfile metrics atomically.\n";
+        case Command::Gc:
+            return "usage: lanesctl gc [--config FILE] [--node NAME] [--dry-run] [--all] [--json]\n"
+                   "  Remove Lanes' tc classes, nft rules, cgroups and state of jobs that no longer run\n"
+                   "  here (root). --all removes everything, including the root qdisc and nft table.\n";
+        case Command::None: break;
+    }
+    return "usage: lanesctl [--config FILE] [--json] SUBCOMMAND [OPTIONS]\n"
+           "\n"
+           "Subcommands:\n"
+           "  check           validate lanes.toml and the Lua policy\n"
+           "  policy test     dry-run classification of job files, real jobs or fixtures\n"
+           "  windows         upcoming time window occurrences, reservation commands\n"
+           "  status          jobs shaped on this node, with counters (root)\n"
+           "  gc              remove shaping state of jobs that are gone (root)\n"
+           "\n"
+           "Global options:\n"
+           "  --config FILE   lanes.toml (default: $LANES_CONFIG, else lanes.toml next to\n"
+           "                  $SLURM_CONF, else the compiled-in default)\n"
+           "  --json          machine-readable output (shapes in lanesctl(8))\n"
+           "  --help, -h      this text; `lanesctl SUBCOMMAND --help` for one subcommand\n"
+           "  --version, -V   version\n"
+           "\n"
+           "Exit status: 0 ok, 1 check or test failed, 2 usage error, 3 runtime error.\n";
+}
+
+std::string resolve_config_path(const Options& options,
+                                const std::function<std::optional<std::string>(const char*)>& getenv,
+                                const std::string& compiled_default) {
+    if (!options.config.empty()) return options.config;
+    if (auto env = getenv("LANES_CONFIG"); env && !env->empty()) return *env;
+    if (auto conf = getenv("SLURM_CONF"); conf && !conf->empty()) {
+        auto slash = conf->rfind('/');
+        if (slash != std::string::npos) return conf->substr(0, slash + 1) + "lanes.toml";
+    }
+    return compiled_default;
+}
+
+}  // namespace lanes::ctl

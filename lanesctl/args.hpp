@@ -1,0 +1,73 @@
+// lanesctl's command line: what the admin asked for, as plain data. Pure: no I/O,
+// so every accepted and refused command line is unit-tested (tests/unit/lanesctl_*).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "result.hpp"
+
+namespace lanes::ctl {
+
+// Documented in lanesctl(8), EXIT STATUS.
+enum ExitCode : int {
+    kExitOk = 0,
+    kExitFailed = 1,   // check found errors, a policy test or fixture did not match
+    kExitUsage = 2,    // bad command line (the message names the option)
+    kExitRuntime = 3,  // cannot do the work: slurmctld unreachable, not root, kernel error
+};
+
+enum class Command { None, Check, PolicyTest, Windows, Status, Gc };
+
+struct Options {
+    Command command = Command::None;
+    bool help = false;
+    bool version = false;
+
+    // Global.
+    std::string config;  // empty: resolve_config_path()
+    std::string node;    // empty: the host name
+    bool json = false;
+
+    // policy test
+    std::vector<std::string> job_files;  // positional JOB.json (whole fixture or job object)
+    std::vector<uint32_t> job_ids;       // --job ID (repeatable)
+    std::string fixtures_dir;            // --fixtures DIR
+    std::string at;                      // --at TIME (time_spec.hpp)
+    bool as_admin = false;               // --admin: classify as an operator would be
+
+    // windows
+    std::string from;                    // --from TIME
+    int days = 14;                       // --days N (1..366)
+    std::vector<std::string> window_names;  // --window NAME (repeatable); empty: all
+    bool reservations = false;           // --reservations [NODES]
+    std::string reservation_nodes;       // empty: the borrowed partitions (PART_NODES)
+    std::string reservation_accounts;    // --reservation-accounts A,B
+    std::string reservation_users;       // --reservation-users U,V
+
+    // status
+    std::string prometheus_file;         // --prometheus FILE
+
+    // gc
+    bool dry_run = false;
+    bool all = false;
+};
+
+// Parse the arguments after argv[0]. Errors name the offending option or word:
+// "unknown option '--frm' for 'windows'", "--days: 'x' is not a number of days (1..366)".
+Result<Options> parse_args(const std::vector<std::string>& args);
+
+// Full help (command == None) or one subcommand's help.
+std::string usage_text(Command command);
+const char* command_name(Command command);
+
+// lanes.toml to use: --config, else $LANES_CONFIG, else lanes.toml next to $SLURM_CONF,
+// else `compiled_default` (LANES_DEFAULT_CONFIG): the same order as job_submit/lanes.
+std::string resolve_config_path(const Options& options,
+                                const std::function<std::optional<std::string>(const char*)>& getenv,
+                                const std::string& compiled_default);
+
+}  // namespace lanes::ctl

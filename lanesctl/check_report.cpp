@@ -1,0 +1,115 @@
+#include "check_report.hpp"
+
+#include <cctype>
+#include <charconv>
+
+namespace lanes::ctl {
+
+namespace {
+
+// Digits at `pos` up to the next ':'; returns the position after that ':' or npos.
+size_t number_then_colon(const std::string& s, size_t pos, int& value) {
+    size_t end = pos;
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+    if (end == pos || end >= s.size() || s[end] != ':' || end - pos > 9) return std::string::npos;
+    std::from_chars(s.data() + pos, s.data() + end, value);
+    return end + 1;
+}
+
+Diagnostic parse_one(const std::string& text) {
+    Diagnostic d;
+    d.text = text;
+    d.message = text;
+    // The first ':' followed by digits and ':' ends the file name.
+    for (size_t colon = text.find(':'); colon != std::string::npos; colon = text.find(':', colon + 1)) {
+        int line = 0, column = 0;
+        size_t after_line = number_then_colon(text, colon + 1, line);
+        if (after_line == std::string::npos) continue;
+        size_t after_col = number_then_colon(text, after_line, column);
+        size_t rest = after_col == std::string::npos ? after_line : after_col;
+        d.file = text.substr(0, colon);
+        d.line = line;
+        d.column = after_col == std::string::npos ? 0 : column;
+        while (rest < text.size() && text[rest] == ' ') ++rest;
+        d.message = text.substr(rest);
+        break;
+    }
+    return d;
+}
+
+}  // namespace
+
+std::vector<Diagnostic> parse_diagnostics(const std::string& error_message) {
+    std::vector<Diagnostic> out;
+    size_t start = 0;
+    while (start <= error_message.size()) {
+        size_t nl = error_message.find('\n', start);
+        std::string line = error_message.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+        if (!line.empty()) out.push_back(parse_one(line));
+        if (nl == std::string::npos) break;
+        start = nl + 1;
+    }
+    return out;
+}
+
+void summarize(const Config& config, CheckReport& report) {
+    report.policy = config.policy.script;
+    report.default_class = config.default_class;
+    report.classes.clear();
+    for (const auto& [name, cls] : config.classes) report.classes.push_back(name);
+    report.windows.clear();
+    for (const auto& [name, w] : config.windows.all()) report.windows.push_back(name);
+    report.rules = config.rules.size();
+}
+
+std::string format_check_human(const CheckReport& report) {
+    std::string out;
+    if (!report.ok) {
+        for (const auto& d : report.errors) out += d.text + "\n";
+        if (report.errors.empty()) out += report.config_path + ": invalid\n";
+        return out;
+    }
+    out += report.config_path + ": OK: " + std::to_string(report.classes.size()) + " classes (";
+    for (size_t i = 0; i < report.classes.size(); ++i) out += (i ? ", " : "") + report.classes[i];
+    out += "), default " + (report.default_class.empty() ? std::string("none") : report.default_class);
+    out += ", " + std::to_string(report.windows.size()) + " windows, ";
+    out += report.policy.empty() ? std::to_string(report.rules) + " built-in rules"
+                                 : "policy " + report.policy;
+    out += "\n";
+    for (const auto& line : report.log_errors) out += "warning: " + line + "\n";
+    return out;
+}
+
+json::Value check_json(const CheckReport& report) {
+    json::Array errors;
+    for (const auto& d : report.errors)
+        errors.push_back(json::Object{
+            {"file", d.file.empty() ? json::Value() : json::Value(d.file)},
+            {"line", d.line ? json::Value(d.line) : json::Value()},
+            {"column", d.column ? json::Value(d.column) : json::Value()},
+            {"message", d.message},
+            {"text", d.text},
+        });
+    json::Array warnings;
+    for (const auto& w : report.log_errors) warnings.push_back(w);
+    json::Object out{
+        {"config", report.config_path},
+        {"ok", report.ok},
+        {"errors", std::move(errors)},
+        {"warnings", std::move(warnings)},
+    };
+    if (report.ok) {
+        json::Array classes, windows;
+        for (const auto& c : report.classes) classes.push_back(c);
+        for (const auto& w : report.windows) windows.push_back(w);
+        out.emplace_back("policy", report.policy.empty() ? json::Value() : json::Value(report.policy));
+        out.emplace_back("default_class", report.default_class.empty() ? json::Value()
+                                                                      : json::Value(report.default_class));
+        out.emplace_back("classes", std::move(classes));
+        out.emplace_back("windows", std::move(windows));
+        out.emplace_back("rules", static_cast<int64_t>(report.rules));
+    }
+    return out;
+}
+
+}  // namespace lanes::ctl

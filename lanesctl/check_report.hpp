@@ -1,0 +1,46 @@
+// `lanesctl check`: the outcome of loading lanes.toml + policy as the plugins do,
+// and its printing (pure).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "json.hpp"
+
+namespace lanes::ctl {
+
+// One message, split when it starts "file:line:col: " or "file:line: ".
+struct Diagnostic {
+    std::string file;
+    int line = 0;    // 0: unknown
+    int column = 0;  // 0: unknown
+    std::string message;  // the rest ("classes.training.rate: ...")
+    std::string text;     // the whole line as the library wrote it
+};
+
+// Split a library error (possibly several lines) into diagnostics.
+std::vector<Diagnostic> parse_diagnostics(const std::string& error_message);
+
+struct CheckReport {
+    std::string config_path;
+    bool ok = false;
+    std::vector<Diagnostic> errors;
+    std::vector<std::string> log_errors;  // error-level log lines while loading (ok may still be true)
+    // When ok:
+    std::string policy;                   // script path, empty: built-in rules
+    std::string default_class;
+    std::vector<std::string> classes;
+    std::vector<std::string> windows;
+    size_t rules = 0;
+};
+
+// Fill the summary fields from a loaded config.
+void summarize(const Config& config, CheckReport& report);
+
+// ok: one line for stdout ("lanes.toml: OK: ..."); not ok: the diagnostics, one per
+// line, for stderr ("lanes.toml:12:3: classes.training.rate: ...").
+std::string format_check_human(const CheckReport& report);
+json::Value check_json(const CheckReport& report);
+
+}  // namespace lanes::ctl

@@ -1,0 +1,209 @@
+// lanesctl policy test: run the classifier (the same Classifier::create the
+// plugin uses) on job files, fixtures or real jobs loaded from slurmctld.
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "classifier.hpp"
+#include "commands.hpp"
+#include "job_desc_translate.hpp"  // count_gpus
+#include "policy_fixture.hpp"
+#include "policy_report.hpp"
+#include "time_spec.hpp"
+#include "user_names.hpp"
+
+namespace lanes::ctl {
+
+namespace {
+
+Result<std::string> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(path + ": cannot read: " + std::error_code(errno, std::generic_category()).message());
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// A whole fixture ({"job": ..., "at": ..., "expect": ...}) or a bare job object.
+struct Input {
+    PolicyFixture fixture;
+    bool is_fixture = false;
+};
+
+Result<Input> load_input(const std::string& path) {
+    auto text = read_file(path);
+    if (!text) return std::unexpected(text.error());
+    auto value = json::parse(*text);
+    if (!value) return fail(path + ":" + value.error().message);
+    Input input;
+    const json::Value* job = value->is_object() ? value->find("job") : nullptr;
+    if (job && job->is_object()) {
+        auto fixture = parse_fixture(*text, path);
+        if (!fixture) return std::unexpected(fixture.error());
+        input.fixture = std::move(*fixture);
+        input.is_fixture = true;
+        return input;
+    }
+    auto view = job_from_json(*value);
+    if (!view) return fail(path + ": " + view.error().message);
+    input.fixture.path = path;
+    input.fixture.job = std::move(*view);
+    return input;
+}
+
+std::string str(const char* s) { return s ? std::string(s) : std::string(); }
+
+// job_info_t (what slurmctld keeps, after job_submit rewrote it) -> JobView.
+JobView job_view_from_info(const job_info_t& info, UserNames& names) {
+    JobView job;
+    job.name = str(info.name);
+    job.comment = str(info.comment);
+    job.uid = info.user_id;
+    job.user = info.user_name && *info.user_name ? std::string(info.user_name) : names.name(info.user_id);
+    job.account = str(info.account);
+    job.partition = str(info.partition);
+    job.qos = str(info.qos);
+    job.tres_per_node = str(info.tres_per_node);
+    job.tres_per_job = str(info.tres_per_job);
+    job.min_nodes = info.num_nodes == NO_VAL ? 0 : info.num_nodes;
+    job.max_nodes = info.max_nodes == NO_VAL ? 0 : info.max_nodes;
+    job.num_tasks = info.num_tasks == NO_VAL ? 0 : info.num_tasks;
+    job.gpus = count_gpus(job.tres_per_job);
+    if (job.gpus == 0) job.gpus = count_gpus(job.tres_per_node) * (job.min_nodes == 0 ? 1 : job.min_nodes);
+    if (info.time_limit != NO_VAL && info.time_limit != INFINITE) job.time_limit_minutes = info.time_limit;
+    job.features = str(info.features);
+    job.batch = info.batch_flag != 0;
+    job.submit_time = SysSeconds{std::chrono::seconds{info.submit_time}};
+    return job;
+}
+
+// One job from slurmctld: Ok, or a runtime error message.
+Result<JobView> load_slurm_job(uint32_t job_id, UserNames& names) {
+    job_info_msg_t* msg = nullptr;
+    if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS) {
+        int err = slurm_get_errno();
+        return fail("job " + std::to_string(job_id) + ": cannot load it from slurmctld: " + slurm_strerror(err));
+    }
+    if (!msg || msg->record_count == 0) {
+        if (msg) slurm_free_job_info_msg(msg);
+        return fail("job " + std::to_string(job_id) + ": slurmctld does not know it");
+    }
+    JobView job = job_view_from_info(msg->job_array[0], names);
+    slurm_free_job_info_msg(msg);
+    return job;
+}
+
+}  // namespace
+
+int run_policy_test(const Options& options, const Context& context) {
+    SysSeconds at = context.now;
+    if (!options.at.empty()) {
+        auto parsed = parse_time_spec(options.at, context.local_zone.get(), context.now, load_zone);
+        if (!parsed) {
+            print_error("--at: " + parsed.error().message);
+            return kExitUsage;
+        }
+        at = *parsed;
+    }
+    LogSink log = [](LogLevel level, const std::string& line) {
+        if (level == LogLevel::Error) std::fprintf(stderr, "lanesctl: %s\n", line.c_str());
+    };
+    auto classifier = Classifier::create(context.config_path, log);
+    if (!classifier) {
+        print_error(classifier.error().message);
+        print_error("run 'lanesctl check' for the full diagnosis");
+        return kExitRuntime;
+    }
+
+    // Inputs: file names (whole fixtures or job objects), --fixtures DIR/*.json, --job IDs.
+    std::vector<std::string> files = options.job_files;
+    const bool fixture_mode = !options.fixtures_dir.empty();
+    if (fixture_mode) {
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(options.fixtures_dir, ec))
+            if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+        if (ec) {
+            print_error(options.fixtures_dir + ": " + ec.message());
+            return kExitRuntime;
+        }
+        std::sort(files.begin(), files.end());
+        if (files.empty()) {
+            print_error(options.fixtures_dir + ": no *.json fixtures");
+            return kExitRuntime;
+        }
+    }
+
+    std::vector<PolicyTestResult> results;
+    bool runtime_error = false;
+    auto run_one = [&](PolicyTestResult result, const PolicyFixture& fixture, SysSeconds when, bool admin,
+                       bool check) {
+        result.job_summary = job_summary(fixture.job);
+        result.at = when;
+        result.decision = (*classifier)->classify(fixture.job, when, admin);
+        if (check) {
+            result.checked = true;
+            result.diffs = check_fixture(fixture, *result.decision);
+        }
+        results.push_back(std::move(result));
+    };
+    for (const auto& file : files) {
+        PolicyTestResult result;
+        result.source = file;
+        auto input = load_input(file);
+        if (!input) {
+            result.error = input.error().message;
+            results.push_back(std::move(result));
+            continue;
+        }
+        if (fixture_mode && !input->is_fixture) {
+            result.error = file + ": not a fixture (no \"job\" object with \"at\" and \"expect\")";
+            results.push_back(std::move(result));
+            continue;
+        }
+        PolicyFixture& fixture = input->fixture;
+        result.description = fixture.description;
+        // A fixture runs at its "at"; --at (single files only) tries another time.
+        SysSeconds when = input->is_fixture && options.at.empty() ? fixture.at : at;
+        if (fixture.job.submit_time == SysSeconds{}) fixture.job.submit_time = when;
+        run_one(std::move(result), fixture, when, fixture.admin || options.as_admin, input->is_fixture);
+    }
+    if (!options.job_ids.empty()) {
+        slurm_init(nullptr);
+        UserNames names;
+        for (uint32_t id : options.job_ids) {
+            PolicyTestResult result;
+            result.source = "job " + std::to_string(id);
+            auto job = load_slurm_job(id, names);
+            if (!job) {
+                result.error = job.error().message;
+                runtime_error = true;
+                results.push_back(std::move(result));
+                continue;
+            }
+            PolicyFixture fixture;
+            fixture.job = std::move(*job);
+            run_one(std::move(result), fixture, at, options.as_admin, false);
+        }
+        slurm_fini();
+    }
+
+    if (options.json) {
+        print_json(policy_json(results, context.local_zone.get()));
+    } else {
+        std::string text = format_policy_human(results, context.local_zone.get(), fixture_mode);
+        std::fputs(text.c_str(), stdout);
+    }
+    if (runtime_error) return kExitRuntime;
+    for (const auto& r : results)
+        if (!r.ok()) return kExitFailed;
+    return kExitOk;
+}
+
+}  // namespace lanes::ctl

@@ -1,0 +1,40 @@
+// The subcommands of lanesctl, one file each (cmd_*.cpp). Each does its I/O
+// (config, Slurm, kernel, /proc) and hands plain data to the pure formatting in
+// liblanesctl. They return an ExitCode (args.hpp) and never throw.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "args.hpp"
+#include "json.hpp"
+#include "windows.hpp"
+
+namespace lanes::ctl {
+
+// What every subcommand needs besides its options.
+struct Context {
+    std::string config_path;                      // resolved (args.hpp: resolve_config_path)
+    std::string node;                             // --node, else the host name
+    SysSeconds now{};
+    std::shared_ptr<const TimeZone> local_zone;   // this machine's zone; null: UTC
+};
+
+// The machine's zone: $TZ (":Europe/Berlin" or "Europe/Berlin"), else the name
+// /etc/localtime links to, else /etc/localtime itself, else UTC (null).
+std::shared_ptr<const TimeZone> load_local_zone();
+// Loads IANA zones for --at/--from "... Europe/Berlin".
+Result<std::shared_ptr<const TimeZone>> load_zone(const std::string& name);
+
+// Print a JSON document (pretty, 2 spaces) on stdout.
+void print_json(const json::Value& value);
+// "lanesctl: MESSAGE" on stderr.
+void print_error(const std::string& message);
+
+int run_check(const Options& options, const Context& context);
+int run_policy_test(const Options& options, const Context& context);
+int run_windows(const Options& options, const Context& context);
+int run_status(const Options& options, const Context& context);
+int run_gc(const Options& options, const Context& context);
+
+}  // namespace lanes::ctl

@@ -1,0 +1,81 @@
+// lanesctl: the administrator's command for Lanes. This file only parses the
+// command line, builds the shared context and dispatches; each subcommand lives
+// in its own cmd_*.cpp. See lanesctl(8).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "config.h"
+#include "version.hpp"
+
+namespace {
+
+std::string host_name() {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+    std::string name(buf);
+    // Slurm node names are short host names.
+    if (auto dot = name.find('.'); dot != std::string::npos) name.resize(dot);
+    return name;
+}
+
+int run(int argc, char** argv) {
+    using namespace lanes::ctl;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    auto parsed = parse_args(args);
+    if (!parsed) {
+        print_error(parsed.error().message);
+        std::fputs("Try 'lanesctl --help'.\n", stderr);
+        return kExitUsage;
+    }
+    const Options& options = *parsed;
+    if (options.version) {
+        std::printf("%s\n", lanes::version_string());
+        return kExitOk;
+    }
+    if (options.help) {
+        std::fputs(usage_text(options.command).c_str(), stdout);
+        return kExitOk;
+    }
+    Context context;
+    context.config_path = resolve_config_path(
+        options,
+        [](const char* name) -> std::optional<std::string> {
+            const char* value = std::getenv(name);
+            if (!value) return std::nullopt;
+            return std::string(value);
+        },
+        LANES_DEFAULT_CONFIG);
+    context.node = options.node.empty() ? host_name() : options.node;
+    context.now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+    context.local_zone = load_local_zone();
+    switch (options.command) {
+        case Command::Check: return run_check(options, context);
+        case Command::PolicyTest: return run_policy_test(options, context);
+        case Command::Windows: return run_windows(options, context);
+        case Command::Status: return run_status(options, context);
+        case Command::Gc: return run_gc(options, context);
+        case Command::None: break;
+    }
+    return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "lanesctl: internal error: %s\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "lanesctl: internal error\n");
+    }
+    return lanes::ctl::kExitRuntime;
+}

@@ -1,0 +1,224 @@
+#include "node_report.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+#include "config.hpp"
+
+namespace lanes::ctl {
+
+namespace {
+
+std::string hex_minor(uint16_t minor) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%x", minor);
+    return buf;
+}
+
+std::string dscp_text(const std::optional<uint8_t>& dscp) { return dscp ? dscp_name(*dscp) : std::string("-"); }
+
+std::string pad(std::string s, size_t width) {
+    if (s.size() < width) s.resize(width, ' ');
+    return s;
+}
+
+std::string rpad(const std::string& s, size_t width) {
+    return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+json::Value u64(uint64_t v) { return json::Value(static_cast<int64_t>(v)); }
+
+}  // namespace
+
+std::string format_status_human(const StatusReport& report) {
+    std::string out = "node " + report.node + ": ";
+    if (report.nics.empty()) {
+        out += "no NICs selected\n";
+    } else {
+        for (size_t i = 0; i < report.nics.size(); ++i) {
+            const auto& nic = report.nics[i];
+            out += (i ? ", " : "") + nic.device + " (" + format_rate(nic.link_speed_bits) +
+                   (nic.has_our_root ? ", lanes root" : ", no lanes root") + ")";
+        }
+        out += "; leaf qdisc " + report.leaf_qdisc + "\n";
+    }
+    if (report.jobs.empty()) {
+        out += "no jobs shaped\n";
+        return out;
+    }
+    out += pad("JOB", 10) + pad("CLASS", 12) + pad("DEVICE", 10) + rpad("RATE", 9) + rpad("CEIL", 9) + "  " +
+           pad("DSCP", 5) + rpad("BYTES", 14) + rpad("PACKETS", 11) + rpad("DROPS", 8) + rpad("OVERLIM", 9) +
+           rpad("BACKLOG", 9) + "\n";
+    for (const auto& job : report.jobs) {
+        const auto& st = job.state;
+        const std::string head = pad(std::to_string(st.job_id), 10) + pad(st.class_name, 12);
+        if (!job.error.empty()) {
+            out += head + "error: " + job.error + "\n";
+            continue;
+        }
+        if (st.devices.empty()) out += head + "(no devices)\n";
+        for (const auto& dev : st.devices) {
+            auto it = job.counters.find(dev.device);
+            ClassCounters c = it == job.counters.end() ? ClassCounters{} : it->second;
+            out += head + pad(dev.device, 10) + rpad(format_rate(dev.rate_bits), 9) +
+                   rpad(format_rate(dev.ceil_bits), 9) + "  " + pad(dscp_text(st.net.dscp), 5) +
+                   rpad(std::to_string(c.bytes), 14) + rpad(std::to_string(c.packets), 11) +
+                   rpad(std::to_string(c.drops), 8) + rpad(std::to_string(c.overlimits), 9) +
+                   rpad(std::to_string(c.backlog), 9) + "\n";
+        }
+    }
+    return out;
+}
+
+json::Value status_json(const StatusReport& report) {
+    json::Array nics;
+    for (const auto& nic : report.nics)
+        nics.push_back(json::Object{{"device", nic.device},
+                                    {"link_speed_bits", u64(nic.link_speed_bits)},
+                                    {"lanes_root", nic.has_our_root}});
+    json::Array jobs;
+    for (const auto& job : report.jobs) {
+        const auto& st = job.state;
+        json::Array devices;
+        for (const auto& dev : st.devices) {
+            auto it = job.counters.find(dev.device);
+            json::Object d{{"device", dev.device}, {"rate_bits", u64(dev.rate_bits)}, {"ceil_bits", u64(dev.ceil_bits)}};
+            if (it != job.counters.end()) {
+                d.emplace_back("bytes", u64(it->second.bytes));
+                d.emplace_back("packets", u64(it->second.packets));
+                d.emplace_back("drops", u64(it->second.drops));
+                d.emplace_back("overlimits", u64(it->second.overlimits));
+                d.emplace_back("backlog_bytes", u64(it->second.backlog));
+            } else {
+                for (const char* k : {"bytes", "packets", "drops", "overlimits", "backlog_bytes"})
+                    d.emplace_back(k, json::Value());
+            }
+            devices.push_back(std::move(d));
+        }
+        jobs.push_back(json::Object{
+            {"job_id", static_cast<int64_t>(st.job_id)},
+            {"class", st.class_name},
+            {"minor", hex_minor(st.minor)},
+            {"dscp", st.net.dscp ? json::Value(dscp_name(*st.net.dscp)) : json::Value()},
+            {"dscp_value", st.net.dscp ? json::Value(static_cast<int64_t>(*st.net.dscp)) : json::Value()},
+            {"cgroup", st.cgroup},
+            {"error", job.error.empty() ? json::Value() : json::Value(job.error)},
+            {"devices", std::move(devices)},
+        });
+    }
+    return json::Object{{"node", report.node},
+                        {"leaf_qdisc", report.leaf_qdisc},
+                        {"nics", std::move(nics)},
+                        {"jobs", std::move(jobs)}};
+}
+
+std::string prometheus_label(std::string_view value) {
+    std::string out;
+    for (char c : value) {
+        if (c == '\\') out += "\\\\";
+        else if (c == '"') out += "\\\"";
+        else if (c == '\n') out += "\\n";
+        else out += c;
+    }
+    return out;
+}
+
+std::string prometheus_text(const StatusReport& report) {
+    struct Metric {
+        const char* name;
+        const char* type;
+        const char* help;
+        uint64_t (*value)(const JobDevice&, const ClassCounters&);
+    };
+    static const Metric metrics[] = {
+        {"lanes_job_bytes_total", "counter", "Bytes sent through the job's HTB class.",
+         [](const JobDevice&, const ClassCounters& c) { return c.bytes; }},
+        {"lanes_job_packets_total", "counter", "Packets sent through the job's HTB class.",
+         [](const JobDevice&, const ClassCounters& c) { return c.packets; }},
+        {"lanes_job_drops_total", "counter", "Packets dropped in the job's HTB class.",
+         [](const JobDevice&, const ClassCounters& c) { return c.drops; }},
+        {"lanes_job_overlimits_total", "counter", "Times the job's HTB class was over its limit.",
+         [](const JobDevice&, const ClassCounters& c) { return c.overlimits; }},
+        {"lanes_job_backlog_bytes", "gauge", "Bytes queued in the job's HTB class now.",
+         [](const JobDevice&, const ClassCounters& c) { return c.backlog; }},
+        {"lanes_job_rate_bits_per_second", "gauge", "Guaranteed rate (HTB rate) of the job on the device.",
+         [](const JobDevice& d, const ClassCounters&) { return d.rate_bits; }},
+        {"lanes_job_ceil_bits_per_second", "gauge", "Maximum rate (HTB ceil) of the job on the device.",
+         [](const JobDevice& d, const ClassCounters&) { return d.ceil_bits; }},
+    };
+    std::string out;
+    out += "# HELP lanes_jobs Jobs Lanes shapes on this node.\n# TYPE lanes_jobs gauge\n";
+    out += "lanes_jobs{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(report.jobs.size()) + "\n";
+    size_t errors = 0;
+    for (const auto& job : report.jobs)
+        if (!job.error.empty()) ++errors;
+    out += "# HELP lanes_job_counter_errors Jobs whose counters could not be read.\n"
+           "# TYPE lanes_job_counter_errors gauge\n";
+    out += "lanes_job_counter_errors{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) +
+           "\n";
+    for (const auto& m : metrics) {
+        out += std::string("# HELP ") + m.name + " " + m.help + "\n# TYPE " + m.name + " " + m.type + "\n";
+        for (const auto& job : report.jobs) {
+            if (!job.error.empty()) continue;
+            for (const auto& dev : job.state.devices) {
+                auto it = job.counters.find(dev.device);
+                if (it == job.counters.end()) continue;
+                out += std::string(m.name) + "{job=\"" + std::to_string(job.state.job_id) + "\",class=\"" +
+                       prometheus_label(job.state.class_name) + "\",device=\"" + prometheus_label(dev.device) +
+                       "\"} " + std::to_string(m.value(dev, it->second)) + "\n";
+            }
+        }
+    }
+    return out;
+}
+
+std::optional<uint32_t> stepd_job_id(std::string_view cmdline) {
+    // The title is argv[0]; what follows a NUL is other arguments.
+    cmdline = cmdline.substr(0, cmdline.find('\0'));
+    constexpr std::string_view prefix = "slurmstepd: [";
+    if (!cmdline.starts_with(prefix)) return std::nullopt;
+    cmdline.remove_prefix(prefix.size());
+    uint32_t id = 0;
+    auto [end, ec] = std::from_chars(cmdline.data(), cmdline.data() + cmdline.size(), id);
+    if (ec != std::errc() || end == cmdline.data() || end == cmdline.data() + cmdline.size()) return std::nullopt;
+    if (*end != '.' && *end != ']') return std::nullopt;
+    return id;
+}
+
+std::string format_gc_human(const GcReport& report) {
+    std::string out;
+    const char* verb = report.dry_run ? "would remove" : "removed";
+    for (const auto& job : report.removed)
+        out += std::string(verb) + " job " + std::to_string(job.state.job_id) + " (" + job.state.class_name +
+               "): " + job.why + "\n";
+    for (const auto& job : report.kept)
+        out += "kept job " + std::to_string(job.state.job_id) + " (" + job.state.class_name + "): " + job.why + "\n";
+    if (report.all) {
+        for (const auto& dev : report.devices_reset)
+            out += std::string(report.dry_run ? "would remove" : "removed") + " lanes root qdisc on " + dev + "\n";
+        out += std::string(report.dry_run ? "would remove" : "removed") + " nft table inet lanes\n";
+    }
+    for (const auto& e : report.errors) out += "error: " + e + "\n";
+    if (report.removed.empty() && report.kept.empty() && !report.all) out += "no Lanes jobs on " + report.node + "\n";
+    return out;
+}
+
+json::Value gc_json(const GcReport& report) {
+    auto jobs = [](const std::vector<GcJob>& list) {
+        json::Array out;
+        for (const auto& j : list)
+            out.push_back(json::Object{{"job_id", static_cast<int64_t>(j.state.job_id)},
+                                       {"class", j.state.class_name},
+                                       {"why", j.why}});
+        return out;
+    };
+    json::Array devices, errors;
+    for (const auto& d : report.devices_reset) devices.push_back(d);
+    for (const auto& e : report.errors) errors.push_back(e);
+    return json::Object{{"node", report.node},       {"dry_run", report.dry_run},
+                        {"all", report.all},         {"removed", jobs(report.removed)},
+                        {"kept", jobs(report.kept)}, {"devices_reset", std::move(devices)},
+                        {"errors", std::move(errors)}};
+}
+
+}  // namespace lanes::ctl

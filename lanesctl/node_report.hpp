@@ -1,0 +1,67 @@
+// `lanesctl status` and `lanesctl gc`: what Lanes shapes on a node and what gc
+// removed, as text, JSON and Prometheus textfile metrics. Pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "json.hpp"
+#include "shaping_plan.hpp"
+#include "traffic_control.hpp"
+
+namespace lanes::ctl {
+
+struct JobStatus {
+    JobState state;
+    std::map<std::string, ClassCounters> counters;  // by device; empty with `error`
+    std::string error;                              // counters could not be read
+};
+
+struct StatusReport {
+    std::string node;
+    std::string leaf_qdisc;          // "fq_codel" / "pfifo"
+    std::vector<NicFacts> nics;
+    std::vector<JobStatus> jobs;     // by job id
+};
+
+std::string format_status_human(const StatusReport& report);
+// {"node", "leaf_qdisc", "nics": [{"device","link_speed_bits","lanes_root"}],
+//  "jobs": [{"job_id","class","minor","dscp","dscp_value","cgroup","error",
+//            "devices": [{"device","rate_bits","ceil_bits","bytes","packets","drops",
+//                         "overlimits","backlog_bytes"}]}]}
+json::Value status_json(const StatusReport& report);
+// node_exporter textfile collector format: HELP/TYPE once per metric, then samples
+// lanes_job_bytes_total{job="7",class="training",device="eth0"} 123 ...
+std::string prometheus_text(const StatusReport& report);
+// A label value with \\, \" and \n escaped.
+std::string prometheus_label(std::string_view value);
+
+// gc: which job a process belongs to. `cmdline` is /proc/PID/cmdline (NUL-separated);
+// slurmstepd renames itself "slurmstepd: [1234.batch]" ("[1234.extern]", "[1234.0]").
+std::optional<uint32_t> stepd_job_id(std::string_view cmdline);
+
+struct GcJob {
+    JobState state;
+    std::string why;   // kept: "slurmstepd pid 812"; removed: "no slurmstepd, cgroup empty"
+};
+
+struct GcReport {
+    std::string node;
+    bool dry_run = false;
+    bool all = false;
+    std::vector<GcJob> removed;      // (dry run: would be removed)
+    std::vector<GcJob> kept;
+    std::vector<std::string> devices_reset;  // --all: NICs whose root qdisc goes
+    std::vector<std::string> errors;
+};
+
+std::string format_gc_human(const GcReport& report);
+// {"node","dry_run","all","removed":[{"job_id","class","why"}],"kept":[...],
+//  "devices_reset":[...],"errors":[...]}
+json::Value gc_json(const GcReport& report);
+
+}  // namespace lanes::ctl

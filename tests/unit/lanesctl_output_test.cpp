@@ -1,0 +1,257 @@
+// lanesctl policy test / status / gc output: human text, JSON shapes, Prometheus
+// textfile format, and the slurmstepd process-title parsing gc relies on.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "json.hpp"
+#include "node_report.hpp"
+#include "policy_report.hpp"
+
+namespace {
+
+using namespace std::chrono;
+using lanes::SysSeconds;
+
+SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0) {
+    return SysSeconds{sys_days{year{y} / month{mo} / day{d}}} + hours{h} + minutes{mi};
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+lanes::Decision training_decision() {
+    lanes::Decision d;
+    d.class_name = "training";
+    d.partition = "train";
+    d.qos = "training";
+    d.begin_time = utc(2026, 12, 1, 19);
+    d.time_limit_minutes = 120;
+    d.network.rate = lanes::Rate{10'000'000'000, 0};
+    d.network.ceil = lanes::Rate{0, 40};
+    d.network.dscp = 8;
+    d.network.rdma_traffic_class = 32;
+    d.network.rdma_service_level = 1;
+    d.user_messages = {"lanes: training job deferred to Tue 20:00 CET (peak window)"};
+    d.reason = "policy default.lua:40 (training); deferred past window 'peak'";
+    return d;
+}
+
+lanes::ctl::PolicyTestResult result_of(const lanes::Decision& d) {
+    lanes::ctl::PolicyTestResult r;
+    r.source = "train.json";
+    lanes::JobView job;
+    job.name = "train-llm";
+    job.user = "bob";
+    job.account = "ml";
+    job.partition = "train";
+    job.gpus = 16;
+    r.job_summary = lanes::ctl::job_summary(job);
+    r.at = utc(2026, 12, 1, 8);
+    r.decision = d;
+    return r;
+}
+
+TEST(LanesctlPolicyOutput, HumanBlockShowsEveryField) {
+    auto zone = lanes::TimeZone::load("Europe/Berlin");
+    ASSERT_TRUE(zone);
+    const std::string text = lanes::ctl::format_policy_human({result_of(training_decision())}, zone->get(), false);
+    EXPECT_EQ(text,
+              "train.json: job 'train-llm' of bob (account ml, partition train, gpus 16)\n"
+              "  at:          Tue 2026-12-01 09:00 CET\n"
+              "  verdict:     accept\n"
+              "  class:       training\n"
+              "  partition:   train\n"
+              "  qos:         training\n"
+              "  features:    (unchanged)\n"
+              "  nice:        (unchanged)\n"
+              "  begin time:  Tue 2026-12-01 20:00 CET\n"
+              "  time limit:  2h (120 min)\n"
+              "  rate/ceil:   10Gbit / 40%\n"
+              "  dscp:        CS1 (8)\n"
+              "  rdma:        tc 32, sl 1\n"
+              "  messages:    lanes: training job deferred to Tue 20:00 CET (peak window)\n"
+              "  why:         policy default.lua:40 (training); deferred past window 'peak'\n");
+}
+
+TEST(LanesctlPolicyOutput, RejectAndFixtureMode) {
+    lanes::Decision reject;
+    reject.verdict = lanes::Decision::Verdict::Reject;
+    reject.reject_kind = lanes::Decision::RejectKind::ClassNotAllowed;
+    reject.class_name = "inference";
+    reject.reason = "lanes: class 'inference' is not allowed for bob";
+    auto r = result_of(reject);
+    const std::string text = lanes::ctl::format_policy_human({r}, nullptr, false);
+    EXPECT_TRUE(contains(text, "  verdict:     REJECT (class_not_allowed)\n")) << text;
+    EXPECT_FALSE(contains(text, "partition:")) << text;
+
+    auto pass = result_of(training_decision());
+    pass.checked = true;
+    auto failing = result_of(reject);
+    failing.source = "refused.json";
+    failing.description = "explicit class refused";
+    failing.checked = true;
+    failing.diffs = {"verdict: want \"accept\", got \"reject\""};
+    auto broken = lanes::ctl::PolicyTestResult{};
+    broken.source = "broken.json";
+    broken.error = "broken.json:3:7: expected ':'";
+    const std::string fixtures = lanes::ctl::format_policy_human({pass, failing, broken}, nullptr, true);
+    EXPECT_EQ(fixtures,
+              "PASS train.json\n"
+              "FAIL refused.json (explicit class refused)\n"
+              "  verdict: want \"accept\", got \"reject\"\n"
+              "  why: lanes: class 'inference' is not allowed for bob\n"
+              "FAIL broken.json\n"
+              "  error: broken.json:3:7: expected ':'\n"
+              "1 passed, 2 failed\n");
+}
+
+TEST(LanesctlPolicyOutput, JsonShape) {
+    auto r = result_of(training_decision());
+    auto failing = r;
+    failing.checked = true;
+    failing.diffs = {"class: want \"inference\", got \"training\""};
+    auto v = lanes::ctl::policy_json({r, failing}, nullptr);
+    EXPECT_EQ(v.find("passed")->as_int(), 1);
+    EXPECT_EQ(v.find("failed")->as_int(), 1);
+    const auto& results = v.find("results")->as_array();
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[0].find("source")->as_string(), "train.json");
+    EXPECT_EQ(results[0].find("at")->as_string(), "2026-12-01T08:00:00Z");
+    EXPECT_TRUE(results[0].find("ok")->as_bool());
+    EXPECT_TRUE(results[0].find("error")->is_null());
+    const auto* decision = results[0].find("decision");
+    ASSERT_TRUE(decision && decision->is_object());
+    EXPECT_EQ(decision->find("class")->as_string(), "training");
+    EXPECT_EQ(decision->find("begin_time")->as_string(), "2026-12-01T19:00:00Z");
+    EXPECT_EQ(lanes::json::write(*decision->find("network")),
+              R"({"dscp":8,"rate":"10Gbit","ceil":"40%","rdma_traffic_class":32,"rdma_service_level":1,"rank":0})");
+    EXPECT_FALSE(results[1].find("ok")->as_bool());
+    EXPECT_EQ(lanes::json::write(*results[1].find("diffs")), R"(["class: want \"inference\", got \"training\""])");
+}
+
+lanes::ctl::StatusReport status_report() {
+    lanes::ctl::StatusReport report;
+    report.node = "gpu1";
+    report.leaf_qdisc = "pfifo";
+    lanes::NicFacts nic;
+    nic.device = "eth0";
+    nic.link_speed_bits = 100'000'000'000ULL;
+    nic.has_our_root = true;
+    report.nics.push_back(nic);
+    lanes::ctl::JobStatus job;
+    job.state.job_id = 7;
+    job.state.class_name = "training";
+    job.state.minor = 7;
+    job.state.net.dscp = 8;
+    job.state.cgroup = "/sys/fs/cgroup/unified/lanes/job_7";
+    job.state.devices.push_back(lanes::JobDevice{"eth0", 10'000'000'000ULL, 25'000'000'000ULL});
+    job.counters["eth0"] = lanes::ClassCounters{123456, 100, 2, 5, 1500};
+    report.jobs.push_back(job);
+    lanes::ctl::JobStatus broken;
+    broken.state.job_id = 9;
+    broken.state.class_name = "inf\"erence";
+    broken.state.devices.push_back(lanes::JobDevice{"eth0", 1'000'000, 1'000'000});
+    broken.error = "lanes: eth0: no such device";
+    report.jobs.push_back(broken);
+    return report;
+}
+
+TEST(LanesctlStatusOutput, Human) {
+    const std::string text = lanes::ctl::format_status_human(status_report());
+    EXPECT_TRUE(contains(text, "node gpu1: eth0 (100Gbit, lanes root); leaf qdisc pfifo\n")) << text;
+    EXPECT_TRUE(contains(text, "JOB       CLASS       DEVICE         RATE     CEIL  DSCP")) << text;
+    EXPECT_TRUE(contains(text, "7         training    eth0         10Gbit   25Gbit  CS1          123456        100       2        5     1500\n"))
+        << text;
+    EXPECT_TRUE(contains(text, "9         inf\"erence  error: lanes: eth0: no such device\n")) << text;
+    lanes::ctl::StatusReport empty;
+    empty.node = "n";
+    EXPECT_EQ(lanes::ctl::format_status_human(empty), "node n: no NICs selected\nno jobs shaped\n");
+}
+
+TEST(LanesctlStatusOutput, Json) {
+    const std::string json = lanes::json::write(lanes::ctl::status_json(status_report()));
+    EXPECT_EQ(json,
+              R"({"node":"gpu1","leaf_qdisc":"pfifo","nics":[{"device":"eth0","link_speed_bits":100000000000,"lanes_root":true}],)"
+              R"("jobs":[{"job_id":7,"class":"training","minor":"7","dscp":"CS1","dscp_value":8,)"
+              R"("cgroup":"/sys/fs/cgroup/unified/lanes/job_7","error":null,"devices":[{"device":"eth0",)"
+              R"("rate_bits":10000000000,"ceil_bits":25000000000,"bytes":123456,"packets":100,"drops":2,)"
+              R"("overlimits":5,"backlog_bytes":1500}]},)"
+              R"({"job_id":9,"class":"inf\"erence","minor":"0","dscp":null,"dscp_value":null,"cgroup":"",)"
+              R"("error":"lanes: eth0: no such device","devices":[{"device":"eth0","rate_bits":1000000,)"
+              R"("ceil_bits":1000000,"bytes":null,"packets":null,"drops":null,"overlimits":null,"backlog_bytes":null}]}]})");
+}
+
+TEST(LanesctlStatusOutput, Prometheus) {
+    const std::string text = lanes::ctl::prometheus_text(status_report());
+    EXPECT_TRUE(contains(text, "# HELP lanes_job_bytes_total Bytes sent through the job's HTB class.\n"
+                               "# TYPE lanes_job_bytes_total counter\n"
+                               "lanes_job_bytes_total{job=\"7\",class=\"training\",device=\"eth0\"} 123456\n"))
+        << text;
+    EXPECT_TRUE(contains(text, "lanes_job_drops_total{job=\"7\",class=\"training\",device=\"eth0\"} 2\n"));
+    EXPECT_TRUE(contains(text, "lanes_job_overlimits_total{job=\"7\",class=\"training\",device=\"eth0\"} 5\n"));
+    EXPECT_TRUE(contains(text, "# TYPE lanes_job_backlog_bytes gauge\n"
+                               "lanes_job_backlog_bytes{job=\"7\",class=\"training\",device=\"eth0\"} 1500\n"));
+    EXPECT_TRUE(contains(text, "lanes_job_ceil_bits_per_second{job=\"7\",class=\"training\",device=\"eth0\"} 25000000000\n"));
+    EXPECT_TRUE(contains(text, "lanes_jobs{node=\"gpu1\"} 2\n"));
+    EXPECT_TRUE(contains(text, "lanes_job_counter_errors{node=\"gpu1\"} 1\n"));
+    // The job without counters has no samples (not zeros that would reset rates).
+    EXPECT_FALSE(contains(text, "job=\"9\""));
+    // Every metric family has exactly one HELP and one TYPE, before its samples.
+    for (const char* name : {"lanes_job_bytes_total", "lanes_job_packets_total", "lanes_job_rate_bits_per_second"}) {
+        const std::string help = std::string("# HELP ") + name + " ";
+        ASSERT_TRUE(contains(text, help)) << name;
+        EXPECT_EQ(text.find(help), text.rfind(help)) << name;
+        EXPECT_LT(text.find(help), text.find(std::string(name) + "{")) << name;
+    }
+    EXPECT_EQ(lanes::ctl::prometheus_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(LanesctlGc, StepdProcessTitle) {
+    using lanes::ctl::stepd_job_id;
+    EXPECT_EQ(stepd_job_id(std::string("slurmstepd: [1234.batch]\0\0", 27)), 1234u);
+    EXPECT_EQ(stepd_job_id("slurmstepd: [77.extern]"), 77u);
+    EXPECT_EQ(stepd_job_id("slurmstepd: [77.0]"), 77u);
+    EXPECT_EQ(stepd_job_id("slurmstepd: [5]"), 5u);
+    EXPECT_EQ(stepd_job_id("slurmstepd: [abc.batch]"), std::nullopt);
+    EXPECT_EQ(stepd_job_id("slurmstepd: [12"), std::nullopt);
+    EXPECT_EQ(stepd_job_id("slurmstepd"), std::nullopt);
+    EXPECT_EQ(stepd_job_id(std::string("/usr/sbin/slurmstepd\0slurmstepd: [1.batch]", 42)), std::nullopt);
+    EXPECT_EQ(stepd_job_id("bash\0-c\0slurmstepd: [9.batch]"), std::nullopt);
+    EXPECT_EQ(stepd_job_id(""), std::nullopt);
+}
+
+TEST(LanesctlGc, Output) {
+    lanes::ctl::GcReport report;
+    report.node = "gpu1";
+    lanes::JobState dead;
+    dead.job_id = 12;
+    dead.class_name = "training";
+    lanes::JobState live;
+    live.job_id = 13;
+    live.class_name = "inference";
+    report.removed.push_back({dead, "no slurmstepd here, cgroup empty or gone"});
+    report.kept.push_back({live, "slurmstepd pid 812"});
+    EXPECT_EQ(lanes::ctl::format_gc_human(report),
+              "removed job 12 (training): no slurmstepd here, cgroup empty or gone\n"
+              "kept job 13 (inference): slurmstepd pid 812\n");
+    report.dry_run = true;
+    EXPECT_TRUE(contains(lanes::ctl::format_gc_human(report), "would remove job 12 (training)"));
+    EXPECT_EQ(lanes::json::write(lanes::ctl::gc_json(report)),
+              R"({"node":"gpu1","dry_run":true,"all":false,"removed":[{"job_id":12,"class":"training",)"
+              R"("why":"no slurmstepd here, cgroup empty or gone"}],"kept":[{"job_id":13,"class":"inference",)"
+              R"("why":"slurmstepd pid 812"}],"devices_reset":[],"errors":[]})");
+    lanes::ctl::GcReport all;
+    all.node = "gpu1";
+    all.all = true;
+    all.devices_reset = {"eth0"};
+    EXPECT_EQ(lanes::ctl::format_gc_human(all),
+              "removed lanes root qdisc on eth0\nremoved nft table inet lanes\n");
+    lanes::ctl::GcReport none;
+    none.node = "gpu1";
+    EXPECT_EQ(lanes::ctl::format_gc_human(none), "no Lanes jobs on gpu1\n");
+}
+
+}  // namespace
