@@ -81,8 +81,8 @@ int run_gc(const Options& options, const Context& context) {
     const auto jobs = (*shaper)->list();
     if (options.all) {
         for (const auto& st : jobs) report.removed.push_back(GcJob{st, "--all"});
-        for (const auto& nic : (*shaper)->nics())
-            if (nic.has_our_root) report.devices_reset.push_back(nic.device);
+        // remove_all() deletes our root qdisc on every selected NIC that has one.
+        for (const auto& nic : (*shaper)->nics()) report.devices_reset.push_back(nic.device);
         if (!options.dry_run) {
             auto done = (*shaper)->remove_all();
             if (!done) report.errors.push_back(done.error().message);

@@ -6,6 +6,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +83,18 @@ JobView job_view_from_info(const job_info_t& info, UserNames& names) {
     job.batch = info.batch_flag != 0;
     job.submit_time = SysSeconds{std::chrono::seconds{info.submit_time}};
     return job;
+}
+
+// libslurm calls fatal() -> exit(1) when it finds no configuration (no slurm.conf,
+// no DNS SRV record). Exit 1 means "test failed" for us; while libslurm runs, an
+// exit is turned into our runtime-error code (3) instead.
+bool g_in_libslurm = false;
+void exit_as_runtime_error() {
+    if (g_in_libslurm) {
+        std::fflush(stdout);
+        std::fputs("lanesctl: cannot use Slurm (see the messages above)\n", stderr);
+        std::_Exit(kExitRuntime);
+    }
 }
 
 // One job from slurmctld: Ok, or a runtime error message.
@@ -175,6 +188,8 @@ int run_policy_test(const Options& options, const Context& context) {
         run_one(std::move(result), fixture, when, fixture.admin || options.as_admin, input->is_fixture);
     }
     if (!options.job_ids.empty()) {
+        std::atexit(exit_as_runtime_error);
+        g_in_libslurm = true;
         slurm_init(nullptr);
         UserNames names;
         for (uint32_t id : options.job_ids) {
@@ -192,6 +207,7 @@ int run_policy_test(const Options& options, const Context& context) {
             run_one(std::move(result), fixture, at, options.as_admin, false);
         }
         slurm_fini();
+        g_in_libslurm = false;
     }
 
     if (options.json) {

@@ -37,8 +37,7 @@ std::string format_status_human(const StatusReport& report) {
     } else {
         for (size_t i = 0; i < report.nics.size(); ++i) {
             const auto& nic = report.nics[i];
-            out += (i ? ", " : "") + nic.device + " (" + format_rate(nic.link_speed_bits) +
-                   (nic.has_our_root ? ", lanes root" : ", no lanes root") + ")";
+            out += (i ? ", " : "") + nic.device + " (" + format_rate(nic.link_speed_bits) + ")";
         }
         out += "; leaf qdisc " + report.leaf_qdisc + "\n";
     }
@@ -73,9 +72,7 @@ std::string format_status_human(const StatusReport& report) {
 json::Value status_json(const StatusReport& report) {
     json::Array nics;
     for (const auto& nic : report.nics)
-        nics.push_back(json::Object{{"device", nic.device},
-                                    {"link_speed_bits", u64(nic.link_speed_bits)},
-                                    {"lanes_root", nic.has_our_root}});
+        nics.push_back(json::Object{{"device", nic.device}, {"link_speed_bits", u64(nic.link_speed_bits)}});
     json::Array jobs;
     for (const auto& job : report.jobs) {
         const auto& st = job.state;
@@ -195,7 +192,7 @@ std::string format_gc_human(const GcReport& report) {
         out += "kept job " + std::to_string(job.state.job_id) + " (" + job.state.class_name + "): " + job.why + "\n";
     if (report.all) {
         for (const auto& dev : report.devices_reset)
-            out += std::string(report.dry_run ? "would remove" : "removed") + " lanes root qdisc on " + dev + "\n";
+            out += std::string(report.dry_run ? "would remove" : "removed") + " lanes qdiscs on " + dev + "\n";
         out += std::string(report.dry_run ? "would remove" : "removed") + " nft table inet lanes\n";
     }
     for (const auto& e : report.errors) out += "error: " + e + "\n";

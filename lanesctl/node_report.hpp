@@ -55,7 +55,7 @@ struct GcReport {
     bool all = false;
     std::vector<GcJob> removed;      // (dry run: would be removed)
     std::vector<GcJob> kept;
-    std::vector<std::string> devices_reset;  // --all: NICs whose root qdisc goes
+    std::vector<std::string> devices_reset;  // --all: the selected NICs (our root qdisc goes)
     std::vector<std::string> errors;
 };
 

@@ -160,7 +160,7 @@ lanes::ctl::StatusReport status_report() {
 
 TEST(LanesctlStatusOutput, Human) {
     const std::string text = lanes::ctl::format_status_human(status_report());
-    EXPECT_TRUE(contains(text, "node gpu1: eth0 (100Gbit, lanes root); leaf qdisc pfifo\n")) << text;
+    EXPECT_TRUE(contains(text, "node gpu1: eth0 (100Gbit); leaf qdisc pfifo\n")) << text;
     EXPECT_TRUE(contains(text, "JOB       CLASS       DEVICE         RATE     CEIL  DSCP")) << text;
     EXPECT_TRUE(contains(text, "7         training    eth0         10Gbit   25Gbit  CS1          123456        100       2        5     1500\n"))
         << text;
@@ -173,7 +173,7 @@ TEST(LanesctlStatusOutput, Human) {
 TEST(LanesctlStatusOutput, Json) {
     const std::string json = lanes::json::write(lanes::ctl::status_json(status_report()));
     EXPECT_EQ(json,
-              R"({"node":"gpu1","leaf_qdisc":"pfifo","nics":[{"device":"eth0","link_speed_bits":100000000000,"lanes_root":true}],)"
+              R"({"node":"gpu1","leaf_qdisc":"pfifo","nics":[{"device":"eth0","link_speed_bits":100000000000}],)"
               R"("jobs":[{"job_id":7,"class":"training","minor":"7","dscp":"CS1","dscp_value":8,)"
               R"("cgroup":"/sys/fs/cgroup/unified/lanes/job_7","error":null,"devices":[{"device":"eth0",)"
               R"("rate_bits":10000000000,"ceil_bits":25000000000,"bytes":123456,"packets":100,"drops":2,)"
@@ -248,7 +248,7 @@ TEST(LanesctlGc, Output) {
     all.all = true;
     all.devices_reset = {"eth0"};
     EXPECT_EQ(lanes::ctl::format_gc_human(all),
-              "removed lanes root qdisc on eth0\nremoved nft table inet lanes\n");
+              "removed lanes qdiscs on eth0\nremoved nft table inet lanes\n");
     lanes::ctl::GcReport none;
     none.node = "gpu1";
     EXPECT_EQ(lanes::ctl::format_gc_human(none), "no Lanes jobs on gpu1\n");

@@ -1,0 +1,166 @@
+#!/bin/bash
+# lanesctl status and gc on real kernel state, in a private network namespace:
+# four jobs planted with NodeShaper (plant_state), traffic through one of them,
+# then status (human, JSON, Prometheus), gc --dry-run, gc, gc --all.
+#   101 training   dead (its only process exited)         -> removed by gc
+#   102 inference  "slurmstepd: [102.batch]" in the netns  -> kept
+#   103 batch      a process in its cgroup                 -> kept
+#   104 training   "slurmstepd: [104.batch]" in ANOTHER netns -> removed
+set -u
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: $(basename "$0") needs root (network namespaces, tc, nftables, cgroup2)"
+  exit 77
+fi
+for cmd in ip nsenter tc nft python3; do
+  command -v "$cmd" >/dev/null || { echo "FAIL: $cmd not found"; exit 1; }
+done
+BUILDDIR=${LANES_BUILDDIR:-.}
+SRCDIR=${LANES_SRCDIR:-.}
+LANESCTL=$BUILDDIR/lanesctl/lanesctl
+PLANT=$BUILDDIR/tests/lanesctl/plant_state
+[ -x "$LANESCTL" ] && [ -x "$PLANT" ] || { echo "FAIL: $LANESCTL or $PLANT not built"; exit 1; }
+
+P=lc$$
+NS=${P}a
+PNS=${P}b
+DEV=${P}x
+PEER=${P}y
+NA="nsenter --net=/run/netns/$NS"
+CG2=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") { print $5; exit } break } }' /proc/self/mountinfo)
+[ -n "$CG2" ] || { echo "FAIL: no cgroup2 mount"; exit 1; }
+CGROOT=$CG2/$P
+TMP=$(mktemp -d /tmp/${P}-lanesctl.XXXXXX)
+CFG=$TMP/lanes.toml
+PIDS=""
+
+cleanup() {
+  for pid in $PIDS; do kill "$pid" 2>/dev/null; done
+  for pid in $PIDS; do wait "$pid" 2>/dev/null; done
+  [ -e /run/netns/$NS ] && $NA "$LANESCTL" --config "$CFG" gc --all >/dev/null 2>&1
+  ip netns del $NS 2>/dev/null
+  ip netns del $PNS 2>/dev/null
+  if [ -d "$CGROOT" ]; then
+    for d in "$CGROOT"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+    rmdir "$CGROOT" 2>/dev/null
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+ctl() { $NA "$LANESCTL" --config "$CFG" "$@"; }
+# Fields of JSON on stdin: jq-like one-liners in python.
+py() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
+
+ip netns add $NS || fail "ip netns add"
+ip netns add $PNS || fail "ip netns add"
+ip link add "$DEV" netns $NS type veth peer name "$PEER" netns $PNS || fail "veth"
+$NA ip link set lo up
+$NA ip link set "$DEV" up
+nsenter --net=/run/netns/$PNS ip link set "$PEER" up
+$NA ip addr add 10.78.0.1/24 dev "$DEV"
+nsenter --net=/run/netns/$PNS ip addr add 10.78.0.2/24 dev "$PEER"
+mkdir -p "$CGROOT" "$TMP/state"
+sed -e "s|@DEV@|$DEV|" -e "s|@STATE@|$TMP/state|" -e "s|@CGROOT@|$CGROOT|" \
+  "$SRCDIR/tests/lanesctl/data/node.toml.in" >"$CFG"
+
+ctl check >/dev/null || fail "check on the test config"
+# Nothing yet: status works and says so.
+out=$(ctl status) || fail "status on an empty node"
+echo "$out" | grep -q "no jobs shaped" || fail "empty status: $out"
+
+declare -A CG
+for spec in 101:training 102:inference 103:batch 104:training; do
+  id=${spec%%:*}
+  CG[$id]=$($NA "$PLANT" "$CFG" testnode "$id" "${spec#*:}") || fail "plant job $id"
+done
+
+# Job 101: traffic from inside its cgroup, then it is gone.
+$NA bash -c "echo \$\$ > '${CG[101]}/cgroup.procs' && exec python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(40):
+    s.sendto(b\"x\" * 1000, (\"10.78.0.2\", 9))
+'" || fail "UDP from job 101's cgroup"
+# Job 102: a slurmstepd (by its process title) in this namespace.
+$NA bash -c 'exec -a "slurmstepd: [102.batch]" sleep 120' &
+PIDS="$PIDS $!"
+# Job 103: a task in its cgroup.
+$NA bash -c "echo \$\$ > '${CG[103]}/cgroup.procs' && exec sleep 120" &
+PIDS="$PIDS $!"
+# Job 104: a slurmstepd of that id, but in the host's namespace: not this node's.
+bash -c 'exec -a "slurmstepd: [104.batch]" sleep 120' &
+PIDS="$PIDS $!"
+for _ in $(seq 50); do
+  grep -q "^[0-9]" "${CG[103]}/cgroup.procs" 2>/dev/null && pgrep -f "slurmstepd: \[102.batch\]" >/dev/null && break
+  sleep 0.1
+done
+
+# ---- status
+json=$(ctl status --json) || fail "status --json"
+echo "$json" | py "
+ids = [j['job_id'] for j in d['jobs']]
+assert ids == [101, 102, 103, 104], ids
+j = {x['job_id']: x for x in d['jobs']}
+assert j[101]['class'] == 'training' and j[101]['dscp'] == 'CS1' and j[102]['dscp'] == 'AF41', d
+dev = j[101]['devices'][0]
+assert dev['device'] == '$DEV', dev
+assert dev['rate_bits'] == 100000000 and dev['ceil_bits'] == 400000000, dev
+assert dev['packets'] >= 40 and dev['bytes'] >= 40 * 1000, dev
+assert j[103]['devices'][0]['packets'] == 0, j[103]
+assert d['nics'][0]['device'] == '$DEV', d['nics']
+" || fail "status --json content: $json"
+human=$(ctl status) || fail "status"
+echo "$human" | grep -Eq "^101 +training +$DEV +100Mbit +400Mbit +CS1 " || fail "status human: $human"
+
+prom=$TMP/lanes.prom
+ctl status --prometheus "$prom" >"$TMP/prom.out" || fail "status --prometheus"
+[ -s "$TMP/prom.out" ] && fail "status --prometheus printed: $(cat "$TMP/prom.out")"
+grep -Eq "^lanes_job_bytes_total\{job=\"101\",class=\"training\",device=\"$DEV\"\} [1-9][0-9]+$" "$prom" \
+  || fail "prometheus bytes: $(cat "$prom")"
+grep -q '^# TYPE lanes_job_drops_total counter$' "$prom" || fail "prometheus TYPE line"
+grep -q '^lanes_jobs{node="testnode"} 4$' "$prom" || grep -q '^lanes_jobs{node=' "$prom" || fail "lanes_jobs"
+ls "$TMP" | grep -q 'lanes.prom.tmp' && fail "temporary prometheus file left"
+
+# ---- gc --dry-run: reports, changes nothing
+json=$(ctl gc --dry-run --json) || fail "gc --dry-run"
+echo "$json" | py "
+assert sorted(x['job_id'] for x in d['removed']) == [101, 104], d
+assert sorted(x['job_id'] for x in d['kept']) == [102, 103], d
+assert d['dry_run'] is True, d
+" || fail "gc --dry-run content: $json"
+[ "$(ctl status --json | py 'print(len(d["jobs"]))')" = 4 ] || fail "gc --dry-run removed something"
+
+# ---- gc: the dead ones go, kernel objects included
+out=$(ctl gc) || fail "gc: $out"
+echo "$out" | grep -q "^removed job 101 (training)" || fail "gc output: $out"
+echo "$out" | grep -q "^removed job 104 (training)" || fail "gc output: $out"
+echo "$out" | grep -q "^kept job 102 (inference): slurmstepd pid" || fail "gc output: $out"
+echo "$out" | grep -q "^kept job 103 (batch): cgroup .* has processes" || fail "gc output: $out"
+[ "$(ctl status --json | py 'print([j["job_id"] for j in d["jobs"]])')" = "[102, 103]" ] || fail "after gc"
+$NA tc class show dev "$DEV" | grep -q "1a4e:65 " && fail "tc class of job 101 still there"
+$NA nft list table inet lanes | grep -q "job_101" && fail "nft chain of job 101 still there"
+[ -e "$TMP/state/job_101" ] && fail "state file of job 101 still there"
+$NA nft list table inet lanes | grep -q "job_102" || fail "nft chain of job 102 removed"
+
+# ---- the rest ends: gc removes them, and a second gc is a no-op
+for pid in $PIDS; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+PIDS=""
+out=$(ctl gc) || fail "second gc: $out"
+echo "$out" | grep -q "^removed job 102" && echo "$out" | grep -q "^removed job 103" || fail "second gc: $out"
+out=$(ctl gc) || fail "third gc: $out"
+[ "$out" = "no Lanes jobs on $(hostname -s)" ] || fail "third gc: $out"
+
+# ---- gc --all: root qdisc and nft table go too
+$NA "$PLANT" "$CFG" testnode 105 batch >/dev/null || fail "plant job 105"
+out=$(ctl gc --all) || fail "gc --all: $out"
+echo "$out" | grep -q "^removed job 105" || fail "gc --all: $out"
+echo "$out" | grep -q "^removed lanes qdiscs on $DEV" || fail "gc --all: $out"
+$NA tc qdisc show dev "$DEV" | grep -q "htb 1a4e:" && fail "root qdisc left after gc --all"
+$NA nft list tables | grep -q "inet lanes" && fail "nft table left after gc --all"
+ls "$TMP/state" | grep -q '^job_' && fail "state files left after gc --all"
+
+# ---- runtime errors are exit 3
+$NA "$LANESCTL" --config "$TMP/missing.toml" status >/dev/null 2>&1
+[ $? -eq 3 ] || fail "status with a missing config: exit code"
+echo "PASS: lanesctl status/gc"
