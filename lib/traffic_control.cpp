@@ -403,6 +403,14 @@ uint32_t htb_buffer_ticks(uint32_t bytes, uint64_t rate_bits) {
     return ticks > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(std::max<unsigned __int128>(ticks, 1));
 }
 
+std::vector<uint8_t> htb_class_message(const AddClass& op) {
+    auto msg = tc_msg(RTM_NEWTCLASS, NLM_F_CREATE, op.ifindex, op.classid, op.parent);
+    if (!put_htb_class(msg.get(), op.htb)) return {};
+    nlmsghdr* h = nlmsg_hdr(msg.get());
+    auto* p = reinterpret_cast<const uint8_t*>(h);
+    return std::vector<uint8_t>(p, p + h->nlmsg_len);
+}
+
 Result<std::unique_ptr<TrafficControl>> make_netlink_traffic_control() {
     auto tc = std::make_unique<NetlinkTrafficControl>();
     auto r = tc->open();

@@ -65,4 +65,7 @@ Result<std::unique_ptr<TrafficControl>> make_netlink_traffic_control();
 // saturated at UINT32_MAX. Exposed for tests.
 uint32_t htb_buffer_ticks(uint32_t bytes, uint64_t rate_bits);
 
+// The RTM_NEWTCLASS message add_class() sends, as bytes (unit tests parse it).
+std::vector<uint8_t> htb_class_message(const AddClass& op);
+
 }  // namespace lanes

@@ -1,0 +1,557 @@
+// NodeShaper over recording fakes of the kernel interfaces; cgroup path logic;
+// the job state file format.
+#include "node_shaper.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "cgroup_tree.hpp"
+#include "job_state_store.hpp"
+#include "packet_marker.hpp"
+#include "traffic_control.hpp"
+
+namespace lanes {
+namespace {
+
+constexpr uint64_t kGbit = 1'000'000'000ull;
+
+// The kernel as the fakes see it; shared so a test can inspect and break it.
+struct FakeKernel {
+    std::map<std::string, int> ifindex{{"lo", 1}, {"eth0", 2}, {"eth1", 3}, {"ib0", 4}};
+    std::map<int, RootQdisc> roots;                       // ifindex -> root
+    std::map<int, std::map<uint32_t, HtbParams>> classes;  // ifindex -> classid -> params
+    std::map<int, std::map<uint32_t, std::string>> leaves; // ifindex -> parent class -> kind
+    std::map<uint32_t, NftEnsureJob> nft_jobs;
+    std::vector<int> nft_levels;
+    std::set<std::string> dirs;
+    std::map<std::string, std::vector<pid_t>> procs;
+    std::vector<std::string> log;   // every call, in order
+    bool fail_nft_add = false;
+    bool has_fq_codel = false;
+    std::string route_dev = "ib0";
+};
+
+class FakeTc final : public TrafficControl {
+public:
+    explicit FakeTc(FakeKernel& k) : k_(k) {}
+    Result<std::vector<std::string>> devices() override {
+        std::vector<std::string> out;
+        for (const auto& [name, idx] : k_.ifindex) out.push_back(name);
+        return out;
+    }
+    Result<int> ifindex(const std::string& d) override {
+        auto it = k_.ifindex.find(d);
+        if (it == k_.ifindex.end()) return fail("no device " + d);
+        return it->second;
+    }
+    Result<std::string> route_device(const std::string& prefix) override {
+        k_.log.push_back("route " + prefix);
+        return k_.route_dev;
+    }
+    std::optional<uint64_t> link_speed_bits(const std::string& d) override {
+        if (d == "eth0" || d == "eth1") return 25 * kGbit;
+        return std::nullopt;
+    }
+    Result<RootQdisc> root_qdisc(int i) override { return k_.roots.count(i) ? k_.roots[i] : RootQdisc{}; }
+    bool qdisc_kind_available(const std::string& kind) override { return kind == "fq_codel" && k_.has_fq_codel; }
+    Result<void> ensure_root(const EnsureRoot& o) override {
+        k_.log.push_back(describe(Operation{o}));
+        auto& root = k_.roots[o.ifindex];
+        if (!o.root_exists) {
+            if (root.handle != 0 && !o.replace_foreign) return fail("EEXIST");
+            root = RootQdisc{"htb", tc_handle(o.major, 0)};
+            k_.classes[o.ifindex].clear();
+            k_.leaves[o.ifindex].clear();
+        }
+        k_.classes[o.ifindex][tc_handle(o.major, kParentMinor)] = o.parent;
+        k_.classes[o.ifindex][tc_handle(o.major, kDefaultMinor)] = o.fallback;
+        return {};
+    }
+    Result<void> add_class(const AddClass& o) override {
+        k_.log.push_back(describe(Operation{o}));
+        if (!k_.classes[o.ifindex].count(o.parent)) return fail("no parent class");
+        k_.classes[o.ifindex][o.classid] = o.htb;
+        return {};
+    }
+    Result<void> add_leaf_qdisc(const AddLeafQdisc& o) override {
+        k_.log.push_back(describe(Operation{o}));
+        if (!k_.classes[o.ifindex].count(o.parent)) return fail("no class");
+        k_.leaves[o.ifindex][o.parent] = o.kind;
+        return {};
+    }
+    Result<void> delete_class(const DeleteClass& o) override {
+        k_.log.push_back(describe(Operation{o}));
+        int idx = o.ifindex ? o.ifindex : k_.ifindex[o.device];
+        k_.classes[idx].erase(o.classid);
+        k_.leaves[idx].erase(o.classid);
+        return {};
+    }
+    Result<void> delete_root(const DeleteRoot& o) override {
+        k_.log.push_back(describe(Operation{o}));
+        int idx = o.ifindex ? o.ifindex : k_.ifindex[o.device];
+        if (k_.roots[idx].handle == tc_handle(o.major, 0)) {
+            k_.roots.erase(idx);
+            k_.classes.erase(idx);
+            k_.leaves.erase(idx);
+        }
+        return {};
+    }
+    Result<ClassCounters> class_counters(int i, uint32_t c) override {
+        if (!k_.classes[i].count(c)) return fail("no class");
+        return ClassCounters{1000u * (c & 0xffff), 10, 1, 2, 0};
+    }
+    Result<std::vector<uint32_t>> classes(int i, uint16_t major) override {
+        std::vector<uint32_t> out;
+        for (const auto& [id, p] : k_.classes[i])
+            if ((id >> 16) == major) out.push_back(id);
+        return out;
+    }
+
+private:
+    FakeKernel& k_;
+};
+
+class FakeMarker final : public PacketMarker {
+public:
+    explicit FakeMarker(FakeKernel& k) : k_(k) {}
+    Result<void> ensure_base(const std::vector<int>& levels) override {
+        k_.log.push_back("nft base");
+        k_.nft_levels = levels;
+        return {};
+    }
+    Result<void> add_job(const NftEnsureJob& o) override {
+        k_.log.push_back(describe(Operation{o}));
+        if (k_.fail_nft_add) return fail("lanes: nft: job " + std::to_string(o.job_id) + ": injected failure");
+        k_.nft_jobs[o.job_id] = o;
+        return {};
+    }
+    Result<void> remove_job(const NftRemoveJob& o) override {
+        k_.log.push_back(describe(Operation{o}));
+        k_.nft_jobs.erase(o.job_id);
+        return {};
+    }
+    Result<void> remove_all() override {
+        k_.log.push_back("nft delete table");
+        k_.nft_jobs.clear();
+        k_.nft_levels.clear();
+        return {};
+    }
+
+private:
+    FakeKernel& k_;
+};
+
+class FakeCgroups final : public CgroupTree {
+public:
+    FakeCgroups(FakeKernel& k, Cgroup2Mount m) : k_(k), m_(std::move(m)) {}
+    Result<Cgroup2Mount> mount() override { return m_; }
+    bool exists(const std::string& d) override { return k_.dirs.count(d) > 0; }
+    Result<uint64_t> ensure_dir(const std::string& d) override {
+        k_.log.push_back("mkdir " + d);
+        k_.dirs.insert(d);
+        return 1000 + k_.dirs.size();
+    }
+    Result<uint64_t> dir_id(const std::string& d) override {
+        if (!k_.dirs.count(d)) return fail("no dir");
+        return 77;
+    }
+    Result<void> attach(const std::string& d, pid_t p) override {
+        if (!k_.dirs.count(d)) return fail("no dir " + d);
+        k_.procs[d].push_back(p);
+        return {};
+    }
+    Result<void> remove_dir(const std::string& d, const std::string& parent) override {
+        k_.log.push_back("rmdir " + d);
+        for (pid_t p : k_.procs[d]) k_.procs[parent].push_back(p);
+        k_.procs.erase(d);
+        k_.dirs.erase(d);
+        return {};
+    }
+    Result<std::vector<pid_t>> pids(const std::string& d) override { return k_.procs[d]; }
+
+private:
+    FakeKernel& k_;
+    Cgroup2Mount m_;
+};
+
+const Cgroup2Mount kHybrid{"/sys/fs/cgroup/unified", "/"};
+const Cgroup2Mount kUnified{"/sys/fs/cgroup", "/"};
+
+class NodeShaperTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/lanes-unit-state.XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        state_dir_ = tmpl;
+        config_.state_dir = state_dir_ + "/run/lanes";
+        NicSelector sel;
+        sel.nodes = "gpu[1-4]";
+        sel.device = "eth*";
+        sel.line = 12;
+        config_.nics.push_back(sel);
+    }
+    void TearDown() override { std::filesystem::remove_all(state_dir_); }
+
+    std::unique_ptr<NodeShaper> open(const std::string& host = "gpu2", Cgroup2Mount mount = kHybrid) {
+        auto s = NodeShaper::open_with(config_, host, std::make_unique<FakeTc>(k_), std::make_unique<FakeMarker>(k_),
+                                       std::make_unique<FakeCgroups>(k_, mount),
+                                       [this](LogLevel, const std::string& line) { logs_.push_back(line); });
+        EXPECT_TRUE(s) << (s ? "" : s.error().message);
+        return s ? std::move(*s) : nullptr;
+    }
+    static JobNetRequest req(uint32_t job, uint64_t rate, uint8_t dscp = 8) {
+        JobNetRequest r{job, "training", {}};
+        r.net.rate = Rate{rate, 0};
+        r.net.dscp = dscp;
+        r.net.rank = 1;
+        return r;
+    }
+    int job_files() const {
+        int n = 0;
+        for (const auto& e : std::filesystem::directory_iterator(config_.state_dir)) {
+            std::string name = e.path().filename();
+            if (name.starts_with("job_") || name.starts_with("minor_")) ++n;
+        }
+        return n;
+    }
+
+    FakeKernel k_;
+    NodeConfig config_;
+    std::string state_dir_;
+    std::vector<std::string> logs_;
+};
+
+TEST_F(NodeShaperTest, SelectsNicsByHostlistAndGlob) {
+    auto s = open();
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->nics().size(), 2u);
+    EXPECT_EQ(s->nics()[0].device, "eth0");
+    EXPECT_EQ(s->nics()[1].device, "eth1");
+    EXPECT_EQ(s->nics()[0].link_speed_bits, 25 * kGbit);  // sysfs
+    EXPECT_EQ(s->leaf_qdisc_kind(), "pfifo");
+    bool said = false;
+    for (const auto& l : logs_) said |= l.find("no fq_codel") != std::string::npos;
+    EXPECT_TRUE(said);
+    struct stat st {};
+    ASSERT_EQ(::stat(config_.state_dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
+TEST_F(NodeShaperTest, RouteToSelectorAndSpeedOverride) {
+    config_.nics.clear();
+    NicSelector sel;
+    sel.route_to = "10.10.0.0/16";
+    sel.link_speed_bits = 200 * kGbit;
+    config_.nics.push_back(sel);
+    k_.has_fq_codel = true;
+    auto s = open("anyhost");
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->nics().size(), 1u);
+    EXPECT_EQ(s->nics()[0].device, "ib0");
+    EXPECT_EQ(s->nics()[0].link_speed_bits, 200 * kGbit);
+    EXPECT_EQ(s->leaf_qdisc_kind(), "fq_codel");
+}
+
+TEST_F(NodeShaperTest, NoNicForThisNodeIsAPreciseError) {
+    auto s = NodeShaper::open_with(config_, "cpu7", std::make_unique<FakeTc>(k_), std::make_unique<FakeMarker>(k_),
+                                   std::make_unique<FakeCgroups>(k_, kHybrid));
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("cpu7"), std::string::npos) << s.error().message;
+    config_.nics[0].device = "nope*";
+    s = NodeShaper::open_with(config_, "gpu1", std::make_unique<FakeTc>(k_), std::make_unique<FakeMarker>(k_),
+                              std::make_unique<FakeCgroups>(k_, kHybrid));
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("line 12"), std::string::npos) << s.error().message;
+    EXPECT_NE(s.error().message.find("nope*"), std::string::npos) << s.error().message;
+}
+
+TEST_F(NodeShaperTest, TwoJobsGetTheirOwnClassesChainsAndDirs) {
+    auto s = open();
+    auto a = s->apply(req(7, kGbit));
+    auto b = s->apply(req(8, 2 * kGbit, 34));
+    ASSERT_TRUE(a) << a.error().message;
+    ASSERT_TRUE(b) << b.error().message;
+    EXPECT_NE(a->minor, b->minor);
+    EXPECT_EQ(a->cgroup, "/sys/fs/cgroup/unified/lanes/job_7");
+    EXPECT_EQ(a->cgroup_key, "unified/lanes/job_7");
+    EXPECT_TRUE(a->cgroup_owned);
+    EXPECT_NE(a->cgroup_id, 0u);
+    for (int idx : {2, 3}) {
+        EXPECT_EQ(k_.roots[idx].handle, tc_handle(0x1a4e, 0));
+        EXPECT_EQ(k_.classes[idx].size(), 4u);  // :1, :fffe, two jobs
+        EXPECT_EQ(k_.classes[idx][tc_handle(0x1a4e, b->minor)].rate_bits, 2 * kGbit);
+        EXPECT_EQ(k_.leaves[idx].size(), 2u);
+    }
+    ASSERT_EQ(k_.nft_jobs.size(), 2u);
+    EXPECT_EQ(k_.nft_jobs[8].dscp, 34);
+    EXPECT_EQ(k_.nft_levels, std::vector<int>{2});
+    EXPECT_EQ(s->list().size(), 2u);
+    auto c = s->counters(8);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->size(), 2u);
+    EXPECT_EQ(c->at("eth1").bytes, 1000u * b->minor);
+    EXPECT_FALSE(s->counters(99));
+}
+
+TEST_F(NodeShaperTest, ApplyIsIdempotent) {
+    auto s = open();
+    auto first = s->apply(req(7, kGbit));
+    ASSERT_TRUE(first);
+    auto classes = k_.classes;
+    auto leaves = k_.leaves;
+    auto again = s->apply(req(7, kGbit));
+    ASSERT_TRUE(again);
+    EXPECT_EQ(*again, *first);
+    EXPECT_EQ(k_.classes, classes);
+    EXPECT_EQ(k_.leaves, leaves);
+    EXPECT_EQ(k_.nft_jobs.size(), 1u);
+    EXPECT_EQ(s->list().size(), 1u);
+    EXPECT_EQ(job_files(), 2);  // job_7 + minor claim
+    // The root was created once; the second apply only re-set the two classes.
+    int root_adds = 0;
+    for (const auto& l : k_.log) root_adds += l.find("add root htb") != std::string::npos;
+    EXPECT_EQ(root_adds, 2);  // one per NIC
+    // A changed request keeps the minor and updates the class in place.
+    auto changed = s->apply(req(7, 3 * kGbit));
+    ASSERT_TRUE(changed);
+    EXPECT_EQ(changed->minor, first->minor);
+    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, first->minor)].rate_bits, 3 * kGbit);
+}
+
+TEST_F(NodeShaperTest, RemoveCleansEverythingAndAbsentIsFine) {
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(7, kGbit)));
+    ASSERT_TRUE(s->attach(7, 4242));
+    EXPECT_EQ(k_.procs["/sys/fs/cgroup/unified/lanes/job_7"], std::vector<pid_t>{4242});
+    ASSERT_TRUE(s->remove(7));
+    EXPECT_EQ(k_.classes[2].size(), 2u);   // root and default class stay
+    EXPECT_TRUE(k_.leaves[2].empty());
+    EXPECT_TRUE(k_.nft_jobs.empty());
+    EXPECT_FALSE(k_.dirs.count("/sys/fs/cgroup/unified/lanes/job_7"));
+    EXPECT_EQ(k_.procs["/sys/fs/cgroup/unified/lanes"], std::vector<pid_t>{4242});  // leftovers to the parent
+    EXPECT_EQ(job_files(), 0);
+    EXPECT_TRUE(s->remove(7));
+    EXPECT_TRUE(s->remove(12345));
+    EXPECT_FALSE(s->attach(7, 1));
+}
+
+TEST_F(NodeShaperTest, FailedApplyRollsBack) {
+    auto s = open();
+    k_.fail_nft_add = true;
+    auto r = s->apply(req(7, kGbit));
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("job 7"), std::string::npos) << r.error().message;
+    EXPECT_EQ(k_.classes[2].size(), 2u);
+    EXPECT_TRUE(k_.leaves[2].empty());
+    EXPECT_TRUE(k_.dirs.empty());
+    EXPECT_EQ(job_files(), 0);
+    k_.fail_nft_add = false;
+    auto ok = s->apply(req(7, kGbit));
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->minor, 7);
+}
+
+TEST_F(NodeShaperTest, ForeignRootRefusedThenAdopted) {
+    k_.roots[2] = RootQdisc{"tbf", tc_handle(1, 0)};
+    auto s = open();
+    auto r = s->apply(req(7, kGbit));
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("eth0"), std::string::npos);
+    EXPECT_EQ(job_files(), 0);
+    EXPECT_EQ(k_.roots[2].kind, "tbf");
+    config_.foreign_qdisc = ForeignQdiscAction::Adopt;
+    auto adopting = open();
+    ASSERT_TRUE(adopting->apply(req(7, kGbit)));
+    EXPECT_EQ(k_.roots[2].kind, "htb");
+}
+
+TEST_F(NodeShaperTest, MinorsComeFromStateFilesAcrossProcesses) {
+    auto first = open();
+    ASSERT_TRUE(first->apply(req(7, kGbit)));
+    // Another process (a concurrent prolog) sees minor 7 taken: job 65543 would map there.
+    auto second = open();
+    auto st = second->apply(req(7 + 0xfffc, kGbit));
+    ASSERT_TRUE(st);
+    EXPECT_NE(st->minor, 7);
+    ASSERT_TRUE(second->remove(7));
+    auto third = open();
+    auto again = third->apply(req(7, kGbit));
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->minor, 7);  // free again, reused
+}
+
+TEST_F(NodeShaperTest, ReconcileRemovesDeadJobs) {
+    auto s = open();
+    for (uint32_t j : {1u, 2u, 3u}) ASSERT_TRUE(s->apply(req(j, kGbit)));
+    auto removed = s->reconcile([](uint32_t id) { return id == 2; });
+    ASSERT_TRUE(removed);
+    EXPECT_EQ(*removed, (std::vector<uint32_t>{1, 3}));
+    ASSERT_EQ(s->list().size(), 1u);
+    EXPECT_EQ(s->list()[0].job_id, 2u);
+    ASSERT_TRUE(s->remove_all());
+    EXPECT_TRUE(k_.roots.empty());
+    EXPECT_TRUE(k_.nft_jobs.empty());
+    EXPECT_EQ(job_files(), 0);
+}
+
+TEST_F(NodeShaperTest, SlurmCgroupDirIsUsedOnAUnifiedNode) {
+    k_.dirs.insert("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7");
+    auto s = open("gpu1", kUnified);
+    EXPECT_TRUE(k_.nft_levels.empty());  // the base ruleset is made by the first apply, not by open
+    auto st = s->apply(req(7, kGbit));
+    ASSERT_TRUE(st);
+    EXPECT_EQ(k_.nft_levels, (std::vector<int>{2, 3}));  // our own dirs and Slurm's
+    EXPECT_FALSE(st->cgroup_owned);
+    EXPECT_EQ(st->cgroup_key, "system.slice/slurmstepd.scope/job_7");
+    EXPECT_EQ(st->cgroup_id, 77u);
+    EXPECT_TRUE(s->attach(7, 99));  // no-op: Slurm placed the tasks
+    EXPECT_TRUE(k_.procs.empty());
+    auto own = s->apply(req(8, kGbit));  // no Slurm dir for job 8: our own
+    ASSERT_TRUE(own);
+    EXPECT_TRUE(own->cgroup_owned);
+    EXPECT_EQ(own->cgroup, "/sys/fs/cgroup/lanes/job_8");
+    ASSERT_TRUE(s->remove(7));
+    EXPECT_TRUE(k_.dirs.count("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7"));  // not ours to remove
+    auto attach = NodeShaper::attach_task(config_, 8, 5);  // real cgroup tree: fails for a fake path
+    EXPECT_FALSE(attach);
+}
+
+TEST(NodeShaperCgroup, PlacementAndLevels) {
+    auto hybrid = place_job_cgroup("auto", kHybrid, 7, false);
+    ASSERT_TRUE(hybrid);
+    EXPECT_EQ(hybrid->dir, "/sys/fs/cgroup/unified/lanes/job_7");
+    EXPECT_EQ(hybrid->parent, "/sys/fs/cgroup/unified/lanes");
+    EXPECT_EQ(hybrid->key, "unified/lanes/job_7");
+    EXPECT_EQ(hybrid->level, 2);
+    EXPECT_TRUE(hybrid->owned);
+    // Slurm's dir is only taken on a unified node and when it exists.
+    EXPECT_TRUE(place_job_cgroup("auto", kHybrid, 7, true)->owned);
+    auto slurm = place_job_cgroup("auto", kUnified, 7, true);
+    EXPECT_EQ(slurm->dir, "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7");
+    EXPECT_EQ(slurm->level, 3);
+    EXPECT_FALSE(slurm->owned);
+    auto custom = place_job_cgroup("/sys/fs/cgroup/unified/site/lanes/", kHybrid, 9, false);
+    ASSERT_TRUE(custom);
+    EXPECT_EQ(custom->dir, "/sys/fs/cgroup/unified/site/lanes/job_9");
+    EXPECT_EQ(custom->level, 3);
+    // A mount elsewhere: nft's key climbs out of /sys/fs/cgroup.
+    auto elsewhere = place_job_cgroup("auto", Cgroup2Mount{"/run/cg2", "/"}, 7, false);
+    EXPECT_EQ(elsewhere->key, "../../../run/cg2/lanes/job_7");
+    // Inside a cgroup namespace-like root, levels count from the hierarchy root.
+    EXPECT_EQ(place_job_cgroup("auto", Cgroup2Mount{"/sys/fs/cgroup", "/machine/c1"}, 7, false)->level, 4);
+    for (const char* bad : {"relative/path", "/sys/fs/cgroup/cpu/x", "/sys/fs/cgroup/unified/../x", "/sys/fs/cgroup/unified"})
+        EXPECT_FALSE(place_job_cgroup(bad, kHybrid, 7, false)) << bad;
+    EXPECT_EQ(*cgroup_levels("auto", kHybrid), std::vector<int>{2});
+    EXPECT_EQ(*cgroup_levels("auto", kUnified), (std::vector<int>{2, 3}));
+}
+
+TEST(NodeShaperCgroup, Mountinfo) {
+    const char* hybrid =
+        "25 30 0:23 / /sys rw,nosuid shared:7 - sysfs sysfs rw\n"
+        "31 25 0:26 / /sys/fs/cgroup ro,nosuid shared:9 - tmpfs tmpfs ro,mode=755\n"
+        "32 31 0:27 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate\n"
+        "33 31 0:28 / /sys/fs/cgroup/systemd rw shared:11 - cgroup cgroup rw,name=systemd\n";
+    auto m = parse_mountinfo_cgroup2(hybrid);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->mount_point, "/sys/fs/cgroup/unified");
+    EXPECT_EQ(m->root, "/");
+    auto spaced = parse_mountinfo_cgroup2("40 1 0:30 /a\\040b /mnt/cg\\0402 rw - cgroup2 none rw\n");
+    ASSERT_TRUE(spaced);
+    EXPECT_EQ(spaced->mount_point, "/mnt/cg 2");
+    EXPECT_EQ(spaced->root, "/a b");
+    EXPECT_FALSE(parse_mountinfo_cgroup2("33 31 0:28 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"));
+    EXPECT_EQ(relative_path("/sys/fs/cgroup/unified/x", "/sys/fs/cgroup"), "unified/x");
+    EXPECT_EQ(relative_path("/run/x", "/sys/fs/cgroup"), "../../../run/x");
+}
+
+TEST(NodeShaperStateFile, RoundTripAndErrors) {
+    JobState s;
+    s.job_id = 4000000000u;
+    s.class_name = "inference";
+    s.minor = 0x1234;
+    s.devices = {{"eth0", 10 * kGbit, 25 * kGbit}, {"ib0", 400 * kGbit, 400 * kGbit}};
+    s.net.dscp = 46;
+    s.net.rate = Rate{0, 40};
+    s.net.ceil = Rate{400 * kGbit, 0};
+    s.net.rank = -2;
+    s.net.rdma_traffic_class = 184;
+    s.net.rdma_service_level = 3;
+    s.cgroup = "/sys/fs/cgroup/unified/lanes/job_4000000000";
+    s.cgroup_key = "unified/lanes/job_4000000000";
+    s.cgroup_owned = true;
+    s.cgroup_id = 123456789012345ull;
+    auto text = format_job_state(s);
+    auto back = parse_job_state(text, "job_4000000000");
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, s);
+
+    struct Bad {
+        const char* text;
+        const char* says;
+    } bad[] = {
+        {"", "empty"},
+        {"something else\n", "not a Lanes job state file"},
+        {"lanes-job-state 1\njob_id=7\n", "minor missing"},
+        {"lanes-job-state 1\njob_id=7\nminor=x\n", ":3: bad value for minor"},
+        {"lanes-job-state 1\njob_id=7\nminor=7\ncolour=red\n", ":4: unknown key \"colour\""},
+        {"lanes-job-state 1\njob_id=7\nminor=7\ndscp=64\n", "bad value for dscp"},
+        {"lanes-job-state 1\njob_id=7\nminor=7\nrate=150%\n", "bad value for rate"},
+        {"lanes-job-state 1\njob_id=7\nminor=7\ndevice=eth0 5\n", "bad value for device"},
+        {"lanes-job-state 1\njob_id=7\nminor=7\nnoequals\n", "expected key=value"},
+    };
+    for (const auto& b : bad) {
+        auto r = parse_job_state(b.text, "f");
+        ASSERT_FALSE(r) << b.text;
+        EXPECT_NE(r.error().message.find(b.says), std::string::npos) << r.error().message;
+    }
+}
+
+TEST(NodeShaperStateFile, StoreSavesLoadsClaimsAndLocks) {
+    char tmpl[] = "/tmp/lanes-unit-store.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string dir = std::string(tmpl) + "/state";
+    {
+        JobStateStore store(dir);
+        ASSERT_TRUE(store.prepare());
+        auto lock = store.lock();
+        ASSERT_TRUE(lock);
+        JobState s;
+        s.job_id = 7;
+        s.minor = 7;
+        ASSERT_TRUE(store.save(s));
+        struct stat st {};
+        ASSERT_EQ(::stat(store.job_path(7).c_str(), &st), 0);
+        EXPECT_EQ(st.st_mode & 0777, 0600u);
+        EXPECT_EQ((*store.load(7))->minor, 7);
+        EXPECT_FALSE(*store.load(8));
+        ASSERT_TRUE(store.claim_minor(7, 7));
+        ASSERT_TRUE(store.claim_minor(7, 7));   // own claim again: fine
+        EXPECT_FALSE(store.claim_minor(7, 8));  // held by job 7, which has state
+        EXPECT_EQ(store.minor_owner(7), 7u);
+        ASSERT_TRUE(store.claim_minor(9, 9));   // job 9 has no state file: stale ...
+        EXPECT_TRUE(store.claim_minor(9, 10));  // ... so job 10 may take it
+        EXPECT_EQ(store.minor_owner(9), 10u);
+        EXPECT_TRUE(store.release_minor(9, 9)); // not the holder: no-op
+        EXPECT_EQ(store.minor_owner(9), 10u);
+        EXPECT_EQ(store.load_all().size(), 1u);
+        std::FILE* f = std::fopen((dir + "/job_8").c_str(), "w");
+        std::fputs("garbage\n", f);
+        std::fclose(f);
+        std::vector<std::string> errors;
+        EXPECT_EQ(store.load_all(&errors).size(), 1u);
+        EXPECT_EQ(errors.size(), 1u);
+        ASSERT_TRUE(store.erase(7));
+        ASSERT_TRUE(store.erase(7));
+    }
+    JobStateStore relative("run/lanes");
+    EXPECT_FALSE(relative.prepare());
+    std::filesystem::remove_all(tmpl);
+}
+
+}  // namespace
+}  // namespace lanes
