@@ -106,8 +106,24 @@ public:
         last_check_ns_.store(steady_ns());
     }
 
+    // The current generation; a plain mutex around a pointer copy (tens of ns)
+    // keeps it simple and visible to race checkers.
+    std::shared_ptr<const Generation> current() const {
+        std::lock_guard lock(current_mutex_);
+        return current_;
+    }
+    void publish(std::shared_ptr<const Generation> gen) {
+        std::shared_ptr<const Generation> old;
+        {
+            std::lock_guard lock(current_mutex_);
+            old = std::move(current_);
+            current_ = std::move(gen);
+        }
+        // `old` is released here, outside the lock; calls in flight keep their own copy.
+    }
+
     Decision classify(const JobView& job, SysSeconds now, bool is_admin) noexcept override {
-        std::shared_ptr<const Generation> gen = current_.load();
+        std::shared_ptr<const Generation> gen = current();
         try {
             return decide(*gen, job, now, is_admin);
         } catch (const std::exception& e) {
@@ -127,7 +143,7 @@ public:
         return false;
     }
 
-    std::shared_ptr<const Config> config() const override { return current_.load()->config; }
+    std::shared_ptr<const Config> config() const override { return current()->config; }
 
 private:
     static int64_t steady_ns() {
@@ -153,7 +169,7 @@ private:
         std::unique_lock lock(reload_mutex_, std::try_to_lock);
         if (!lock) return false;
 
-        auto gen = current_.load();
+        auto gen = current();
         FileStamp cs = stamp_of(config_path_);
         FileStamp ss = stamp_of(gen->config->policy.script);
         if (cs == gen->config_stamp && ss == gen->script_stamp) return false;
@@ -172,7 +188,7 @@ private:
             return false;
         }
         failed_ = false;
-        current_.store(std::shared_ptr<const Generation>(std::move(*fresh)));
+        publish(std::shared_ptr<const Generation>(std::move(*fresh)));
         log(LogLevel::Info, "lanes: reloaded " + config_path_ +
                                 (script_path.empty() ? std::string() : " and policy " + script_path));
         return true;
@@ -392,7 +408,8 @@ private:
     std::string config_path_;
     LogSink log_;
     ClassifierOptions options_;
-    std::atomic<std::shared_ptr<const Generation>> current_;
+    mutable std::mutex current_mutex_;
+    std::shared_ptr<const Generation> current_;
     std::atomic<int64_t> last_check_ns_{0};
     std::mutex reload_mutex_;
     bool failed_ = false;

@@ -1168,8 +1168,8 @@ void Policy::release(std::unique_ptr<LuaState> state) {
         } else {
             idle_.push_back(std::move(state));
         }
+        idle_cv_.notify_one();
     }
-    idle_cv_.notify_one();
     // discard's lua_close runs outside the lock.
 }
 
