@@ -175,7 +175,9 @@ struct NodeShaper::Impl {
                     if (!r) return r;
                     self.base_ready = true;
                 }
-                return self.marker->add_job(o);
+                NftEnsureJob with_id = o;
+                with_id.cgroup_id = state.cgroup_id;
+                return self.marker->add_job(with_id);
             }
             Result<void> operator()(const NftRemoveJob& o) { return self.marker->remove_job(o); }
         };

@@ -141,16 +141,17 @@ struct DeleteRoot {             // only if it is ours
 };
 struct EnsureCgroup { std::string path; };
 struct RemoveCgroup { std::string path; std::string parent; };  // move leftovers to parent, rmdir
-struct NftEnsureJob {           // one nft transaction: base table + job chain + map element
+struct NftEnsureJob {           // one nft transaction: job chain + rules + map element
     uint32_t job_id = 0;
     std::string cgroup_key;
     uint32_t priority = 0;      // skb->priority = M:<minor>
     std::optional<uint8_t> dscp;
+    uint64_t cgroup_id = 0;     // the map key; set by the executor once the dir exists
 };
 struct NftRemoveJob {           // one nft transaction; absent is fine
     uint32_t job_id = 0;
     std::string cgroup_key;
-    uint64_t cgroup_id = 0;     // to delete the map element when the dir is gone
+    uint64_t cgroup_id = 0;     // the map key
 };
 
 using Operation = std::variant<EnsureRoot, AddClass, AddLeafQdisc, DeleteClass, DeleteRoot,

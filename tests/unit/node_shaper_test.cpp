@@ -126,6 +126,7 @@ public:
     }
     Result<void> add_job(const NftEnsureJob& o) override {
         k_.log.push_back(describe(Operation{o}));
+        if (o.cgroup_id == 0) return fail("nft: no cgroup id to key the map element");
         if (k_.fail_nft_add) return fail("lanes: nft: job " + std::to_string(o.job_id) + ": injected failure");
         k_.nft_jobs[o.job_id] = o;
         return {};

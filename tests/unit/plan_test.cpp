@@ -1,4 +1,8 @@
 // The pure shaping plan, the nft scripts and the tc message for HTB classes.
+#include <arpa/inet.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
 #include <netlink/attr.h>
@@ -6,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <set>
 
 #include "packet_marker.hpp"
@@ -333,33 +338,154 @@ TEST(Plan, MinorAllocationPrefersJobIdWrapsAndReuses) {
     EXPECT_FALSE(allocate_minor(9, 0x1a4e, [](uint16_t m) { return m != 0x1a4e; }));
 }
 
-TEST(Plan, NftScripts) {
-    NftEnsureJob add{7, "unified/lanes/job_7", tc_handle(0x1a4e, 7), 10};
-    std::string s = nft_add_job_script(add);
-    EXPECT_NE(s.find("add chain inet lanes job_7\n"), std::string::npos);
-    EXPECT_NE(s.find("flush chain inet lanes job_7\n"), std::string::npos);  // re-apply replaces the rules
-    EXPECT_NE(s.find("meta priority set 1a4e:7 counter\n"), std::string::npos);
-    EXPECT_NE(s.find("meta nfproto ipv4 ip dscp set 10\n"), std::string::npos);
-    EXPECT_NE(s.find("meta nfproto ipv6 ip6 dscp set 10\n"), std::string::npos);
-    EXPECT_NE(s.find("add element inet lanes jobs { \"unified/lanes/job_7\" : goto job_7 }"), std::string::npos);
-    EXPECT_EQ(s.find("list"), std::string::npos);
+struct NftMsg {
+    int type;            // NFT_MSG_* or the batch markers
+    nlmsghdr* hdr;
+};
+
+std::vector<NftMsg> split_batch(std::vector<uint8_t>& bytes) {
+    std::vector<NftMsg> out;
+    int len = static_cast<int>(bytes.size());
+    for (auto* h = reinterpret_cast<nlmsghdr*>(bytes.data()); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+        int type = h->nlmsg_type;
+        if ((type >> 8) == NFNL_SUBSYS_NFTABLES) type &= 0xff;
+        out.push_back({type, h});
+    }
+    return out;
+}
+
+std::vector<int> types(const std::vector<NftMsg>& msgs) {
+    std::vector<int> t;
+    for (const auto& m : msgs) t.push_back(m.type);
+    return t;
+}
+
+// Bytes of NFTA_DATA_VALUE inside a nested data attribute.
+std::vector<uint8_t> data_value(nlattr* nested) {
+    nlattr* tb[NFTA_DATA_MAX + 1];
+    if (nla_parse_nested(tb, NFTA_DATA_MAX, nested, nullptr) != 0 || !tb[NFTA_DATA_VALUE]) return {};
+    auto* p = static_cast<uint8_t*>(nla_data(tb[NFTA_DATA_VALUE]));
+    return std::vector<uint8_t>(p, p + nla_len(tb[NFTA_DATA_VALUE]));
+}
+
+// name -> attributes of each expression of a NEWRULE message, in order.
+std::vector<std::pair<std::string, nlattr*>> expressions(nlmsghdr* h) {
+    std::vector<std::pair<std::string, nlattr*>> out;
+    nlattr* tb[NFTA_RULE_MAX + 1];
+    if (nlmsg_parse(h, sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) != 0 || !tb[NFTA_RULE_EXPRESSIONS]) return out;
+    nlattr* e;
+    int rem;
+    nla_for_each_nested(e, tb[NFTA_RULE_EXPRESSIONS], rem) {
+        nlattr* x[NFTA_EXPR_MAX + 1];
+        if (nla_parse_nested(x, NFTA_EXPR_MAX, e, nullptr) != 0) continue;
+        out.emplace_back(nla_get_string(x[NFTA_EXPR_NAME]), x[NFTA_EXPR_DATA]);
+    }
+    return out;
+}
+
+TEST(Plan, NftAddJobBatchIsOneTransactionWithPriorityDscpAndElement) {
+    NftEnsureJob add{7, "unified/lanes/job_7", tc_handle(0x1a4e, 7), 34, 0x1122334455667788ull};
+    auto bytes = nft_add_job_batch(add, 100);
+    auto msgs = split_batch(bytes);
+    EXPECT_EQ(types(msgs), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWCHAIN, NFT_MSG_DELRULE, NFT_MSG_NEWRULE,
+                                             NFT_MSG_NEWRULE, NFT_MSG_NEWRULE, NFT_MSG_NEWSETELEM, NFNL_MSG_BATCH_END}));
+    for (std::size_t i = 0; i < msgs.size(); ++i) EXPECT_EQ(msgs[i].hdr->nlmsg_seq, 100 + i);
+    for (std::size_t i = 1; i + 1 < msgs.size(); ++i) EXPECT_TRUE(msgs[i].hdr->nlmsg_flags & NLM_F_ACK);
+    EXPECT_FALSE(msgs[1].hdr->nlmsg_flags & NLM_F_EXCL);  // an existing chain is fine
+
+    // Rule 1: immediate 1a4e:7 -> meta priority, counter.
+    auto r1 = expressions(msgs[3].hdr);
+    ASSERT_EQ(r1.size(), 3u);
+    EXPECT_EQ(r1[0].first, "immediate");
+    nlattr* imm[NFTA_IMMEDIATE_MAX + 1];
+    ASSERT_EQ(nla_parse_nested(imm, NFTA_IMMEDIATE_MAX, r1[0].second, nullptr), 0);
+    auto prio = data_value(imm[NFTA_IMMEDIATE_DATA]);
+    ASSERT_EQ(prio.size(), 4u);
+    uint32_t p = 0;
+    std::memcpy(&p, prio.data(), 4);
+    EXPECT_EQ(p, 0x1a4e0007u);
+    EXPECT_EQ(r1[1].first, "meta");
+    nlattr* meta[NFTA_META_MAX + 1];
+    ASSERT_EQ(nla_parse_nested(meta, NFTA_META_MAX, r1[1].second, nullptr), 0);
+    EXPECT_EQ(ntohl(nla_get_u32(meta[NFTA_META_KEY])), static_cast<uint32_t>(NFT_META_PRIORITY));
+    EXPECT_EQ(r1[2].first, "counter");
+
+    // Rules 2 and 3: nfproto match, then DSCP 34 (TOS 0x88) written into the first
+    // two bytes of the network header; IPv4 with its checksum fixed.
+    struct Want {
+        uint8_t nfproto;
+        std::vector<uint8_t> mask, xr;
+        bool csum;
+    } want[] = {{NFPROTO_IPV4, {0xff, 0x03}, {0x00, 0x88}, true}, {NFPROTO_IPV6, {0xf0, 0x3f}, {0x08, 0x80}, false}};
+    for (int k = 0; k < 2; ++k) {
+        auto r = expressions(msgs[4 + k].hdr);
+        ASSERT_EQ(r.size(), 5u);
+        EXPECT_EQ(r[0].first, "meta");
+        EXPECT_EQ(r[1].first, "cmp");
+        nlattr* cmp[NFTA_CMP_MAX + 1];
+        ASSERT_EQ(nla_parse_nested(cmp, NFTA_CMP_MAX, r[1].second, nullptr), 0);
+        EXPECT_EQ(data_value(cmp[NFTA_CMP_DATA]), std::vector<uint8_t>{want[k].nfproto});
+        EXPECT_EQ(r[2].first, "payload");
+        EXPECT_EQ(r[3].first, "bitwise");
+        nlattr* bw[NFTA_BITWISE_MAX + 1];
+        ASSERT_EQ(nla_parse_nested(bw, NFTA_BITWISE_MAX, r[3].second, nullptr), 0);
+        EXPECT_EQ(data_value(bw[NFTA_BITWISE_MASK]), want[k].mask);
+        EXPECT_EQ(data_value(bw[NFTA_BITWISE_XOR]), want[k].xr);
+        EXPECT_EQ(r[4].first, "payload");
+        nlattr* pw[NFTA_PAYLOAD_MAX + 1];
+        ASSERT_EQ(nla_parse_nested(pw, NFTA_PAYLOAD_MAX, r[4].second, nullptr), 0);
+        EXPECT_TRUE(pw[NFTA_PAYLOAD_SREG]);
+        EXPECT_EQ(static_cast<bool>(pw[NFTA_PAYLOAD_CSUM_TYPE]), want[k].csum);
+    }
+
+    // The element: cgroup id (host order) -> goto job_7.
+    nlattr* tb[NFTA_SET_ELEM_LIST_MAX + 1];
+    ASSERT_EQ(nlmsg_parse(msgs[6].hdr, sizeof(nfgenmsg), tb, NFTA_SET_ELEM_LIST_MAX, nullptr), 0);
+    EXPECT_STREQ(nla_get_string(tb[NFTA_SET_ELEM_LIST_TABLE]), "lanes");
+    EXPECT_STREQ(nla_get_string(tb[NFTA_SET_ELEM_LIST_SET]), "jobs");
+    nlattr* elem = static_cast<nlattr*>(nla_data(tb[NFTA_SET_ELEM_LIST_ELEMENTS]));
+    nlattr* el[NFTA_SET_ELEM_MAX + 1];
+    ASSERT_EQ(nla_parse_nested(el, NFTA_SET_ELEM_MAX, elem, nullptr), 0);
+    auto key = data_value(el[NFTA_SET_ELEM_KEY]);
+    ASSERT_EQ(key.size(), 8u);
+    uint64_t id = 0;
+    std::memcpy(&id, key.data(), 8);
+    EXPECT_EQ(id, 0x1122334455667788ull);
+    nlattr* d[NFTA_DATA_MAX + 1];
+    ASSERT_EQ(nla_parse_nested(d, NFTA_DATA_MAX, el[NFTA_SET_ELEM_DATA], nullptr), 0);
+    nlattr* v[NFTA_VERDICT_MAX + 1];
+    ASSERT_EQ(nla_parse_nested(v, NFTA_VERDICT_MAX, d[NFTA_DATA_VERDICT], nullptr), 0);
+    EXPECT_EQ(static_cast<int32_t>(ntohl(nla_get_u32(v[NFTA_VERDICT_CODE]))), NFT_GOTO);
+    EXPECT_STREQ(nla_get_string(v[NFTA_VERDICT_CHAIN]), "job_7");
+
     add.dscp.reset();
-    EXPECT_EQ(nft_add_job_script(add).find("dscp"), std::string::npos);
+    auto plain = nft_add_job_batch(add, 1);
+    EXPECT_EQ(types(split_batch(plain)), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWCHAIN, NFT_MSG_DELRULE,
+                                                           NFT_MSG_NEWRULE, NFT_MSG_NEWSETELEM, NFNL_MSG_BATCH_END}));
+}
 
+TEST(Plan, NftRemoveJobBatchSucceedsWhetherOrNotTheObjectsExist) {
     NftRemoveJob rm{7, "unified/lanes/job_7", 1234};
-    std::string by_path = nft_remove_job_script(rm, true);
-    EXPECT_NE(by_path.find("delete element inet lanes jobs { \"unified/lanes/job_7\" }"), std::string::npos);
-    EXPECT_NE(by_path.find("delete chain inet lanes job_7"), std::string::npos);
-    std::string by_id = nft_remove_job_script(rm, false);
-    EXPECT_EQ(by_id.find("element"), std::string::npos);
-    EXPECT_NE(by_id.find("delete chain inet lanes job_7"), std::string::npos);
+    auto bytes = nft_remove_job_batch(rm, 1);
+    // add-then-delete of element and chain: one transaction, idempotent.
+    EXPECT_EQ(types(split_batch(bytes)),
+              (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWCHAIN, NFT_MSG_NEWSETELEM, NFT_MSG_DELSETELEM,
+                                NFT_MSG_DELRULE, NFT_MSG_DELCHAIN, NFNL_MSG_BATCH_END}));
+    rm.cgroup_id = 0;  // unknown id: only the chain
+    auto chain_only = nft_remove_job_batch(rm, 1);
+    EXPECT_EQ(types(split_batch(chain_only)), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWCHAIN, NFT_MSG_DELRULE,
+                                                                NFT_MSG_DELCHAIN, NFNL_MSG_BATCH_END}));
+}
 
+TEST(Plan, NftBaseScript) {
     std::string base = nft_base_script({2, 3});
+    EXPECT_NE(base.find("add map inet lanes jobs { type cgroupsv2 : verdict; }"), std::string::npos);
     EXPECT_NE(base.find("type filter hook output priority mangle"), std::string::npos);
     EXPECT_NE(base.find("flush chain inet lanes out\n"), std::string::npos);
     EXPECT_NE(base.find("socket cgroupv2 level 2 vmap @jobs\n"), std::string::npos);
     EXPECT_NE(base.find("socket cgroupv2 level 3 vmap @jobs\n"), std::string::npos);
     EXPECT_EQ(nft_priority(tc_handle(0x1a4e, 0xfffe)), "1a4e:fffe");
+    EXPECT_EQ(nft_chain_name(4000000000u), "job_4000000000");
 }
 
 }  // namespace
