@@ -346,9 +346,9 @@ private:
                 cls = cfg.find_class(cfg.default_class);
                 log(LogLevel::Error, "lanes: " + job_label(job) + ": policy error: " + error +
                                          "; accepted with default class '" + cfg.default_class + "'");
-                messages.push_back("lanes: the site policy failed; job placed in class '" + cfg.default_class + "'");
+                // What the failed run said is void; the user learns that it failed.
+                messages.assign(1, "lanes: the site policy failed; job placed in class '" + cfg.default_class + "'");
                 source = "policy error: " + error + "; default_class";
-                messages.erase(messages.begin(), messages.end() - 1);  // the failed run's messages are void
                 po = PolicyOutcome{};
             }
         }

@@ -49,6 +49,8 @@ size_t run_set(const std::string& set) {
 
 TEST(Golden, DefaultPolicy) { EXPECT_GE(run_set("default"), 12u); }
 
+TEST(Golden, ByPartitionPolicy) { EXPECT_GE(run_set("by_partition"), 5u); }
+
 TEST(Golden, BuiltinRulesWithoutPolicy) { EXPECT_GE(run_set("rules"), 4u); }
 
 TEST(Golden, CheckerReportsMismatchesAndUnknownKeys) {

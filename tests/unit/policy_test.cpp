@@ -41,7 +41,8 @@ std::shared_ptr<const Config> test_config() {
     c.rules = {r1, r2};
     c.policy.instruction_budget = 200000;
     c.policy.memory_limit_bytes = 4u << 20;
-    c.policy.time_budget = std::chrono::milliseconds(200);
+    // Generous: only Policy.TimeBudget is about time (valgrind and busy CI machines are slow).
+    c.policy.time_budget = std::chrono::seconds(5);
     return std::make_shared<const Config>(std::move(c));
 }
 
@@ -438,6 +439,24 @@ TEST(Policy, LanesHelpers) {
     ASSERT_EQ(h.logs.size(), 2u);
     EXPECT_EQ(h.logs[0], "lanes: policy /etc/slurm/test.lua:32: hello from the policy");
     EXPECT_EQ(h.logs[1], "lanes: policy /etc/slurm/test.lua:33: printed\t1");
+}
+
+TEST(Policy, ThrowingLogSinkNeverCrossesLua) {
+    auto p = Policy::compile(with_body("lanes.log('x') print('y') return 'batch'"), "t.lua", test_config(),
+                             [](LogLevel, const std::string&) { throw std::runtime_error("sink broke"); });
+    ASSERT_TRUE(p) << p.error().message;
+    test::FixedWindows w;
+    auto out = (*p)->classify(sample_job(), utc(2026, 11, 30, 9), w);
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+    EXPECT_EQ(out.class_name, "batch");
+}
+
+TEST(Policy, UserMessagesAreCapped) {
+    Harness h(with_body("for i = 1, 100 do lanes.user_message(string.rep('m', 5000)) end return 'batch'"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    auto out = h.run();
+    ASSERT_EQ(out.user_messages.size(), 16u);
+    EXPECT_EQ(out.user_messages[0].size(), 1024u);
 }
 
 TEST(Policy, RulesHelperWithoutMatch) {

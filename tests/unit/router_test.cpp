@@ -42,6 +42,9 @@ struct RouteCase {
     const char* message_contains;  // in some user message (or the reject message); "" = no messages
 };
 
+// gtest prints parameters; without this it dumps the struct's bytes (padding included).
+void PrintTo(const RouteCase& c, std::ostream* os) { *os << c.name; }
+
 class RouterTable : public ::testing::TestWithParam<RouteCase> {};
 
 TEST_P(RouterTable, Routes) {
