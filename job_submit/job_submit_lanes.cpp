@@ -54,22 +54,13 @@ std::unique_ptr<PluginState> g_state;
 std::mutex g_init_mutex;
 
 void log_sink(lanes::LogLevel level, const std::string& message) {
+    // lib/ lines usually start "lanes: " already; keep exactly one prefix.
+    const char* prefix = message.rfind("lanes: ", 0) == 0 ? "" : "lanes: ";
     switch (level) {
-        case lanes::LogLevel::Error: slurm_error("lanes: %s", message.c_str()); break;
-        case lanes::LogLevel::Info: slurm_info("lanes: %s", message.c_str()); break;
-        case lanes::LogLevel::Debug: slurm_debug("lanes: %s", message.c_str()); break;
+        case lanes::LogLevel::Error: slurm_error("%s%s", prefix, message.c_str()); break;
+        case lanes::LogLevel::Info: slurm_info("%s%s", prefix, message.c_str()); break;
+        case lanes::LogLevel::Debug: slurm_debug("%s%s", prefix, message.c_str()); break;
     }
-}
-
-std::string config_path() {
-    if (const char* env = std::getenv("LANES_CONFIG"); env && *env) return env;
-    // lanes.toml next to slurm.conf (SLURM_CONF when slurmctld was started with -f/env).
-    if (const char* conf = std::getenv("SLURM_CONF"); conf && *conf) {
-        std::string dir(conf);
-        auto slash = dir.rfind('/');
-        if (slash != std::string::npos) return dir.substr(0, slash + 1) + "lanes.toml";
-    }
-    return LANES_DEFAULT_CONFIG;
 }
 
 bool is_admin(uint32_t uid) {
@@ -93,7 +84,7 @@ extern "C" int init(void) noexcept {
     try {
         std::lock_guard lock(g_init_mutex);
         auto state = std::make_unique<PluginState>();
-        state->config_path = config_path();
+        state->config_path = lanes::default_config_path(true);  // $LANES_CONFIG, next to $SLURM_CONF, default
         state->validate_operator = reinterpret_cast<bool (*)(uid_t)>(dlsym(RTLD_DEFAULT, "validate_operator"));
         auto classifier = Classifier::create(state->config_path, log_sink);
         if (!classifier) {
@@ -134,7 +125,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             std::string text = decision.reason.empty() ? "lanes: job rejected by policy" : decision.reason;
             for (const auto& line : decision.user_messages) text += "\n" + line;
             set_err_msg(err_msg, text);
-            slurm_info("lanes: rejected job %s of uid %u: %s", job.name.c_str(), job.uid, decision.reason.c_str());
+            slurm_info("lanes: rejected job '%s' of %s: %s", job.name.c_str(), job.user.c_str(), decision.reason.c_str());
             // Strip any forged LANES_* entries even on reject; nothing of it will run.
             lanes::strip_lanes_env(*job_desc);
             return lanes::reject_code(decision);
@@ -193,7 +184,9 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t 
         std::string why;
         int rc = check_modify(*job_desc, submit_uid, why);
         if (rc != SLURM_SUCCESS) {
-            slurm_info("lanes: refused update of job %u by uid %u: %s", job_desc->job_id, submit_uid, why.c_str());
+            slurm_info("lanes: refused update of job %s by uid %u: %s",
+                       job_desc->job_id_str ? job_desc->job_id_str : std::to_string(job_desc->job_id).c_str(),
+                       submit_uid, why.c_str());
             set_err_msg(err_msg, why);
         }
         return rc;

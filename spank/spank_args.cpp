@@ -53,7 +53,7 @@ Result<std::string> check_cap_option(const std::string& value) {
     if (!rate) return fail("--lanes-cap=" + value + ": " + rate.error().message);
     if (rate->is_relative())
         return fail("--lanes-cap=" + value + ": give an absolute rate such as 5Gbit or 800Mbit, not a percentage");
-    return std::to_string(rate->bits_per_second) + "bit";
+    return value;  // job_submit/lanes parses it again against the class cap
 }
 
 }  // namespace lanes

@@ -38,6 +38,7 @@ extern "C" {
 #include "config.h"
 #include "config.hpp"
 #include "job_env.hpp"
+#include "job_state_store.hpp"
 #include "node_shaper.hpp"
 #include "spank/spank_args.hpp"
 #include "task_env.hpp"
@@ -227,7 +228,7 @@ int reconcile_on_slurmd_start(const lanes::SpankArgs& args) {
     auto config = load(args);
     if (!config) return -1;  // slurmd refuses to start with a broken lanes.toml: say why
     if (!args.reconcile_on_start) return 0;
-    auto shaper = NodeShaper::open(config->node, node_name(), log_sink);
+    auto shaper = NodeShaper::open(lanes::node_config_for(config->node, node_name()), node_name(), log_sink);
     if (!shaper) {
         // No NIC selected for this node is a normal configuration: nothing to shape.
         slurm_info("lanes: not shaping on %s: %s", node_name().c_str(), shaper.error().message.c_str());
@@ -256,6 +257,13 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) noexcept {
                 auto args = parse_args(ac, av);
                 if (!args) return -1;
                 g_step_config = load(*args);
+                if (g_step_config) {
+                    char name[256] = {};
+                    std::string node = spank_getenv(sp, "SLURMD_NODENAME", name, sizeof name - 1) == ESPANK_SUCCESS
+                                           ? std::string(name)
+                                           : node_name();
+                    g_step_config->node = lanes::node_config_for(g_step_config->node, node);
+                }
                 // A broken lanes.toml must not kill the user's step: tasks then run
                 // unclassified, and the prolog (which failed the same way) said so.
                 return 0;
@@ -324,7 +332,7 @@ extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) noexcept {
         if (!args) return -1;
         auto config = load(*args);
         if (!config) return -1;
-        auto shaper = NodeShaper::open(config->node, node_name(), log_sink);
+        auto shaper = NodeShaper::open(lanes::node_config_for(config->node, node_name()), node_name(), log_sink);
         if (!shaper) {
             slurm_info("lanes: job %u: not shaping on %s: %s", *job_id, node_name().c_str(),
                        shaper.error().message.c_str());
@@ -362,9 +370,9 @@ extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) noexcep
                         attached.error().message.c_str());
             return -1;  // an unclassified task would dodge the cap: fail the launch
         }
-        auto state = NodeShaper::read_state(g_step_config->node, *job_id);
-        if (!state) return 0;  // the job has no network settings on this node
-        for (const auto& [name, value] : lanes::task_environment(state->class_name, state->net))
+        auto state = lanes::JobStateStore(g_step_config->node.state_dir).load(*job_id);
+        if (!state || !*state) return 0;  // the job has no network settings on this node
+        for (const auto& [name, value] : lanes::task_environment((*state)->class_name, (*state)->net))
             spank_setenv(sp, name.c_str(), value.c_str(), 1);
         return 0;
     } catch (const std::exception& e) {
@@ -386,7 +394,7 @@ extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av) noexcept {
         if (!args) return -1;
         auto config = load(*args);
         if (!config) return -1;
-        auto shaper = NodeShaper::open(config->node, node_name(), log_sink);
+        auto shaper = NodeShaper::open(lanes::node_config_for(config->node, node_name()), node_name(), log_sink);
         if (!shaper) return 0;  // nothing is shaped on this node
         auto removed = (*shaper)->remove(*job_id);
         if (!removed) {

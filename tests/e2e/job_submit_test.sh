@@ -130,7 +130,7 @@ for n in 1 2 3; do
         test "$(cluster_job_field "$id" Partition)" = inference
     sleep 1.1
 done
-errors=$(grep -c 'policy.lua:2' "$CLUSTER_LOG_DIR/slurmctld.log")
+errors=$(grep -cE 'reload failed.*policy.lua:[0-9]+: ' "$CLUSTER_LOG_DIR/slurmctld.log")
 e2e_check "broken policy logged once with file:line (got $errors)" test "$errors" -eq 1
 cat >"$CLUSTER_CONF_DIR/policy.lua" <<'LUA'
 function classify(job)
