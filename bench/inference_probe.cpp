@@ -1,10 +1,10 @@
 // inference_probe: a stand-in for an inference service and its clients.
 //
 //   inference_probe serve --listen ADDR:PORT [--reply-bytes 1024] [--dscp NAME]
-//                         [--exit-after SECONDS]
+//                         [--congestion ALGO] [--exit-after SECONDS]
 //   inference_probe load  --connect ADDR:PORT --rate 200 --duration 10
 //                         [--request-bytes 256] [--reply-bytes N] [--connections 4]
-//                         [--dscp EF] [--timeout-ms 1000] [--json]
+//                         [--dscp EF] [--congestion ALGO] [--timeout-ms 1000] [--json]
 //
 // serve: a single-threaded epoll request/response server. Each request names its
 // sequence number and length; the reply is --reply-bytes long (or what the
@@ -15,7 +15,10 @@
 // Latency runs from the due time to the last byte of the reply (see
 // bench/latency_stats.hpp). Sends stop at --duration; everything still open at
 // duration + 2 s is a timeout and the program exits. --dscp marks the socket
-// (IP_TOS / IPV6_TCLASS) before connecting.
+// (IP_TOS / IPV6_TCLASS) before connecting. --congestion picks the sockets' TCP
+// congestion control (e.g. cubic, Linux's default, where a machine's default is
+// something else: BBR's pacing delays small replies on a connection it thinks
+// is slow).
 //
 // Exit: 0 when at least one reply came back, 1 on a usage or setup error, 3 when
 // no request succeeded.
@@ -215,6 +218,13 @@ Result<void> set_dscp(int fd, int family, std::optional<uint8_t> dscp) {
     return {};
 }
 
+Result<void> set_congestion(int fd, const std::string& algo) {
+    if (algo.empty()) return {};
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, algo.data(), static_cast<socklen_t>(algo.size())) < 0)
+        return fail(errno_text(("setsockopt TCP_CONGESTION " + algo).c_str()));
+    return {};
+}
+
 void set_nodelay(int fd) {
     int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -246,7 +256,7 @@ struct ServerConn {
 };
 
 int serve(int argc, char** argv) {
-    auto opts = parse_options(argc, argv, {"listen", "reply-bytes", "dscp", "exit-after"}, {});
+    auto opts = parse_options(argc, argv, {"listen", "reply-bytes", "dscp", "congestion", "exit-after"}, {});
     if (!opts) return say(opts.error().message), 1;
     if (!opts->has("listen")) return say("serve needs --listen ADDR:PORT"), 1;
     auto hp = parse_host_port(opts->values["listen"]);
@@ -274,6 +284,8 @@ int serve(int argc, char** argv) {
         (void)setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (a.ai_family == AF_INET6) (void)setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
         if (auto r = set_dscp(s.get(), a.ai_family, dscp); !r) { why = r.error().message; continue; }
+        // Accepted sockets inherit the listener's congestion control.
+        if (auto r = set_congestion(s.get(), opts->values["congestion"]); !r) return say(r.error().message), 1;
         if (bind(s.get(), a.ai_addr, a.ai_addrlen) < 0) { why = errno_text("bind"); continue; }
         if (listen(s.get(), 1024) < 0) { why = errno_text("listen"); continue; }
         listener = std::move(s);
@@ -408,13 +420,14 @@ struct ClientConn {
     size_t first_open = 0;        // pending[first_open..] have not timed out yet
 };
 
-Result<Fd> connect_one(const std::vector<addrinfo>& addrs, std::optional<uint8_t> dscp, Clock::time_point deadline,
-                       std::string& peer) {
+Result<Fd> connect_one(const std::vector<addrinfo>& addrs, std::optional<uint8_t> dscp, const std::string& congestion,
+                       Clock::time_point deadline, std::string& peer) {
     std::string why = "no address";
     for (const addrinfo& a : addrs) {
         Fd s(socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a.ai_protocol));
         if (s.get() < 0) { why = errno_text("socket"); continue; }
         if (auto r = set_dscp(s.get(), a.ai_family, dscp); !r) return std::unexpected(r.error());
+        if (auto r = set_congestion(s.get(), congestion); !r) return std::unexpected(r.error());
         set_nodelay(s.get());
         if (connect(s.get(), a.ai_addr, a.ai_addrlen) < 0 && errno != EINPROGRESS) {
             why = errno_text("connect");
@@ -438,7 +451,7 @@ Result<Fd> connect_one(const std::vector<addrinfo>& addrs, std::optional<uint8_t
 int load(int argc, char** argv) {
     auto opts = parse_options(argc, argv,
                               {"connect", "rate", "duration", "request-bytes", "reply-bytes", "connections", "dscp",
-                               "timeout-ms"},
+                               "congestion", "timeout-ms"},
                               {"json"});
     if (!opts) return say(opts.error().message), 1;
     if (!opts->has("connect")) return say("load needs --connect ADDR:PORT"), 1;
@@ -476,7 +489,7 @@ int load(int argc, char** argv) {
     std::vector<ClientConn> conns(static_cast<size_t>(*connections));
     std::string peer;
     for (auto& c : conns) {
-        auto fd = connect_one(*addrs, dscp, setup_deadline, peer);
+        auto fd = connect_one(*addrs, dscp, opts->values["congestion"], setup_deadline, peer);
         if (!fd) return say("cannot connect to " + opts->values["connect"] + ": " + fd.error().message), 1;
         c.fd = std::move(*fd);
     }
@@ -647,10 +660,10 @@ int load(int argc, char** argv) {
 int usage(FILE* out) {
     std::fprintf(out,
                  "usage: inference_probe serve --listen ADDR:PORT [--reply-bytes 1024] [--dscp NAME]\n"
-                 "                             [--exit-after SECONDS]\n"
+                 "                             [--congestion ALGO] [--exit-after SECONDS]\n"
                  "       inference_probe load --connect ADDR:PORT --rate 200 --duration 10\n"
                  "                            [--request-bytes 256] [--reply-bytes N] [--connections 4]\n"
-                 "                            [--dscp EF] [--timeout-ms 1000] [--json]\n"
+                 "                            [--dscp EF] [--congestion ALGO] [--timeout-ms 1000] [--json]\n"
                  "IPv6 addresses as [ADDR]:PORT. Latency is measured from each request's scheduled\n"
                  "send time (open loop); sends stop at --duration, everything stops 2 s later.\n");
     return out == stdout ? 0 : 1;
