@@ -347,7 +347,14 @@ fabric_pids() {
 # this run) and delete them; attached namespaces only lose their fabric NIC.
 fabric_destroy() {
     [[ -n $FABRIC_PREFIX ]] || return 0
-    local pids ns i
+    local pids ns i name owned
+    # Attached namespaces are not ours: take back only our interface, now
+    # (namespace deletion would remove it too, but asynchronously).
+    for name in "${FABRIC__MEMBERS[@]}"; do
+        ns=${FABRIC__NS[$name]} owned=0
+        for i in "${FABRIC__OWNED[@]}"; do [[ $i == "$ns" ]] && owned=1; done
+        ((owned)) || ip -n "$ns" link del "${FABRIC__DEV[$name]}" 2>/dev/null
+    done
     for i in 1 2 3 4 5 6 7 8 9 10; do
         pids=$(fabric_pids)
         [[ -z $pids ]] && break
@@ -358,7 +365,7 @@ fabric_destroy() {
     for ns in "${FABRIC__OWNED[@]}"; do
         [[ -e /run/netns/$ns ]] && { ip netns delete "$ns" || fabric__say "cannot delete $ns"; }
     done
-    FABRIC_PREFIX="" FABRIC__OWNED=() FABRIC__MEMBERS=() FABRIC__PORTS=0
+    FABRIC_PREFIX="" FABRIC_QOS="" FABRIC__OWNED=() FABRIC__MEMBERS=() FABRIC__PORTS=0
     FABRIC__NS=() FABRIC__ROLE=() FABRIC__DEV=() FABRIC__IP=() FABRIC__IP6=()
 }
 
