@@ -22,18 +22,22 @@ Result<SpankArgs> parse_spank_args(const std::vector<std::string>& args, const s
     for (const auto& arg : args) {
         auto eq = arg.find('=');
         if (eq == std::string::npos)
-            return fail("spank_lanes: plugstack argument '" + arg + "' is not key=value (known: config, reconcile)");
+            return fail("spank_lanes: plugstack argument '" + arg + "' is not key=value (known: config, reconcile, last_good_config)");
         std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
         if (key == "config") {
             if (value.empty() || value[0] != '/')
                 return fail("spank_lanes: config=" + value + ": must be an absolute path");
             parsed.config_path = value;
+        } else if (key == "last_good_config") {
+            if (value.empty() || value[0] != '/')
+                return fail("spank_lanes: last_good_config=" + value + ": must be an absolute path");
+            parsed.last_good_config = value;
         } else if (key == "reconcile") {
             auto b = parse_bool(key, value);
             if (!b) return std::unexpected(b.error());
             parsed.reconcile_on_start = *b;
         } else {
-            return fail("spank_lanes: unknown plugstack argument '" + key + "' (known: config, reconcile)");
+            return fail("spank_lanes: unknown plugstack argument '" + key + "' (known: config, reconcile, last_good_config)");
         }
     }
     return parsed;

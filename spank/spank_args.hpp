@@ -12,6 +12,8 @@ namespace lanes {
 struct SpankArgs {
     std::string config_path;      // lanes.toml
     bool reconcile_on_start = true;  // slurmd start removes state of dead jobs
+    // Copy of the last lanes.toml that loaded, used when the current one is broken.
+    std::string last_good_config = "/run/lanes/last-good.toml";
 };
 
 // Unknown keys and bad values are errors naming the argument.

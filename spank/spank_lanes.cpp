@@ -124,37 +124,37 @@ std::optional<lanes::SpankArgs> parse_args(int ac, char** av) {
 // Nodes have no long-lived process to keep the last good lanes.toml in memory, so
 // a copy of the last one that loaded is kept next to the job state: a config
 // broken mid-run leaves running and new jobs on the last good one.
-constexpr const char* kLastGoodConfig = "/run/lanes/last-good.toml";
-
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-void remember_good_config(const std::string& path) {
+void remember_good_config(const std::string& path, const std::string& copy) {
     std::string text = read_file(path);
-    if (text.empty() || text == read_file(kLastGoodConfig)) return;
-    mkdir("/run/lanes", 0700);
-    std::string tmp = std::string(kLastGoodConfig) + ".tmp." + std::to_string(getpid());
+    if (text.empty() || text == read_file(copy)) return;
+    auto slash = copy.rfind('/');
+    if (slash != std::string::npos && slash > 0) mkdir(copy.substr(0, slash).c_str(), 0700);
+    std::string tmp = copy + ".tmp." + std::to_string(getpid());
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         out << text;
         if (!out) return;
     }
     chmod(tmp.c_str(), 0600);
-    if (rename(tmp.c_str(), kLastGoodConfig) != 0) unlink(tmp.c_str());
+    if (rename(tmp.c_str(), copy.c_str()) != 0) unlink(tmp.c_str());
 }
 
 std::optional<Config> load(const lanes::SpankArgs& args) {
     auto config = lanes::load_config(args.config_path);
     if (config) {
-        remember_good_config(args.config_path);
+        remember_good_config(args.config_path, args.last_good_config);
         return std::move(*config);
     }
     slurm_error("lanes: %s", config.error().message.c_str());
-    auto fallback = lanes::load_config(kLastGoodConfig);
+    auto fallback = lanes::load_config(args.last_good_config);
     if (!fallback) return std::nullopt;
-    slurm_error("lanes: %s is broken; using the last good copy %s", args.config_path.c_str(), kLastGoodConfig);
+    slurm_error("lanes: %s is broken; using the last good copy %s", args.config_path.c_str(),
+                args.last_good_config.c_str());
     return std::move(*fallback);
 }
 

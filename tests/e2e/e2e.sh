@@ -45,6 +45,21 @@ e2e_finish() {
     exit 0
 }
 
+# Per-run node state (state_dir, cgroups, last good config) on this machine.
+CLUSTER_TAG=${CLUSTER_TAG:-$$}
+E2E_STATE_ROOT=/run/lanes-e2e-$CLUSTER_TAG
+E2E_CGROUP_ROOT=/sys/fs/cgroup/unified/lanes-e2e-$CLUSTER_TAG
+e2e_on_exit() {
+    local rc=$?
+    cluster_stop "$rc"
+    rm -rf "$E2E_STATE_ROOT"
+    local d
+    for d in "$E2E_CGROUP_ROOT"/*/job_* "$E2E_CGROUP_ROOT"/* "$E2E_CGROUP_ROOT"; do
+        [[ -d $d ]] && rmdir "$d" 2>/dev/null
+    done
+    return $rc
+}
+
 # HH:MM in UTC, OFFSET minutes from now.
 e2e_hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }
 
@@ -52,7 +67,6 @@ e2e_hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }
 # now+60m); "offpeak" puts the window at [now+120m, now+180m).
 e2e_write_config() {
     local dir=$1 mode=${2:-peak} start end
-    CLUSTER_TAG=${CLUSTER_TAG:-$$}
     if [[ $mode == peak ]]; then
         start=$(e2e_hhmm -30); end=$(e2e_hhmm 60)
     else
@@ -98,8 +112,8 @@ allowed_users = ["root"]
 
 [nodes]
 # Three slurmd share this machine: give each its own state and cgroup dirs.
-state_dir = "/run/lanes-e2e-$CLUSTER_TAG/%n"
-cgroup_root = "/sys/fs/cgroup/unified/lanes-e2e-$CLUSTER_TAG/%n"
+state_dir = "$E2E_STATE_ROOT/%n"
+cgroup_root = "$E2E_CGROUP_ROOT/%n"
 
 [[nodes.nic]]
 nodes = "train[1-2],infer1"
@@ -133,10 +147,12 @@ e2e_start_cluster() {
     for line in "$@"; do extra+=$'\n'"$line"; done
     export LANES_CLUSTER_CONF_EXTRA=$extra
     cluster_hook_pre_start() {
-        printf 'required %s config=%s/lanes.toml\n' "$E2E_SPANK_SO" "$1" >"$1/plugstack.conf"
+        printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
+            "$E2E_SPANK_SO" "$1" "$E2E_STATE_ROOT" >"$1/plugstack.conf"
         if declare -F e2e_pre_start >/dev/null; then e2e_pre_start "$1"; fi
     }
     cluster_install_trap
+    trap 'e2e_on_exit' EXIT
     cluster_start || { echo "FAIL: cluster did not start"; cluster_dump_logs; exit 1; }
     rm -rf "$conf_src"
 }

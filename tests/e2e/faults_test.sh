@@ -7,9 +7,8 @@ source "$LANES_SRCDIR/tests/e2e/e2e.sh"
 e2e_require_root
 E2E_MODE=offpeak e2e_start_cluster
 work=$CLUSTER_WORK_DIR
-state_root=/run/lanes-e2e-$CLUSTER_TAG
-cgroup_root=/sys/fs/cgroup/unified/lanes-e2e-$CLUSTER_TAG
-trap 'cluster_stop; rm -rf "$state_root"; rmdir "$cgroup_root"/*/ "$cgroup_root" 2>/dev/null; true' EXIT
+state_root=$E2E_STATE_ROOT
+cgroup_root=$E2E_CGROUP_ROOT
 
 # Everything Lanes has on a node besides its persistent root and default class.
 node_state() {

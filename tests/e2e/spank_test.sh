@@ -7,11 +7,10 @@ source "$LANES_SRCDIR/tests/e2e/e2e.sh"
 e2e_require_root
 E2E_MODE=offpeak e2e_start_cluster
 work=$CLUSTER_WORK_DIR
-state_root=/run/lanes-e2e-$CLUSTER_TAG
-cgroup_root=/sys/fs/cgroup/unified/lanes-e2e-$CLUSTER_TAG
+state_root=$E2E_STATE_ROOT
+cgroup_root=$E2E_CGROUP_ROOT
 infer_ip=${CLUSTER_NODE_IP[infer1]}
 infer_ip6=${CLUSTER_NODE_IP6[infer1]}
-trap 'cluster_stop; rm -rf "$state_root"; rmdir "$cgroup_root"/*/ "$cgroup_root" 2>/dev/null; true' EXIT
 
 node_tc() { cluster_run_node "$1" tc class show dev eth0; }
 node_nft() { cluster_run_node "$1" nft list table inet lanes 2>/dev/null; }

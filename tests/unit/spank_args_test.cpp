@@ -9,10 +9,12 @@ TEST(SpankArgs, DefaultsAndKnownKeys) {
     ASSERT_TRUE(a);
     EXPECT_EQ(a->config_path, "/etc/slurm/lanes.toml");
     EXPECT_TRUE(a->reconcile_on_start);
-    auto b = parse_spank_args({"config=/x/lanes.toml", "reconcile=no"}, "/d");
+    EXPECT_EQ(a->last_good_config, "/run/lanes/last-good.toml");
+    auto b = parse_spank_args({"config=/x/lanes.toml", "reconcile=no", "last_good_config=/r/l.toml"}, "/d");
     ASSERT_TRUE(b) << b.error().message;
     EXPECT_EQ(b->config_path, "/x/lanes.toml");
     EXPECT_FALSE(b->reconcile_on_start);
+    EXPECT_EQ(b->last_good_config, "/r/l.toml");
 }
 
 TEST(SpankArgs, BadArgumentsAreNamed) {
@@ -21,6 +23,7 @@ TEST(SpankArgs, BadArgumentsAreNamed) {
         {{"config"}, "'config' is not key=value"},
         {{"config=relative.toml"}, "config=relative.toml: must be an absolute path"},
         {{"reconcile=maybe"}, "reconcile=maybe: expected yes or no"},
+        {{"last_good_config=x.toml"}, "last_good_config=x.toml: must be an absolute path"},
     };
     for (const auto& c : cases) {
         auto r = parse_spank_args(c.args, "/d");
