@@ -33,6 +33,22 @@
 # host's qdisc. A host's GSO size is therefore the size of the back-to-back
 # burst it puts on the wire (fabric_gso).
 #
+# Functions (each returns non-zero with a "fabric: error: ..." line on failure):
+#   fabric_create                      the fabric and the FABRIC_HOSTS hosts
+#   fabric_attach NS ROLE ADDR [ADDR6] [IFNAME] [NAME]
+#                                      plug an existing namespace in (the
+#                                      cluster harness's slurmd namespaces)
+#   fabric_qos none|dscp               the switch: one FIFO, or DSCP priority
+#   fabric_node_cap HOST RATE|off [BURST] [LIMIT]   HTB cap on the host's NIC
+#   fabric_mark HOST DSCP|off          nftables DSCP mark on all it sends
+#   fabric_gso HOST BYTES|default      gso_max_size on the host's NIC
+#   fabric_exec NAME CMD...            run in a member's namespace (nsenter)
+#   fabric_spawn NAME LOG CMD...       the same in the background, PID in
+#                                      FABRIC_SPAWNED
+#   fabric_ns/fabric_ip/fabric_ip6/fabric_dev/fabric_role NAME, fabric_members [ROLE]
+#   fabric_uplink_stats [sw|far]       bytes, packets, drops per uplink class
+#   fabric_destroy, fabric_install_trap
+#
 # Members are addressed by their short name (train1, infer1, far, sw, or the
 # name given to fabric_attach). Settings (read by fabric_create):
 #   FABRIC_RATE    uplink rate, tc syntax (default 200mbit)

@@ -47,7 +47,9 @@
 #   --no-rt            the probe without SCHED_FIFO (see docs/benchmark.md)
 #   --json FILE        every measurement, the medians and the ratios as JSON
 #   --plot FILE.png    a chart of the medians (gnuplot)
+#   --replot JSON      no measurements: draw --plot from an earlier --json file
 #   --probe PATH       the inference_probe binary (default: $LANES_BUILDDIR/bench/)
+# LANES_BENCH_KEEP=1 keeps the work directory (probe and iperf3 logs).
 # Needs root, iperf3, ethtool, nft, tc, python3. Exit: 0 done, 1 error, 77 not root.
 set -uo pipefail
 
@@ -60,14 +62,14 @@ die() { say "error: $*"; exit 1; }
 
 reps=3 duration=5 rate=200 connections=16 link=200mbit cap_pct=47.5 cap_burst=3028 cap_limit=100
 gso=4500 warmup=2 burst_rate=1500 burst_bytes=4096 cc=cubic window=2M ipv6=0 rt=1
-json_out="" plot_out=""
+json_out="" plot_out="" replot=""
 scenarios="floor,noqos,cap,cap-gso64k,dscp,both,borrow"
 probe=${LANES_BUILDDIR:-$here/..}/bench/inference_probe
 while (($#)); do
     case $1 in
         --quick) reps=1 duration=2 warmup=1.5 ;;
         --reps | --duration | --rate | --connections | --link | --cap | --cap-burst | --cap-limit | --gso | \
-            --burst-rate | --burst-bytes | --cc | --window | --scenarios | --json | --plot | --probe)
+            --burst-rate | --burst-bytes | --cc | --window | --scenarios | --json | --plot | --probe | --replot)
             (($# >= 2)) || die "$1 needs a value"
             v=$2
             case $1 in
@@ -76,7 +78,7 @@ while (($#)); do
                 --cap-burst) cap_burst=$v ;; --cap-limit) cap_limit=$v ;; --gso) gso=$v ;;
                 --burst-rate) burst_rate=$v ;; --burst-bytes) burst_bytes=$v ;; --cc) cc=$v ;;
                 --window) window=$v ;; --scenarios) scenarios=$v ;; --json) json_out=$v ;;
-                --plot) plot_out=$v ;; --probe) probe=$v ;;
+                --plot) plot_out=$v ;; --probe) probe=$v ;; --replot) replot=$v ;;
             esac
             shift ;;
         --ipv6) ipv6=1 ;;
@@ -86,6 +88,58 @@ while (($#)); do
     esac
     shift
 done
+# plot_chart JSON PNG: p99 per scenario (log scale) and training's share of the
+# leftover, from a --json file.
+plot_chart() {
+    local dat floor reps link
+    dat=$(mktemp "${TMPDIR:-/tmp}/lanes-plot.XXXXXX") || return 1
+    reps=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["reps"])' "$1") || return 1
+    link=$(python3 -c 'import json,sys; print("%gmbit" % json.load(open(sys.argv[1]))["link_mbit"])' "$1") || return 1
+    python3 - "$1" "$dat" <<'EOF' || return 1
+import json, sys
+j = json.load(open(sys.argv[1]))
+short = {"floor": "floor (idle)", "noqos": "no QoS", "cap": "node cap", "cap-gso64k": "cap, 64K GSO",
+         "dscp": "DSCP switch", "both": "Lanes: cap+DSCP", "borrow": "Lanes + burst"}
+with open(sys.argv[2], "w") as f:
+    for s, v in j["summary"].items():
+        t = v.get("train_vs_leftover")
+        f.write('"%s" %s %s\n' % (short[s], v["p99_ms"], "NaN" if t is None else 100 * t))
+EOF
+    floor=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"].get("floor", {}).get("p99_ms") or "NaN")' "$1")
+    gnuplot <<EOF || return 1
+set terminal pngcairo size 900,600 font "Sans,10"
+set output "$2"
+set multiplot layout 2,1 title "Inference p99 and training throughput on a shared $link uplink (medians of $reps runs)"
+set style data histograms
+set style fill solid 0.8 border -1
+set boxwidth 0.7
+set grid ytics
+set xtics scale 0 font ",9"
+set logscale y
+set yrange [0.05:*]
+set ylabel "inference p99 (ms, log)"
+set key top right opaque
+plot "$dat" using 2:xtic(1) title "p99" lc rgb "#4477aa", \
+     "" using 0:(\$2 * 1.25):(sprintf("%.2f", \$2)) with labels notitle, \
+     $floor * 1.5 with lines dt 2 lc rgb "#cc3311" title "1.5 x floor"
+unset logscale y
+set yrange [0:125]
+set key bottom right opaque
+set ylabel "training, % of leftover"
+plot "$dat" using 3:xtic(1) title "training goodput / (link - inference)" lc rgb "#228833", \
+     "" using 0:(\$3 + 4):(sprintf("%.0f%%", \$3)) with labels notitle, \
+     90 with lines dt 2 lc rgb "#cc3311" title "90%"
+unset multiplot
+EOF
+    rm -f "$dat"
+}
+if [[ -n $replot ]]; then
+    [[ -n $plot_out ]] || die "--replot needs --plot FILE.png"
+    command -v gnuplot >/dev/null || die "--plot needs gnuplot (contrib/install-deps.sh)"
+    plot_chart "$replot" "$plot_out" || die "cannot draw $plot_out"
+    say "chart in $plot_out"
+    exit 0
+fi
 if (($(id -u) != 0)); then
     say "needs root (network namespaces, tc, nft)"
     exit 77
@@ -106,8 +160,9 @@ for s in "${scen_list[@]}"; do
 done
 if [[ -n $plot_out ]] && ! command -v gnuplot >/dev/null; then die "--plot needs gnuplot (contrib/install-deps.sh)"; fi
 
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/lanes-bench.XXXXXX") || die "mktemp"
-cleanup() { fabric_destroy; rm -rf "$work"; }
+cleanup() { fabric_destroy; [[ -n ${LANES_BENCH_KEEP:-} ]] && say "kept $work" || rm -rf "$work"; }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
@@ -158,7 +213,7 @@ meter_read() {
     fabric_exec far nft list counters table inet bench | awk -v now="$now" '
         /counter training/ { which = "t" } /counter inference/ { which = "i" }
         /packets/ { if (which == "t") tb = $4 - 52 * $2; else ib = $4 + 14 * $2 }
-        END { printf "%s %d %d\n", now, tb, ib }'
+        END { printf "%s %.0f %.0f\n", now, tb, ib }'
 }
 # meter_mbit "READING0" "READING1" FIELD(2 training, 3 inference): Mbit/s between.
 meter_mbit() {
@@ -403,39 +458,8 @@ print("bench: %d s of measurements" % $elapsed)
 EOF
 say "results in $json_out"
 
-# A chart: p99 per scenario (log scale) and training's share of the leftover.
 if [[ -n $plot_out ]]; then
-    python3 - "$json_out" "$work/plot.dat" <<'EOF' || die "plot data"
-import json, sys
-j = json.load(open(sys.argv[1]))
-with open(sys.argv[2], "w") as f:
-    for s, v in j["summary"].items():
-        t = v.get("train_vs_leftover")
-        f.write('"%s" %s %s\n' % (v["label"].replace(" (", "\\n("), v["p99_ms"], "NaN" if t is None else 100 * t))
-EOF
-    floor=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"].get("floor", {}).get("p99_ms") or "NaN")' "$json_out")
-    gnuplot <<EOF || die "gnuplot failed"
-set terminal pngcairo size 1000,640 font "Sans,10"
-set output "$plot_out"
-set multiplot layout 2,1 title "Inference p99 and training throughput on a shared $link uplink (medians of $reps runs)"
-set style data histograms
-set style fill solid 0.8 border -1
-set boxwidth 0.7
-set grid ytics
-set xtics scale 0 font ",9"
-set logscale y
-set yrange [0.05:*]
-set ylabel "inference p99 (ms, log)"
-set key top right
-plot "$work/plot.dat" using 2:xtic(1) title "p99" lc rgb "#4477aa", \
-     $floor * 1.5 with lines dt 2 lc rgb "#cc3311" title "1.5 x floor"
-unset logscale y
-set yrange [0:110]
-set ylabel "training, % of leftover"
-plot "$work/plot.dat" using 3:xtic(1) title "training goodput / (link - inference)" lc rgb "#228833", \
-     90 with lines dt 2 lc rgb "#cc3311" title "90%"
-unset multiplot
-EOF
+    plot_chart "$json_out" "$plot_out" || die "cannot draw $plot_out"
     say "chart in $plot_out"
 fi
 exit 0
