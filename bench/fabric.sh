@@ -363,7 +363,7 @@ fabric_pids() {
 # this run) and delete them; attached namespaces only lose their fabric NIC.
 fabric_destroy() {
     [[ -n $FABRIC_PREFIX ]] || return 0
-    local pids ns i name owned
+    local ns i name owned
     # Attached namespaces are not ours: take back only our interface, now
     # (namespace deletion would remove it too, but asynchronously).
     for name in "${FABRIC__MEMBERS[@]}"; do
@@ -371,11 +371,12 @@ fabric_destroy() {
         for i in "${FABRIC__OWNED[@]}"; do [[ $i == "$ns" ]] && owned=1; done
         ((owned)) || ip -n "$ns" link del "${FABRIC__DEV[$name]}" 2>/dev/null
     done
+    local -a sig=(-TERM) list
     for i in 1 2 3 4 5 6 7 8 9 10; do
-        pids=$(fabric_pids)
-        [[ -z $pids ]] && break
-        # shellcheck disable=SC2086
-        kill $([[ $i -gt 5 ]] && echo -KILL) $pids 2>/dev/null
+        mapfile -t list < <(fabric_pids)
+        ((${#list[@]})) || break
+        ((i > 5)) && sig=(-KILL)
+        kill "${sig[@]}" "${list[@]}" 2>/dev/null
         sleep 0.2
     done
     for ns in "${FABRIC__OWNED[@]}"; do
