@@ -22,6 +22,10 @@
 #   dscp        training marked CS1, DSCP-aware switch, no caps
 #   both        caps + --gso + CS1 marks + DSCP-aware switch     ("with Lanes")
 #   borrow      "both" with inference idle, then bursting: training before/during
+# and two more, not in the default list (inference marks its own traffic; the
+# switch trusts DSCP; training is neither marked nor capped):
+#   client-ef   the client marks its requests EF (IP_TOS / IPV6_TCLASS)
+#   server-ef   the server marks its replies EF (the congested direction)
 #
 # Options:
 #   --quick            CI size: 1 repetition, 2 s per measurement (< 60 s)
@@ -99,7 +103,8 @@ plot_chart() {
 import json, sys
 j = json.load(open(sys.argv[1]))
 short = {"floor": "floor (idle)", "noqos": "no QoS", "cap": "node cap", "cap-gso64k": "cap, 64K GSO",
-         "dscp": "DSCP switch", "both": "Lanes: cap+DSCP", "borrow": "Lanes + burst"}
+         "dscp": "DSCP switch", "both": "Lanes: cap+DSCP", "borrow": "Lanes + burst",
+         "client-ef": "client EF", "server-ef": "server EF"}
 with open(sys.argv[2], "w") as f:
     for s, v in j["summary"].items():
         t = v.get("train_vs_leftover")
@@ -156,7 +161,10 @@ link_bits=$(fabric__tc_rate_bits "$link") || die "bad --link '$link'"
 cap_bits=$(awk -v l="$link_bits" -v p="$cap_pct" 'BEGIN { printf "%.0f", l * p / 100 }')
 IFS=, read -r -a scen_list <<<"$scenarios"
 for s in "${scen_list[@]}"; do
-    case $s in floor | noqos | cap | cap-gso64k | dscp | both | borrow) ;; *) die "unknown scenario '$s'" ;; esac
+    case $s in
+        floor | noqos | cap | cap-gso64k | dscp | both | borrow | client-ef | server-ef) ;;
+        *) die "unknown scenario '$s'" ;;
+    esac
 done
 if [[ -n $plot_out ]] && ! command -v gnuplot >/dev/null; then die "--plot needs gnuplot (contrib/install-deps.sh)"; fi
 
@@ -184,13 +192,18 @@ port=7000
 if ((ipv6)); then target="[$(fabric_ip6 infer1)]:$port"; else target="$(fabric_ip infer1):$port"; fi
 fabric_spawn infer1 "$work/serve.log" "${rt_cmd[@]}" "$probe" serve --listen "[::]:$port" --congestion "$cc" \
     --exit-after "$lifetime" || die "cannot start the probe server"
+# A second server whose replies are marked EF (scenario server-ef).
+fabric_spawn infer1 "$work/serve-ef.log" "${rt_cmd[@]}" "$probe" serve --listen "[::]:$((port + 1))" \
+    --congestion "$cc" --dscp EF --exit-after "$lifetime" || die "cannot start the probe server"
 i=0
 for h in $(fabric_members train); do
     fabric_spawn far "$work/iperf-server-$h.log" timeout "$lifetime" iperf3 -s -p $((5201 + i)) || die "iperf3 -s"
     i=$((i + 1))
 done
-for _ in $(seq 100); do grep -q 'serving on' "$work/serve.log" 2>/dev/null && break; sleep 0.05; done
-grep -q 'serving on' "$work/serve.log" || die "probe server: $(cat "$work/serve.log")"
+for log in serve serve-ef; do
+    for _ in $(seq 100); do grep -q 'serving on' "$work/$log.log" 2>/dev/null && break; sleep 0.05; done
+    grep -q 'serving on' "$work/$log.log" || die "probe server: $(cat "$work/$log.log")"
+done
 
 # Counted where traffic arrives (far side): training payload (IP bytes minus
 # 52 bytes of IPv4/IPv6+TCP headers is close enough: IPv4 with timestamps) and
@@ -202,7 +215,7 @@ table inet bench {
     chain in {
         type filter hook input priority 0; policy accept;
         tcp dport 5201-5299 counter name training
-        tcp sport $port counter name inference
+        tcp sport { $port, $((port + 1)) } counter name inference
     }
 }
 EOF
@@ -248,9 +261,13 @@ start_training() {
     done
 }
 
-# probe_load SECONDS RATE REPLY_BYTES OUT: the inference client on the far side.
+# probe_load SECONDS RATE REPLY_BYTES OUT [PORT [ARGS...]]: the inference
+# client on the far side.
 probe_load() {
-    local args=(--connect "$target" --rate "$2" --duration "$1" --connections "$connections" --congestion "$cc" --json)
+    local to=$target
+    [[ -n ${5:-} ]] && to=${target%:*}:$5
+    local args=(--connect "$to" --rate "$2" --duration "$1" --connections "$connections" --congestion "$cc" --json
+        "${@:6}")
     (($3 > 0)) && args+=(--reply-bytes "$3")
     fabric_exec far "${rt_cmd[@]}" "$probe" load "${args[@]}" >"$4" 2>"$4.err" ||
         say "probe exit $? ($(head -c 300 "$4.err"))"
@@ -286,7 +303,7 @@ secs() { awk "BEGIN { print $1 }"; }
 
 # measure SCENARIO REP: one measurement.
 measure() {
-    local s=$1 rep=$2 tag="$1-$2" train=1 d0 m0 m1 tm="" im
+    local s=$1 rep=$2 tag="$1-$2" train=1 d0 m0 m1 tm="" im load_extra=()
     case $s in
         floor) configure none off default off; train=0 ;;
         noqos) configure none off default off ;;
@@ -294,6 +311,8 @@ measure() {
         cap-gso64k) configure none on default off ;;
         dscp) configure dscp off default CS1 ;;
         both) configure dscp on "$gso" CS1 ;;
+        client-ef) configure dscp off default off; load_extra=("$port" --dscp EF) ;;
+        server-ef) configure dscp off default off; load_extra=("$((port + 1))") ;;
     esac
     d0=$(uplink_drops)
     if ((train)); then
@@ -301,7 +320,7 @@ measure() {
         sleep "$warmup"
     fi
     m0=$(meter_read)
-    probe_load "$duration" "$rate" 0 "$work/$tag.probe"
+    probe_load "$duration" "$rate" 0 "$work/$tag.probe" "${load_extra[@]}"
     m1=$(meter_read)
     ((train)) && tm=$(meter_mbit "$m0" "$m1" 2)
     im=$(meter_mbit "$m0" "$m1" 3)
@@ -360,10 +379,11 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 link = $link_bits / 1e6
 # TCP goodput over Ethernet at MTU 1500 with timestamps: 1448 of every 1514 bytes.
 eff = 1448.0 / 1514.0
-order = ["floor", "noqos", "cap", "cap-gso64k", "dscp", "both", "borrow"]
+order = ["floor", "noqos", "cap", "cap-gso64k", "dscp", "both", "borrow", "client-ef", "server-ef"]
 label = {"floor": "unloaded floor", "noqos": "no QoS (without Lanes)", "cap": "node cap only",
          "cap-gso64k": "node cap, 64 KB GSO", "dscp": "DSCP marks + switch only",
-         "both": "cap + DSCP (with Lanes)", "borrow": "with Lanes, inference burst"}
+         "both": "cap + DSCP (with Lanes)", "borrow": "with Lanes, inference burst",
+         "client-ef": "client marks requests EF", "server-ef": "server marks replies EF"}
 def med(vals):
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
