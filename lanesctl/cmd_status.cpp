@@ -57,7 +57,8 @@ Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context) {
     LogSink log = [](LogLevel level, const std::string& line) {
         if (level == LogLevel::Error) std::fprintf(stderr, "lanesctl: %s\n", line.c_str());
     };
-    return NodeShaper::open(config->node, context.node, log);
+    // "%n" in state_dir/cgroup_root is the node name, as in spank_lanes.
+    return NodeShaper::open(node_config_for(config->node, context.node), context.node, log);
 }
 
 int run_status(const Options& options, const Context& context) {

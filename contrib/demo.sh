@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# The Lanes demo: one command on a fresh Debian 12 machine, as root.
+#
+#   bash contrib/demo.sh
+#
+# Installs what is needed (apt), builds, starts a real Slurm cluster (munged,
+# slurmctld, slurmd train1 train2 infer1 in network namespaces) with
+# job_submit/lanes and spank_lanes loaded from an example lanes.toml and
+# policies/default.lua, hangs the nodes off a shared 200 Mbit/s fabric uplink
+# whose switch trusts DSCP, and then measures inference latency and training
+# throughput three ways: no load, training without Lanes, training with Lanes.
+# Everything is torn down at the end, also on Ctrl-C.
+#
+# Settings: DEMO_SECONDS (per phase, default 12), DEMO_RATE (inference requests
+# per second, default 200), LANES_BUILD_DIR (default ./build), DEMO_NO_BUILD=1.
+set -uo pipefail
+export TZ=UTC
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${LANES_BUILD_DIR:-$src/build}
+seconds=${DEMO_SECONDS:-12}
+rate=${DEMO_RATE:-200}
+t_start=$(date +%s)
+
+step() { printf '\n\033[1m== %s\033[0m  (%ds)\n' "$*" "$(($(date +%s) - t_start))"; }
+say() { printf '   %s\n' "$*"; }
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+((EUID == 0)) || die "run as root (it starts Slurm daemons and network namespaces)"
+
+step "Installing dependencies and building Lanes"
+bash "$src/contrib/install-deps.sh" || die "installing dependencies failed"
+if [[ -z ${DEMO_NO_BUILD:-} ]]; then
+    (cd "$src" && autoreconf -fi >/dev/null 2>&1) || die "autoreconf failed"
+    mkdir -p "$build"
+    (cd "$build" && { [[ -f Makefile ]] || "$src/configure" -q; } &&
+        make -j"$(nproc)" >make.log 2>&1) || die "build failed: see $build/make.log"
+fi
+for f in job_submit/.libs/job_submit_lanes.so spank/.libs/spank_lanes.so lanesctl/lanesctl bench/inference_probe; do
+    [[ -e $build/$f ]] || die "$build/$f is missing"
+done
+say "built in $build"
+
+export LANES_SRCDIR=$src LANES_BUILDDIR=$build
+source "$src/tests/cluster/cluster.sh"
+source "$src/bench/fabric.sh"
+lanesctl=$build/lanesctl/lanesctl
+probe=$build/bench/inference_probe
+tag=demo$$
+state_root=/run/lanes-$tag
+cgroup_root=/sys/fs/cgroup/unified/lanes-$tag
+[[ -d /sys/fs/cgroup/unified ]] || cgroup_root=/sys/fs/cgroup/lanes-$tag
+conf_src=$(mktemp -d)
+
+teardown() {
+    local rc=$?
+    trap - EXIT INT TERM
+    printf '\n== Tearing down\n'
+    fabric_destroy
+    cluster_stop "$rc" >/dev/null 2>&1
+    rm -rf "$state_root" "$conf_src"
+    find "$cgroup_root" -depth -type d -exec rmdir {} + 2>/dev/null
+    say "cluster, fabric, namespaces and Lanes state removed"
+    exit "$rc"
+}
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step "Starting the fabric and a real Slurm cluster with both Lanes plugins"
+FABRIC_HOSTS="" FABRIC_RATE=${DEMO_FABRIC_RATE:-200mbit} fabric_create >/dev/null || die "fabric failed"
+fabric_qos dscp >/dev/null || die "fabric QoS failed"
+hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }
+sed -e "s|@PEAK_START@|$(hhmm 180)|" -e "s|@PEAK_END@|$(hhmm 360)|" \
+    -e "s|@TRAIN_RATE@|${DEMO_TRAIN_RATE:-80Mbit}|" -e "s|@TRAIN_CEIL@|${DEMO_TRAIN_CEIL:-94Mbit}|" \
+    -e "s|@STATE_ROOT@|$state_root|" -e "s|@CGROUP_ROOT@|$cgroup_root|" \
+    -e "s|@FABRIC_SUBNET@|$FABRIC_SUBNET.0/24|" \
+    "$src/contrib/demo/lanes.toml.in" >"$conf_src/lanes.toml"
+cp "$src/policies/default.lua" "$conf_src/lanes.lua"
+export LANES_CLUSTER_TOML=$conf_src/lanes.toml LANES_CLUSTER_FILES=$conf_src/lanes.lua
+export LANES_CLUSTER_PLUGINDIR=$build/job_submit/.libs
+export LANES_CLUSTER_CONF_EXTRA="JobSubmitPlugins=lanes"
+cluster_hook_pre_start() {
+    printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
+        "$build/spank/.libs/spank_lanes.so" "$1" "$state_root" >"$1/plugstack.conf"
+}
+cluster_start >/dev/null 2>&1 || { cluster_dump_logs; die "cluster did not start"; }
+for node in train1 train2 infer1; do
+    n=${node: -1}; [[ $node == infer1 ]] && n=3
+    fabric_attach "$(cluster_netns "$node")" "$([[ $node == infer1 ]] && echo infer || echo train)" \
+        "$FABRIC_SUBNET.1$n" "" fab0 "$node" >/dev/null || die "cannot attach $node to the fabric"
+done
+far=$(fabric_ip far)
+infer=$(fabric_ip infer1)
+say "slurmctld + slurmd train1 train2 infer1 up in ${CLUSTER_START_SECONDS}s; fabric uplink ${FABRIC_RATE:-200mbit}, switch trusts DSCP"
+say "lanes.toml: $CLUSTER_CONF_DIR/lanes.toml   policy: $CLUSTER_CONF_DIR/lanes.lua (policies/default.lua)"
+
+step "Checking the configuration and dry-running the policy (lanesctl)"
+"$lanesctl" check --config "$CLUSTER_CONF_DIR/lanes.toml" | sed 's/^/   /'
+cat >"$conf_src/train.json" <<'JSON'
+{"name": "train-llama", "user": "alice", "partition": "", "time_limit": 600, "batch": true, "lanes_class": "training"}
+JSON
+peak_at=$(date -u -d "@$(($(date +%s) + 200 * 60))" '+%Y-%m-%d %H:%M')
+say "a 10-hour training job submitted now, and in the peak window ($peak_at UTC):"
+"$lanesctl" policy test --config "$CLUSTER_CONF_DIR/lanes.toml" "$conf_src/train.json" 2>&1 |
+    grep -E '^  (class|partition|begin time|time limit|rate/ceil|dscp|messages|why):' | sed 's/^ */     now:  /'
+"$lanesctl" policy test --config "$CLUSTER_CONF_DIR/lanes.toml" --at "$peak_at UTC" "$conf_src/train.json" 2>&1 |
+    grep -E '^  (begin time|time limit|messages|why):' | sed 's/^ */     peak: /'
+
+# Far side: training peers' ends (iperf3 servers), the inference clients.
+for port in 5201 5202 5211 5212; do
+    fabric_spawn far "$CLUSTER_WORK_DIR/iperf-$port.log" iperf3 -s -p "$port" >/dev/null
+done
+sleep 0.3
+
+measure() {  # measure LABEL PORT -> inference_probe JSON in $CLUSTER_WORK_DIR/LABEL.json
+    fabric_exec far timeout $((seconds + 10)) "$probe" load --connect "$infer:$1" --rate "$rate" \
+        --duration "$seconds" --json >"$CLUSTER_WORK_DIR/$2.json" 2>"$CLUSTER_WORK_DIR/$2.err"
+}
+training_mbit() {  # sum of the received rate in the iperf3 JSON files given
+    python3 - "$@" <<'PY'
+import json, sys
+total = 0.0
+for path in sys.argv[1:]:
+    try:
+        total += json.load(open(path))["end"]["sum_received"]["bits_per_second"]
+    except Exception:
+        pass
+print(f"{total / 1e6:.1f}")
+PY
+}
+
+step "Phase 1: no load (inference alone)"
+# Without Lanes: an inference server started by hand on infer1, not through Slurm.
+fabric_spawn infer1 "$CLUSTER_WORK_DIR/plain-server.log" "$probe" serve --listen "$infer:7001" >/dev/null
+sleep 0.3
+measure 7001 floor
+say "done"
+
+step "Phase 2: training without Lanes (the same load, started by hand, unmarked and uncapped)"
+clients=()
+for node in train1 train2; do
+    port=$([[ $node == train1 ]] && echo 5201 || echo 5202)
+    fabric_exec "$node" timeout $((seconds + 8)) iperf3 -c "$far" -p "$port" -P 4 -t $((seconds + 2)) -J \
+        >"$CLUSTER_WORK_DIR/plain-$node.json" 2>/dev/null &
+    clients+=($!)
+done
+sleep 1
+measure 7001 nolanes
+wait "${clients[@]}"
+say "done"
+
+step "Phase 3: training with Lanes (both jobs submitted through Slurm)"
+cat >"$CLUSTER_WORK_DIR/serve.sh" <<SH
+#!/bin/sh
+exec "$probe" serve --listen "$infer:7000"
+SH
+cat >"$CLUSTER_WORK_DIR/train.sh" <<SH
+#!/bin/bash
+# Gradient sync stand-in: 4 bulk TCP streams from each training node to the far side.
+srun --ntasks-per-node=1 bash -c 'iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P 4 -t $((seconds + 2)) -J >"$CLUSTER_WORK_DIR/lanes-\$SLURMD_NODENAME.json" 2>/dev/null'
+SH
+chmod 755 "$CLUSTER_WORK_DIR/serve.sh" "$CLUSTER_WORK_DIR/train.sh"
+serve_out=$(cd "$CLUSTER_WORK_DIR" && cluster_run_ctl sbatch -J serve-llm -o /dev/null "$CLUSTER_WORK_DIR/serve.sh" 2>&1)
+serve_id=$(grep -oE '[0-9]+$' <<<"$serve_out" | tail -1)
+train_out=$(cd "$CLUSTER_WORK_DIR" && cluster_run_ctl sbatch -J train-llama -N2 --lanes-class=training -t 30 \
+    -o "$CLUSTER_WORK_DIR/train-%j.out" "$CLUSTER_WORK_DIR/train.sh" 2>&1)
+train_id=$(grep -oE '[0-9]+$' <<<"$train_out" | tail -1)
+[[ -n $serve_id && -n $train_id ]] || die "submission failed: $serve_out / $train_out"
+say "sbatch -J serve-llm serve.sh          -> job $serve_id  class $(cluster_run_ctl scontrol show job "$serve_id" | grep -oE 'Partition=[^ ]+')"
+say "sbatch -J train-llama -N2 --lanes-class=training train.sh -> job $train_id  $(cluster_run_ctl scontrol show job "$train_id" | grep -oE 'Partition=[^ ]+')"
+cluster_wait_job "$serve_id" RUNNING 30 >/dev/null || die "inference service did not start"
+cluster_wait_job "$train_id" RUNNING 30 >/dev/null || die "training did not start"
+sleep 1.5
+say "on train1, what spank_lanes applied (lanesctl status):"
+cluster_run_node train1 env SLURMD_NODENAME=train1 "$lanesctl" status --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1 2>&1 | sed 's/^/     /'
+say "tc class / nft chain for the job on train1:"
+cluster_run_node train1 tc class show dev fab0 | grep -E "1a4e:[0-9a-f]+ parent 1a4e:1 " | grep -v fffe | sed 's/^/     /'
+cluster_run_node train1 nft list chain inet lanes "job_$train_id" 2>/dev/null | grep -E 'priority|dscp' | sed 's/^ */     /'
+measure 7000 lanes
+cluster_wait_job "$train_id" COMPLETED $((seconds + 30)) >/dev/null
+cluster_run_ctl scancel "$serve_id"
+say "done"
+
+step "Results (inference: $rate req/s open-loop, 1 KB replies; training: 2 nodes x 4 TCP streams)"
+python3 - "$CLUSTER_WORK_DIR" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
+    "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" <<'PY'
+import json, sys
+work, plain_mbit, lanes_mbit = sys.argv[1], sys.argv[2], sys.argv[3]
+def load(name):
+    try:
+        return json.load(open(f"{work}/{name}.json"))
+    except Exception as e:
+        return None
+rows = [("no load", load("floor"), "-"), ("training without Lanes", load("nolanes"), plain_mbit),
+        ("training with Lanes", load("lanes"), lanes_mbit)]
+print(f"   {'scenario':<24} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9} {'lost':>5} {'training Mbit/s':>16}")
+for name, r, mbit in rows:
+    if not r:
+        print(f"   {name:<24} {'(no result)':>33}")
+        continue
+    lost = r.get("errors", 0) + r.get("timeouts", 0)
+    print(f"   {name:<24} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['p999_ms']:>9.2f} {lost:>5} {mbit:>16}")
+floor, without, with_ = rows[0][1], rows[1][1], rows[2][1]
+if floor and without and with_:
+    print(f"\n   inference p99 vs no load: without Lanes x{without['p99_ms'] / floor['p99_ms']:.1f}, "
+          f"with Lanes x{with_['p99_ms'] / floor['p99_ms']:.1f}")
+PY
+say "total demo time: $(($(date +%s) - t_start)) s"
