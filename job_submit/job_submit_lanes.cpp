@@ -1,5 +1,5 @@
 // job_submit/lanes: slurmctld glue. Translates the job, asks the Classifier,
-// writes the decision back. Every entry point is noexcept and catches everything.
+// writes the decision back. Every entry point is noexcept and goes through guarded().
 //
 // slurm.conf:  JobSubmitPlugins=lanes   (also "lua,lanes")
 //              PrologFlags=Alloc        (required: the nodes trust slurmctld's copy)
@@ -22,6 +22,7 @@ extern "C" {
 
 #include "classifier.hpp"
 #include "config.h"
+#include "entry_guard.hpp"
 #include "job_desc_translate.hpp"
 #include "user_names.hpp"
 
@@ -74,6 +75,20 @@ void set_err_msg(char** err_msg, const std::string& text) {
     *err_msg = slurm_xstrdup(text.c_str());
 }
 
+// Every entry point runs through here: an exception is logged ("lanes: WHERE
+// failed: ...") and, where Slurm takes one, told to the user; Slurm gets `on_error`.
+template <typename Body>
+int guarded(const char* where, int on_error, char** err_msg, Body&& body) noexcept {
+    return lanes::guard_entry(on_error, [&](const char* what) {
+        slurm_error("lanes: %s failed: %s", where, what);
+        if (err_msg) *err_msg = slurm_xstrdup((std::string("lanes: internal error: ") + what).c_str());
+    }, body);
+}
+template <typename Body>
+int guarded(const char* where, int on_error, Body&& body) noexcept {
+    return guarded(where, on_error, nullptr, std::forward<Body>(body));
+}
+
 lanes::SysSeconds now_seconds() {
     return std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
 }
@@ -81,7 +96,7 @@ lanes::SysSeconds now_seconds() {
 }  // namespace
 
 extern "C" int init(void) noexcept {
-    try {
+    return guarded("init", SLURM_ERROR, [&]() -> int {
         std::lock_guard lock(g_init_mutex);
         auto state = std::make_unique<PluginState>();
         state->config_path = lanes::default_config_path(true);  // $LANES_CONFIG, next to $SLURM_CONF, default
@@ -96,25 +111,19 @@ extern "C" int init(void) noexcept {
         g_state = std::move(state);
         slurm_info("lanes: loaded %s", g_state->config_path.c_str());
         return SLURM_SUCCESS;
-    } catch (const std::exception& e) {
-        slurm_error("lanes: init failed: %s", e.what());
-    } catch (...) {
-        slurm_error("lanes: init failed: unknown error");
-    }
-    return SLURM_ERROR;
+    });
 }
 
 extern "C" int fini(void) noexcept {
-    try {
+    return guarded("fini", SLURM_SUCCESS, [&]() -> int {
         std::lock_guard lock(g_init_mutex);
         g_state.reset();
-    } catch (...) {
-    }
-    return SLURM_SUCCESS;
+        return SLURM_SUCCESS;
+    });
 }
 
 extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) noexcept {
-    try {
+    return guarded("job_submit", SLURM_ERROR, err_msg, [&]() -> int {
         if (!g_state || !job_desc) return SLURM_ERROR;
         auto& state = *g_state;
         state.classifier->reload_if_changed();
@@ -135,13 +144,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         slurm_debug("lanes: job %s of %s -> class %s (%s)", job.name.c_str(), job.user.c_str(),
                     decision.class_name.c_str(), decision.reason.c_str());
         return SLURM_SUCCESS;
-    } catch (const std::exception& e) {
-        slurm_error("lanes: job_submit failed: %s", e.what());
-        set_err_msg(err_msg, std::string("lanes: internal error: ") + e.what());
-    } catch (...) {
-        slurm_error("lanes: job_submit failed: unknown error");
-    }
-    return SLURM_ERROR;
+    });
 }
 
 namespace {
@@ -179,7 +182,7 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t 
 extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t submit_uid) noexcept {
     char** err_msg = nullptr;
 #endif
-    try {
+    return guarded("job_modify", SLURM_ERROR, [&]() -> int {
         if (!job_desc) return SLURM_SUCCESS;
         std::string why;
         int rc = check_modify(*job_desc, submit_uid, why);
@@ -190,10 +193,5 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t 
             set_err_msg(err_msg, why);
         }
         return rc;
-    } catch (const std::exception& e) {
-        slurm_error("lanes: job_modify failed: %s", e.what());
-    } catch (...) {
-        slurm_error("lanes: job_modify failed: unknown error");
-    }
-    return SLURM_ERROR;
+    });
 }

@@ -37,6 +37,7 @@ extern "C" {
 
 #include "config.h"
 #include "config.hpp"
+#include "entry_guard.hpp"
 #include "job_env.hpp"
 #include "job_state_store.hpp"
 #include "node_shaper.hpp"
@@ -64,26 +65,28 @@ using lanes::NodeShaper;
 std::optional<std::string> g_requested_class;
 std::optional<std::string> g_requested_cap;
 
+// Idempotent: Slurm may call an option callback twice. The node never trusts the
+// user's copy (remote), only slurmctld's decision.
+template <typename Check>
+int take_option(const char* optarg, int remote, std::optional<std::string>& slot, Check check) noexcept {
+    if (remote) return 0;
+    return lanes::guard_entry(-1, [](const char* what) { slurm_error("lanes: option: %s", what); }, [&]() -> int {
+        auto checked = check(optarg ? optarg : "");
+        if (!checked) {
+            slurm_error("lanes: %s", checked.error().message.c_str());
+            return -1;
+        }
+        slot = *checked;
+        return 0;
+    });
+}
+
 int on_class_option(int, const char* optarg, int remote) noexcept {
-    if (remote) return 0;  // the node never trusts the user's copy
-    auto checked = lanes::check_class_option(optarg ? optarg : "");
-    if (!checked) {
-        slurm_error("lanes: %s", checked.error().message.c_str());
-        return -1;
-    }
-    g_requested_class = *checked;  // idempotent: Slurm may call us twice
-    return 0;
+    return take_option(optarg, remote, g_requested_class, lanes::check_class_option);
 }
 
 int on_cap_option(int, const char* optarg, int remote) noexcept {
-    if (remote) return 0;
-    auto checked = lanes::check_cap_option(optarg ? optarg : "");
-    if (!checked) {
-        slurm_error("lanes: %s", checked.error().message.c_str());
-        return -1;
-    }
-    g_requested_cap = *checked;
-    return 0;
+    return take_option(optarg, remote, g_requested_cap, lanes::check_cap_option);
 }
 
 char kClassName[] = "lanes-class";
@@ -210,6 +213,13 @@ bool job_has_stepd(uint32_t job_id) {
     return false;
 }
 
+// Every callback runs through here: an exception is logged, Slurm gets `on_error`.
+template <typename Body>
+int guarded(const char* where, int on_error, Body&& body) noexcept {
+    return lanes::guard_entry(on_error, [where](const char* what) { slurm_error("lanes: %s: %s", where, what); },
+                              body);
+}
+
 // ---- per-context work ------------------------------------------------------------
 
 // slurmstepd keeps the parsed config for its tasks (forked after init).
@@ -246,7 +256,7 @@ int reconcile_on_slurmd_start(const lanes::SpankArgs& args) {
 }  // namespace
 
 extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) noexcept {
-    try {
+    return guarded("init", -1, [&]() -> int {
         switch (spank_context()) {
             case S_CTX_LOCAL:
             case S_CTX_ALLOCATOR:
@@ -276,16 +286,11 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) noexcept {
             default:
                 return 0;
         }
-    } catch (const std::exception& e) {
-        slurm_error("lanes: init: %s", e.what());
-    } catch (...) {
-        slurm_error("lanes: init: unknown error");
-    }
-    return -1;
+    });
 }
 
 extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) noexcept {
-    try {
+    return guarded("init_post_opt", -1, [&]() -> int {
         auto context = spank_context();
         if (context != S_CTX_LOCAL && context != S_CTX_ALLOCATOR) return 0;
         if (g_requested_class &&
@@ -301,14 +306,11 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) noexcept {
             return -1;
         }
         return 0;
-    } catch (...) {
-        slurm_error("lanes: init_post_opt failed");
-    }
-    return -1;
+    });
 }
 
 extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) noexcept {
-    try {
+    return guarded("prolog", -1, [&]() -> int {
         auto job_id = job_id_of(sp);
         if (!job_id) {
             slurm_error("lanes: prolog: no job id");
@@ -350,16 +352,11 @@ extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) noexcept {
         slurm_info("lanes: job %u class %s shaped on %zu NIC(s)", *job_id, directive->class_name.c_str(),
                    state->devices.size());
         return 0;
-    } catch (const std::exception& e) {
-        slurm_error("lanes: prolog: %s", e.what());
-    } catch (...) {
-        slurm_error("lanes: prolog: unknown error");
-    }
-    return -1;
+    });
 }
 
 extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) noexcept {
-    try {
+    return guarded("task init", -1, [&]() -> int {
         if (!g_step_config) return 0;
         auto job_id = job_id_of(sp);
         if (!job_id) return 0;
@@ -375,16 +372,11 @@ extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) noexcep
         for (const auto& [name, value] : lanes::task_environment((*state)->class_name, (*state)->net))
             spank_setenv(sp, name.c_str(), value.c_str(), 1);
         return 0;
-    } catch (const std::exception& e) {
-        slurm_error("lanes: task init: %s", e.what());
-    } catch (...) {
-        slurm_error("lanes: task init: unknown error");
-    }
-    return -1;
+    });
 }
 
 extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av) noexcept {
-    try {
+    return guarded("epilog", -1, [&]() -> int {
         auto job_id = job_id_of(sp);
         if (!job_id) {
             slurm_error("lanes: epilog: no job id");
@@ -402,10 +394,5 @@ extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av) noexcept {
             return -1;
         }
         return 0;
-    } catch (const std::exception& e) {
-        slurm_error("lanes: epilog: %s", e.what());
-    } catch (...) {
-        slurm_error("lanes: epilog: unknown error");
-    }
-    return -1;
+    });
 }
