@@ -4,6 +4,8 @@ AC_DEFUN([X_AC_SLURM], [
     [AS_HELP_STRING([--with-slurm=PREFIX], [Slurm installation prefix (default: /usr)])],
     [slurm_prefix="$withval"], [slurm_prefix=/usr])
   SLURM_CPPFLAGS="-I$slurm_prefix/include"
+  AS_IF([test ! -f "$slurm_prefix/include/slurm/slurm.h"],
+    [AC_MSG_ERROR([Slurm headers not found in $slurm_prefix/include/slurm (Debian: apt-get install libslurm-dev)])])
   save_CPPFLAGS="$CPPFLAGS"; CPPFLAGS="$CPPFLAGS $SLURM_CPPFLAGS"
   AC_CHECK_HEADERS([slurm/slurm.h slurm/spank.h], [],
     [AC_MSG_ERROR([Slurm headers not found (Debian: apt-get install libslurm-dev)])])
