@@ -1,4 +1,5 @@
 #include "windows_report.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -55,14 +56,6 @@ std::string exception_text(const DateRange& r) {
     return dates + (r.add ? " (added: all day)" : " (no occurrence)");
 }
 
-std::string join(const std::vector<std::string>& items, const char* sep) {
-    std::string out;
-    for (const auto& item : items) {
-        if (!out.empty()) out += sep;
-        out += item;
-    }
-    return out;
-}
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // ClassifierImpl: one immutable Generation (config + compiled policy + windows)
 // swapped atomically on reload; in-flight calls finish on the one they started with.
 #include "classifier.hpp"
+#include "text.hpp"
 
 #include <sys/stat.h>
 
@@ -45,14 +46,6 @@ struct Generation {
     FileStamp script_stamp;
 };
 
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-    std::string out;
-    for (const auto& item : items) {
-        if (!out.empty()) out += sep;
-        out += item;
-    }
-    return out;
-}
 
 std::string with_lanes_prefix(const std::string& msg) {
     return msg.rfind("lanes:", 0) == 0 ? msg : "lanes: " + msg;

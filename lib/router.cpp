@@ -1,4 +1,5 @@
 #include "router.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -9,14 +10,6 @@ namespace lanes {
 
 namespace {
 
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-    std::string out;
-    for (const auto& item : items) {
-        if (!out.empty()) out += sep;
-        out += item;
-    }
-    return out;
-}
 
 struct NextWindow {
     std::string name;
