@@ -5,7 +5,7 @@ set -u
 BUILDDIR=${LANES_BUILDDIR:-.}
 SRCDIR=${LANES_SRCDIR:-.}
 LANESCTL=$BUILDDIR/lanesctl/lanesctl
-D=$SRCDIR/tests/lanesctl/data
+D=$(cd "$SRCDIR/tests/lanesctl/data" && pwd -P)  # canonical: lanesctl prints normalised paths
 [ -x "$LANESCTL" ] || { echo "FAIL: $LANESCTL not built"; exit 1; }
 [ -e /usr/share/zoneinfo/Europe/Berlin ] || { echo "FAIL: tzdata (Europe/Berlin) missing"; exit 1; }
 fail() { echo "FAIL: $*"; exit 1; }
