@@ -17,7 +17,8 @@ SH
     chmod 755 "$1/record-prolog.sh"
     printf 'Prolog=%s/record-prolog.sh\n' "$1" >>"$1/slurm.conf"
 }
-e2e_start_cluster
+# sched/backfill: Slurm accepts heterogeneous jobs only with it.
+e2e_start_cluster "SchedulerType=sched/backfill"
 user=$(cluster_test_user)
 work=$CLUSTER_WORK_DIR
 
@@ -45,6 +46,22 @@ e2e_check "inference job routed to partition inference" \
     test "$(cluster_job_field "$id" Partition)" = inference
 e2e_check "inference job completes on infer1" cluster_wait_job "$id" COMPLETED 60
 e2e_check "inference job ran on infer1" test "$(cluster_job_field "$id" NodeList)" = infer1
+
+# 1b. Every kind of submission is classified: arrays, heterogeneous jobs, srun
+#     without an allocation, salloc.
+out=$(submit_as "$user" --array=1-3 -J infer-array -o /dev/null --wrap true)
+id=$(job_id_of "$out")
+e2e_check "job array accepted ($out)" test -n "$id"
+e2e_check "job array routed to inference" test "$(cluster_job_field "${id}_1" Partition 2>/dev/null || cluster_job_field "$id" Partition)" = inference
+out=$(submit_as root -J infer-het -o /dev/null --wrap true : -J train-het -o /dev/null --wrap true)
+id=$(job_id_of "$out")
+e2e_check "heterogeneous job accepted ($out)" test -n "$id"
+e2e_check "het component 0 routed to inference" test "$(cluster_job_field "${id}+0" Partition)" = inference
+e2e_check "het component 1 routed to training" test "$(cluster_job_field "${id}+1" Partition)" = training
+out=$(cluster_run_as "$user" srun -J infer-srun bash -c 'echo "$SLURM_JOB_PARTITION $SLURMD_NODENAME"' 2>&1)
+e2e_check "srun without allocation is classified ($out)" grep -q '^inference infer1' <<<"$out"
+out=$(cluster_run_as "$user" salloc -J infer-salloc srun bash -c 'echo "$SLURM_JOB_PARTITION"' 2>&1)
+e2e_check "salloc is classified ($out)" grep -q '^inference' <<<"$out"
 
 # 2. Training at peak: deferred to the window's end, and the user is told.
 out=$(submit_as "$user" -J train-resnet -t 30 -o /dev/null --wrap 'sleep 1')
