@@ -56,6 +56,25 @@ grep -q "removed leftover state of job $id" "$(cluster_log train2)" &&
     e2e_pass "slurmd log names the removed job" || e2e_fail "slurmd log names the removed job"
 cluster_run_ctl scancel "$id" 2>/dev/null
 
+# 2b. lanesctl gc on a node whose job died without an epilog (stepd and tasks
+#     killed, slurmd not restarted): gc removes exactly that job and says so.
+lanesctl=$LANES_BUILDDIR/lanesctl/lanesctl
+id=$(cluster_sbatch -J train-gc -w train1 -p training -o /dev/null --wrap 'sleep 300')
+cluster_wait_job "$id" RUNNING 30 >/dev/null
+for _ in $(seq 50); do [[ -n $(node_state train1) ]] && break; sleep 0.1; done
+dry=$(cluster_run_node train1 "$lanesctl" gc --dry-run --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1 2>&1)
+e2e_check "gc --dry-run removes nothing while the job lives ($dry)" test -n "$(node_state train1)"
+kill -KILL $(stepd_pid_of "$id" train1) 2>/dev/null
+kill -KILL $(cat "$cgroup_root/train1/job_$id/cgroup.procs" 2>/dev/null) 2>/dev/null
+sleep 0.5
+gc_out=$(cluster_run_node train1 "$lanesctl" gc --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1 2>&1)
+e2e_check "lanesctl gc names the dead job ($gc_out)" grep -q "$id" <<<"$gc_out"
+e2e_check "after lanesctl gc nothing of it is left on train1" test -z "$(node_state train1)"
+cluster_run_ctl scancel "$id"
+cluster_wait_job "$id" 'CANCELLED|FAILED|NODE_FAIL|COMPLETED' 60 >/dev/null
+e2e_check "the late epilog finds nothing to do and does not drain train1" \
+    bash -c "sleep 2; ! nsenter --net=/run/netns/${CLUSTER_PREFIX}ctl env SLURM_CONF=$CLUSTER_CONF sinfo -h -n train1 -o %T | grep -qiE 'drain|fail'"
+
 # 3. A broken lanes.toml and policy mid-run: slurmctld keeps the last good ones,
 #    nodes use their last good copy; jobs keep being classified and shaped.
 good_toml=$work/lanes.toml.good

@@ -66,6 +66,25 @@ e2e_check "task sees NCCL_IB_TC=32 (CS1<<2)" grep -qx 'NCCL_IB_TC=32' <<<"$env_o
 e2e_check "task sees UCX_IB_TRAFFIC_CLASS=32" grep -qx 'UCX_IB_TRAFFIC_CLASS=32' <<<"$env_out"
 e2e_check "task sees NCCL_IB_SL=1" grep -qx 'NCCL_IB_SL=1' <<<"$env_out"
 
+# lanesctl on the node sees the live job with its class and counters, and gc
+# keeps it (its slurmstepd is alive).
+lanesctl=$LANES_BUILDDIR/lanesctl/lanesctl
+status_json=$(cluster_run_node train1 "$lanesctl" --json status --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1)
+e2e_check "lanesctl status shows job $id as training with traffic counted" python3 -c '
+import json, sys
+jobs = {j["job_id"]: j for j in json.loads(sys.argv[1])["jobs"]}
+j = jobs[int(sys.argv[2])]
+assert j["class"] == "training" and j["dscp"] == "CS1", j
+d = j["devices"][0]
+assert d["device"] == "eth0" and d["ceil_bits"] == 60000000 and d["packets"] > 0, d
+' "$status_json" "$id"
+gc_out=$(cluster_run_node train1 "$lanesctl" --json gc --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1)
+e2e_check "lanesctl gc keeps the running job" python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+assert not r["removed"] and any(k["job_id"] == int(sys.argv[2]) for k in r["kept"]), r
+' "$gc_out" "$id"
+
 # Wire: DSCP CS1 is TOS 0x20 (IPv4) / traffic class 0x20 (IPv6).
 for _ in $(seq 100); do grep -q '"end"' "$work/train-iperf4-$id.json" 2>/dev/null && break; sleep 0.2; done
 wait "$tcpdump4" "$tcpdump6" 2>/dev/null
