@@ -77,19 +77,29 @@ run_variant() {  # NAME PLUGINS -> prints "NAME ave_us submits_per_s"
 }
 
 echo "# $jobs batch submissions per variant, server-side time from sdiag (µs), throughput from the client"
+# Interleaved repetitions: the server-side time is dominated by writing each job
+# to StateSaveLocation and by whatever else the machine does, so medians of
+# interleaved runs are compared.
+variants=${JOB_SUBMIT_VARIANTS:-"none lua lanes none lua lanes none lua lanes"}
 results=$(
-    run_variant none ""
-    run_variant lua lua
-    run_variant lanes lanes
+    for v in $variants; do
+        case $v in none) run_variant none "" ;; *) run_variant "$v" "$v" ;; esac
+    done
 )
 printf '%s\n' "$results"
 python3 - "$results" <<'PY'
-import sys
-rows = {l.split()[0]: (float(l.split()[1]), float(l.split()[2])) for l in sys.argv[1].splitlines() if l.strip()}
-none, lua, lanes = rows["none"], rows["lua"], rows["lanes"]
-print(f"{'variant':<8} {'server µs/submit':>17} {'submits/s':>10}")
-for name in ("none", "lua", "lanes"):
-    print(f"{name:<8} {rows[name][0]:>17.0f} {rows[name][1]:>10.1f}")
-print(f"ratio server time lanes/lua: {lanes[0]/lua[0]:.2f}   lanes/none: {lanes[0]/none[0]:.2f}   lua/none: {lua[0]/none[0]:.2f}")
-print(f"ratio throughput  lanes/lua: {lanes[1]/lua[1]:.2f}")
+import statistics, sys
+runs = {}
+for line in sys.argv[1].splitlines():
+    if line.strip():
+        name, server_us, rate = line.split()
+        runs.setdefault(name, []).append((float(server_us), float(rate)))
+med = {n: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v)) for n, v in runs.items()}
+print(f"{'variant':<8} {'runs':>4} {'server µs/submit (median)':>26} {'submits/s (median)':>19}")
+for name, (us, rate) in med.items():
+    print(f"{name:<8} {len(runs[name]):>4} {us:>26.0f} {rate:>19.1f}")
+if {"none", "lua", "lanes"} <= med.keys():
+    none, lua, lanes = med["none"], med["lua"], med["lanes"]
+    print(f"ratio server time lanes/lua: {lanes[0]/lua[0]:.2f}   lanes/none: {lanes[0]/none[0]:.2f}   lua/none: {lua[0]/none[0]:.2f}")
+    print(f"ratio throughput  lanes/lua: {lanes[1]/lua[1]:.2f}   lanes/none: {lanes[1]/none[1]:.2f}")
 PY
