@@ -149,6 +149,32 @@ std::string apply_decision_to_desc(job_desc_msg_t& desc, const Decision& decisio
     return messages;
 }
 
+std::optional<std::string> routed_field_changed(const job_desc_msg_t& update) {
+    const struct {
+        bool changed;
+        const char* what;
+    } fields[] = {
+        {update.partition != nullptr, "the partition"},
+        {update.qos != nullptr, "the QOS"},
+        {update.features != nullptr, "the feature list (--constraint)"},
+        {update.reservation != nullptr, "the reservation"},
+        {update.begin_time != 0, "the begin time (StartTime)"},
+        {update.spank_job_env_size > 0, "the job's SPANK environment"},
+        {update.name != nullptr, "the job name"},
+        {update.comment != nullptr, "the comment"},
+        {update.account != nullptr, "the account"},
+        {update.tres_per_node != nullptr || update.tres_per_job != nullptr || update.tres_per_task != nullptr ||
+             update.tres_per_socket != nullptr,
+         "the GRES/TRES request"},
+        {(update.min_nodes != NO_VAL && update.min_nodes != 0) || (update.max_nodes != NO_VAL && update.max_nodes != 0),
+         "the node count"},
+        {update.num_tasks != NO_VAL && update.num_tasks != 0, "the task count"},
+    };
+    for (const auto& field : fields)
+        if (field.changed) return std::string(field.what);
+    return std::nullopt;
+}
+
 int reject_code(const Decision& decision) {
     switch (decision.reject_kind) {
         case Decision::RejectKind::ClassNotAllowed: return ESLURM_ACCESS_DENIED;

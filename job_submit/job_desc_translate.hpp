@@ -8,6 +8,7 @@ extern "C" {
 }
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "job.hpp"
@@ -28,6 +29,15 @@ std::string apply_decision_to_desc(job_desc_msg_t& desc, const Decision& decisio
 
 // Remove all LANES_* / SPANK_LANES_* entries of spank_job_env (keeps order of the rest).
 void strip_lanes_env(job_desc_msg_t& desc);
+
+// For an update (scontrol update job=...): the first field it changes that users
+// may not change, because routing depends on it or the classifier reads it
+// (partition, QOS, features, reservation, begin time, SPANK env, name, comment,
+// account, GRES/TRES, node and task counts), or nullopt. The job record is opaque
+// to plugins (and 22.05 passes no err_msg), so the old values cannot be compared:
+// any change of these is refused for users; shortening the time limit, hold,
+// release and the like stay allowed.
+std::optional<std::string> routed_field_changed(const job_desc_msg_t& update);
 
 // The ESLURM_* code for a rejected decision.
 int reject_code(const Decision& decision);

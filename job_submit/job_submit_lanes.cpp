@@ -153,25 +153,11 @@ namespace {
 // and the SPANK environment that carries the decision to the nodes.
 int check_modify(const job_desc_msg_t& desc, uint32_t submit_uid, std::string& why) {
     if (is_admin(submit_uid)) return SLURM_SUCCESS;
-    auto refuse = [&why](const char* field) {
-        why = std::string("lanes: ") + field +
-              " is set by the lanes policy and cannot be changed by users; ask an administrator";
-        return ESLURM_ACCESS_DENIED;
-    };
-    if (desc.partition) return refuse("the partition");
-    if (desc.qos) return refuse("the QOS");
-    if (desc.features) return refuse("the feature list (--constraint)");
-    if (desc.reservation) return refuse("the reservation");
-    // Moving the start later is always safe; earlier could escape a window deferral.
-    // Slurm sets begin_time only when the update names it; we cannot see the old value
-    // here (22.05 passes no err_msg and the job record is opaque), so refuse any change
-    // except "later than now + 0": deferring is done with scontrol hold/--begin=later.
-    if (desc.begin_time != 0) {
-        auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-        if (desc.begin_time <= now) return refuse("the begin time (to an earlier time)");
-    }
-    if (desc.spank_job_env_size > 0) return refuse("the job's SPANK environment");
-    return SLURM_SUCCESS;
+    auto field = lanes::routed_field_changed(desc);
+    if (!field) return SLURM_SUCCESS;
+    why = "lanes: " + *field + " decides the job's traffic class and routing, so users cannot change it; "
+          "cancel and resubmit, or ask an administrator";
+    return ESLURM_ACCESS_DENIED;
 }
 
 }  // namespace

@@ -42,6 +42,9 @@ std::map<uint32_t, long> stepd_jobs_here() {
         const std::string dir = std::string("/proc/") + e->d_name;
         auto id = stepd_job_id(slurp(dir + "/cmdline"));
         if (!id) continue;
+        // Any user can set a process title; only root runs slurmstepd.
+        struct stat owner {};
+        if (::stat(dir.c_str(), &owner) != 0 || owner.st_uid != 0) continue;
         struct stat ns {};
         // Unknown namespace (process gone, no permission): count it as ours.
         if (know_self && ::stat((dir + "/ns/net").c_str(), &ns) == 0 &&

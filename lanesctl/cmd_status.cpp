@@ -20,7 +20,8 @@ namespace {
 // FILE.tmp.PID, fsync, 0644, rename: node_exporter never reads half a file.
 Result<void> write_atomically(const std::string& path, const std::string& text) {
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // O_EXCL|O_NOFOLLOW: never write through a file or link someone else placed.
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return fail(tmp + ": cannot create: " + std::strerror(errno));
     size_t done = 0;
     while (done < text.size()) {
@@ -58,7 +59,9 @@ Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context) {
         if (level == LogLevel::Error) std::fprintf(stderr, "lanesctl: %s\n", line.c_str());
     };
     // "%n" in state_dir/cgroup_root is the node name, as in spank_lanes.
-    return NodeShaper::open(node_config_for(config->node, context.node), context.node, log);
+    auto node = node_config_for(config->node, context.node);
+    if (!node) return std::unexpected(node.error());
+    return NodeShaper::open(*node, context.node, log);
 }
 
 int run_status(const Options& options, const Context& context) {

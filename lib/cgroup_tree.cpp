@@ -97,6 +97,16 @@ Result<void> write_pid(const std::string& procs, pid_t pid, bool missing_ok) {
     return {};
 }
 
+// Write a short control value ("1" to cgroup.kill); false if the file is absent
+// or the kernel refuses.
+bool write_text(const std::string& path, std::string_view text) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    return ok;
+}
+
 class RealCgroupTree final : public CgroupTree {
 public:
     explicit RealCgroupTree(std::string mountinfo_path) : mountinfo_path_(std::move(mountinfo_path)) {}
@@ -169,9 +179,13 @@ public:
                 if (!r) return r;
             }
         }
+        // The job is over: whatever still runs in its cgroup is a straggler. Kill it
+        // (cgroup.kill, Linux 5.14+) as Slurm would; only where the kernel lacks
+        // cgroup.kill are stragglers moved to the parent so the dir can go.
+        bool killed = write_text(dir + "/cgroup.kill", "1");
         for (int attempt = 0;; ++attempt) {
             auto left = pids(dir);
-            if (left) {
+            if (left && !killed) {
                 for (pid_t p : *left) {
                     auto r = write_pid(parent + "/cgroup.procs", p, true);
                     if (!r) return fail("lanes: cgroup " + dir + ": moving leftover pid: " + r.error().message);
@@ -179,7 +193,7 @@ public:
             }
             if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return {};
             int err = errno;
-            if (err != EBUSY || attempt >= 50)
+            if (err != EBUSY || attempt >= 250)
                 return fail("lanes: cgroup rmdir " + dir + ": " + errno_text(err));
             // Exiting tasks leave the cgroup asynchronously.
             std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -130,7 +130,8 @@ struct Config {
 
 // The node's view: "%n" in state_dir and cgroup_root becomes the node name, so
 // several slurmd on one host (multiple-slurmd setups, test clusters) keep apart.
-NodeConfig node_config_for(const NodeConfig& config, const std::string& node_name);
+// Fails for a node name that is not a plain host name.
+Result<NodeConfig> node_config_for(const NodeConfig& config, const std::string& node_name);
 
 // Parse and validate lanes.toml. Errors read "path:line:col: key: what is wrong".
 Result<Config> load_config(const std::string& path);

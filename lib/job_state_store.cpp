@@ -54,6 +54,15 @@ Result<std::string> read_file(const std::string& path, int* open_errno) {
         *open_errno = errno;
         return fail(path + ": " + errno_text(errno));
     }
+    // Only state this process's user (root on a node) wrote, in a file nobody else
+    // can write, is trusted: a planted file must not steer root's actions.
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+        ::close(fd);
+        *open_errno = EPERM;
+        return fail(path + ": not a regular file owned by uid " + std::to_string(::geteuid()) +
+                    " and writable only by it; refusing to trust it");
+    }
     std::string text;
     char buf[4096];
     for (;;) {
@@ -227,6 +236,15 @@ Result<JobStateStore::Lock> JobStateStore::lock() {
 }
 
 Result<std::optional<JobState>> JobStateStore::load(uint32_t job_id) const {
+    // The directory too: owned by us, not a symlink, writable by nobody else.
+    struct stat dir_st{};
+    if (::lstat(dir_.c_str(), &dir_st) != 0) {
+        if (errno == ENOENT) return std::optional<JobState>{};
+        return fail("lanes: " + dir_ + ": " + errno_text(errno));
+    }
+    if (!S_ISDIR(dir_st.st_mode) || dir_st.st_uid != ::geteuid() || (dir_st.st_mode & 022) != 0)
+        return fail("lanes: " + dir_ + ": state directory is not a directory owned by uid " +
+                    std::to_string(::geteuid()) + " and writable only by it; refusing to trust it");
     std::string path = job_path(job_id);
     int open_errno = 0;
     auto text = read_file(path, &open_errno);

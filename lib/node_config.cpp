@@ -1,3 +1,4 @@
+#include <cctype>
 #include <string>
 
 #include "config.hpp"
@@ -22,7 +23,13 @@ std::string expand(const std::string& text, const std::string& node) {
 
 }  // namespace
 
-NodeConfig node_config_for(const NodeConfig& config, const std::string& node_name) {
+Result<NodeConfig> node_config_for(const NodeConfig& config, const std::string& node_name) {
+    // The name becomes part of root-owned paths: a Slurm node name, nothing that
+    // could climb out of the directory ("..", "/").
+    bool ok = !node_name.empty() && node_name.size() <= 64 && node_name[0] != '.';
+    for (char c : node_name)
+        ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
+    if (!ok) return fail("lanes: node name '" + node_name + "' is not a plain host name; refusing to use it in paths");
     NodeConfig expanded = config;
     expanded.state_dir = expand(config.state_dir, node_name);
     if (config.cgroup_root != "auto") expanded.cgroup_root = expand(config.cgroup_root, node_name);

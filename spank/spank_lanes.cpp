@@ -23,6 +23,7 @@ extern "C" {
 }
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,26 +126,40 @@ std::optional<lanes::SpankArgs> parse_args(int ac, char** av) {
 }
 
 // Nodes have no long-lived process to keep the last good lanes.toml in memory, so
-// a copy of the last one that loaded is kept next to the job state: a config
-// broken mid-run leaves running and new jobs on the last good one.
+// a copy of the last one that loaded is kept (root-only): a config broken mid-run
+// leaves running and new jobs on the last good one.
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// A directory root may write into and read trusted files from: root-owned, not a
+// symlink, writable by nobody else.
+bool is_private_dir(const std::string& dir) {
+    struct stat st{};
+    return lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
+}
+
+std::string dir_of(const std::string& path) {
+    auto slash = path.rfind('/');
+    return slash == std::string::npos || slash == 0 ? std::string("/") : path.substr(0, slash);
+}
+
 void remember_good_config(const std::string& path, const std::string& copy) {
     std::string text = read_file(path);
     if (text.empty() || text == read_file(copy)) return;
-    auto slash = copy.rfind('/');
-    if (slash != std::string::npos && slash > 0) mkdir(copy.substr(0, slash).c_str(), 0700);
-    std::string tmp = copy + ".tmp." + std::to_string(getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
-        if (!out) return;
+    std::string dir = dir_of(copy);
+    mkdir(dir.c_str(), 0700);
+    if (!is_private_dir(dir)) {
+        slurm_error("lanes: %s is not a root-only directory; not keeping a last good config there", dir.c_str());
+        return;
     }
-    chmod(tmp.c_str(), 0600);
-    if (rename(tmp.c_str(), copy.c_str()) != 0) unlink(tmp.c_str());
+    std::string tmp = copy + ".tmp." + std::to_string(getpid());
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    close(fd);
+    if (!written || rename(tmp.c_str(), copy.c_str()) != 0) unlink(tmp.c_str());
 }
 
 std::optional<Config> load(const lanes::SpankArgs& args) {
@@ -154,6 +169,7 @@ std::optional<Config> load(const lanes::SpankArgs& args) {
         return std::move(*config);
     }
     slurm_error("lanes: %s", config.error().message.c_str());
+    if (!is_private_dir(dir_of(args.last_good_config))) return std::nullopt;
     auto fallback = lanes::load_config(args.last_good_config);
     if (!fallback) return std::nullopt;
     slurm_error("lanes: %s is broken; using the last good copy %s", args.config_path.c_str(),
@@ -164,6 +180,8 @@ std::optional<Config> load(const lanes::SpankArgs& args) {
 std::optional<uint32_t> job_id_of(spank_t sp) {
     uint32_t job_id = 0;
     if (spank_get_item(sp, S_JOB_ID, &job_id) == ESPANK_SUCCESS && job_id != 0) return job_id;
+    // Prolog/epilog: slurmd sets the environment, not the user.
+    if (spank_context() != S_CTX_JOB_SCRIPT) return std::nullopt;
     if (const char* env = std::getenv("SLURM_JOB_ID")) {
         char* end = nullptr;
         unsigned long v = std::strtoul(env, &end, 10);
@@ -172,6 +190,8 @@ std::optional<uint32_t> job_id_of(spank_t sp) {
     return std::nullopt;
 }
 
+// The node's name from the environment slurmd/slurmstepd set for themselves (the
+// prolog's, the stepd's own), else the host name. Never the job's environment.
 std::string node_name() {
     if (const char* env = std::getenv("SLURMD_NODENAME"); env && *env) return env;
     char host[256] = {};
@@ -206,6 +226,9 @@ bool job_has_stepd(uint32_t job_id) {
         std::string title;
         std::getline(cmdline, title, '\0');
         if (title.rfind(needle, 0) != 0) continue;
+        // Any user can set a process title; only root runs slurmstepd.
+        struct stat owner{};
+        if (stat(base.c_str(), &owner) != 0 || owner.st_uid != 0) continue;
         struct stat ns{};
         if (stat((base + "/ns/net").c_str(), &ns) == 0 && ns.st_ino == own_ns.st_ino && ns.st_dev == own_ns.st_dev)
             return true;
@@ -218,6 +241,28 @@ template <typename Body>
 int guarded(const char* where, int on_error, Body&& body) noexcept {
     return lanes::guard_entry(on_error, [where](const char* what) { slurm_error("lanes: %s: %s", where, what); },
                               body);
+}
+
+// Slurm's own cgroup v2 job directory of this process, if Slurm's cgroup plugin
+// placed it in one ("0::/system.slice/<node>_slurmstepd.scope/job_7/step_0/...").
+std::optional<std::string> slurm_job_cgroup(uint32_t job_id) {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    const std::string component = "/job_" + std::to_string(job_id) + "/";
+    while (std::getline(in, line)) {
+        if (line.rfind("0::", 0) != 0) continue;
+        std::string path = line.substr(3) + "/";
+        if (path.find("slurmstepd.scope/") != std::string::npos && path.find(component) != std::string::npos)
+            return line.substr(3);
+    }
+    return std::nullopt;
+}
+
+// The node's shaper, with "%n" in lanes.toml's node paths expanded.
+lanes::Result<std::unique_ptr<NodeShaper>> open_shaper(const Config& config) {
+    auto node = lanes::node_config_for(config.node, node_name());
+    if (!node) return std::unexpected(node.error());
+    return NodeShaper::open(*node, node_name(), log_sink);
 }
 
 // ---- per-context work ------------------------------------------------------------
@@ -238,7 +283,7 @@ int reconcile_on_slurmd_start(const lanes::SpankArgs& args) {
     auto config = load(args);
     if (!config) return -1;  // slurmd refuses to start with a broken lanes.toml: say why
     if (!args.reconcile_on_start) return 0;
-    auto shaper = NodeShaper::open(lanes::node_config_for(config->node, node_name()), node_name(), log_sink);
+    auto shaper = open_shaper(*config);
     if (!shaper) {
         // No NIC selected for this node is a normal configuration: nothing to shape.
         slurm_info("lanes: not shaping on %s: %s", node_name().c_str(), shaper.error().message.c_str());
@@ -268,11 +313,14 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) noexcept {
                 if (!args) return -1;
                 g_step_config = load(*args);
                 if (g_step_config) {
-                    char name[256] = {};
-                    std::string node = spank_getenv(sp, "SLURMD_NODENAME", name, sizeof name - 1) == ESPANK_SUCCESS
-                                           ? std::string(name)
-                                           : node_name();
-                    g_step_config->node = lanes::node_config_for(g_step_config->node, node);
+                    // slurmstepd's own environment (set by Slurm), never the job's.
+                    auto node = lanes::node_config_for(g_step_config->node, node_name());
+                    if (!node) {
+                        slurm_error("%s", node.error().message.c_str());
+                        g_step_config.reset();
+                    } else {
+                        g_step_config->node = *node;
+                    }
                 }
                 // A broken lanes.toml must not kill the user's step: tasks then run
                 // unclassified, and the prolog (which failed the same way) said so.
@@ -326,7 +374,7 @@ extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) noexcept {
             slurm_error("lanes: job %u: bad decision from slurmctld: %s", *job_id, directive.error().message.c_str());
             return -1;
         }
-        if (!directive->network.dscp && !directive->network.rate) {
+        if (!directive->network.dscp && !directive->network.rate && !directive->network.ceil) {
             slurm_debug("lanes: job %u class %s has no network settings", *job_id, directive->class_name.c_str());
             return 0;
         }
@@ -334,7 +382,7 @@ extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) noexcept {
         if (!args) return -1;
         auto config = load(*args);
         if (!config) return -1;
-        auto shaper = NodeShaper::open(lanes::node_config_for(config->node, node_name()), node_name(), log_sink);
+        auto shaper = open_shaper(*config);
         if (!shaper) {
             slurm_info("lanes: job %u: not shaping on %s: %s", *job_id, node_name().c_str(),
                        shaper.error().message.c_str());
@@ -360,39 +408,59 @@ extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) noexcep
         if (!g_step_config) return 0;
         auto job_id = job_id_of(sp);
         if (!job_id) return 0;
-        // In the forked task, before exec: S_TASK_PID is not set yet, getpid() is the task.
-        auto attached = NodeShaper::attach_task(g_step_config->node, *job_id, getpid());
-        if (!attached) {
-            slurm_error("lanes: job %u: cannot place task %d in its cgroup: %s", *job_id, static_cast<int>(getpid()),
-                        attached.error().message.c_str());
-            return -1;  // an unclassified task would dodge the cap: fail the launch
-        }
         auto state = lanes::JobStateStore(g_step_config->node.state_dir).load(*job_id);
-        if (!state || !*state) return 0;  // the job has no network settings on this node
-        for (const auto& [name, value] : lanes::task_environment((*state)->class_name, (*state)->net))
+        if (!state) {  // unreadable or untrusted state: fail closed, the task would dodge its cap
+            slurm_error("lanes: job %u: %s", *job_id, state.error().message.c_str());
+            return -1;
+        }
+        if (!*state) return 0;  // nothing is shaped for this job on this node
+        const lanes::JobState& job = **state;
+        if (job.cgroup_owned) {
+            if (auto slurm_cgroup = slurm_job_cgroup(*job_id)) {
+                // Moving the task would take it out of Slurm's limits (memory, cores,
+                // devices); keep Slurm's placement and say the job is not marked.
+                slurm_error("lanes: job %u: Slurm manages this task's cgroup (%s); not moving it to %s, so its "
+                            "traffic is not classified (see LIMITATIONS in spank_lanes(8))",
+                            *job_id, slurm_cgroup->c_str(), job.cgroup.c_str());
+            } else {
+                // In the forked task, before exec: S_TASK_PID is not set yet, getpid() is the task.
+                auto attached = NodeShaper::attach_task(g_step_config->node, *job_id, getpid());
+                if (!attached) {
+                    slurm_error("lanes: job %u: cannot place task %d in its cgroup: %s", *job_id,
+                                static_cast<int>(getpid()), attached.error().message.c_str());
+                    return -1;  // an unclassified task would dodge the cap: fail the launch
+                }
+            }
+        }
+        for (const auto& [name, value] : lanes::task_environment(job.class_name, job.net))
             spank_setenv(sp, name.c_str(), value.c_str(), 1);
         return 0;
     });
 }
 
 extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av) noexcept {
-    return guarded("epilog", -1, [&]() -> int {
+    return guarded("epilog", 0, [&]() -> int {
         auto job_id = job_id_of(sp);
         if (!job_id) {
             slurm_error("lanes: epilog: no job id");
             return 0;
         }
+        // A failing epilog drains the node. Nothing left behind here is worth that:
+        // leftovers are logged and removed by slurmd's start-up reconcile or
+        // `lanesctl gc`, so every path below returns 0.
         auto args = parse_args(ac, av);
-        if (!args) return -1;
+        if (!args) return 0;
         auto config = load(*args);
-        if (!config) return -1;
-        auto shaper = NodeShaper::open(lanes::node_config_for(config->node, node_name()), node_name(), log_sink);
+        if (!config) {
+            slurm_error("lanes: job %u: no usable lanes.toml; its shaping (if any) is left for lanesctl gc", *job_id);
+            return 0;
+        }
+        auto shaper = open_shaper(*config);
         if (!shaper) return 0;  // nothing is shaped on this node
         auto removed = (*shaper)->remove(*job_id);
-        if (!removed) {
-            slurm_error("lanes: job %u: teardown: %s", *job_id, removed.error().message.c_str());
-            return -1;
-        }
+        if (!removed)
+            slurm_error("lanes: job %u: teardown incomplete, left for lanesctl gc: %s", *job_id,
+                        removed.error().message.c_str());
         return 0;
     });
 }

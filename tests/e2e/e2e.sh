@@ -69,6 +69,7 @@ e2e_write_config() {
     local dir=$1 mode=${2:-peak} start end
     if [[ $mode == peak ]]; then
         start=$(e2e_hhmm -30); end=$(e2e_hhmm 60)
+        E2E_PEAK_END=$end
     else
         start=$(e2e_hhmm 120); end=$(e2e_hhmm 180)
     fi

@@ -69,12 +69,15 @@ id=$(job_id_of "$out")
 e2e_check "training job accepted at peak ($out)" test -n "$id"
 e2e_check "user is told the job is deferred" grep -q 'lanes: .*deferred' <<<"$out"
 begin=$(cluster_job_field "$id" EligibleTime)
-want_end=$(date -u -d "@$(($(date +%s) + 60 * 60))" +%Y-%m-%dT%H:%M)
-e2e_check "training BeginTime is the window end ($begin ~ $want_end)" \
-    test "$(cluster_job_field "$id" EligibleTime | cut -c1-16)" = "$want_end"
+e2e_check "training BeginTime is the window end ($begin ~ $E2E_PEAK_END)" \
+    test "${begin:11:5}" = "$E2E_PEAK_END"
 e2e_check "training routed to partition training" test "$(cluster_job_field "$id" Partition)" = training
 reason=$(cluster_job_field "$id" Reason)
 e2e_check "pending reason is BeginTime ($reason)" test "$reason" = BeginTime
+
+# lanesctl fetches the pending job from slurmctld (libslurm) and dry-runs it.
+dry=$(cluster_run_ctl "$LANES_BUILDDIR/lanesctl/lanesctl" policy test --config "$CLUSTER_CONF_DIR/lanes.toml" --job "$id" 2>&1)
+e2e_check "lanesctl policy test --job $id classifies the real job as training" grep -qE '^  class: +training' <<<"$dry"
 
 # 3. Exempt user (root) is not deferred.
 id=$(job_id_of "$(submit_as root -J train-root -o /dev/null --wrap 'sleep 1')")
@@ -133,6 +136,16 @@ e2e_check "partition unchanged" test "$(cluster_job_field "$id" Partition)" = tr
 out=$(cluster_run_as "$user" scontrol update jobid="$id" StartTime=now 2>&1)
 rc=$?
 e2e_check "user cannot pull a deferred job into the peak ($out)" test "$rc" -ne 0
+out=$(cluster_run_as "$user" scontrol update jobid="$id" StartTime=now+1 2>&1)
+rc=$?
+e2e_check "not even to now+1 ($out)" test "$rc" -ne 0
+out=$(cluster_run_as "$user" scontrol update jobid="$id" Name=infer-sneaky 2>&1)
+rc=$?
+e2e_check "user cannot rename the job into another class ($out)" test "$rc" -ne 0
+out=$(cluster_run_as "$user" scontrol update jobid="$id" NumNodes=2 2>&1)
+rc=$?
+e2e_check "user cannot change the node count the policy read ($out)" test "$rc" -ne 0
+e2e_check "user may still shorten the time limit" cluster_run_as "$user" scontrol update jobid="$id" TimeLimit=20
 e2e_check "admin can move it" cluster_run_ctl scontrol update jobid="$id" Partition=inference
 e2e_check "admin's move took effect" test "$(cluster_job_field "$id" Partition)" = inference
 cluster_run_ctl scancel "$id"

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 
 #include "job_submit/job_desc_translate.hpp"
 
@@ -136,4 +137,32 @@ TEST(Glue, RejectCodesAreSpecific) {
     EXPECT_EQ(reject_code(d), ESLURM_INVALID_TRES);
     d.reject_kind = Decision::RejectKind::TimeWindow;
     EXPECT_EQ(reject_code(d), ESLURM_INVALID_TIME_LIMIT);
+}
+
+TEST_F(DescFixture, UpdatesOfRoutedFieldsAreNamed) {
+    EXPECT_FALSE(routed_field_changed(desc)) << "an empty update changes nothing routed";
+    desc.time_limit = 10;  // shortening is fine
+    EXPECT_FALSE(routed_field_changed(desc));
+    struct Case {
+        std::function<void(job_desc_msg_t&)> set;
+        const char* what;
+    } cases[] = {
+        {[](job_desc_msg_t& d) { d.begin_time = 1; }, "the begin time (StartTime)"},
+        {[](job_desc_msg_t& d) { d.min_nodes = 4; }, "the node count"},
+        {[](job_desc_msg_t& d) { d.num_tasks = 8; }, "the task count"},
+    };
+    for (const auto& c : cases) {
+        job_desc_msg_t d{};
+        slurm_init_job_desc_msg(&d);
+        c.set(d);
+        auto field = routed_field_changed(d);
+        ASSERT_TRUE(field) << c.what;
+        EXPECT_EQ(*field, c.what);
+    }
+    char tres[] = "gres/gpu:8";
+    desc.tres_per_node = tres;
+    EXPECT_EQ(routed_field_changed(desc).value_or(""), "the GRES/TRES request");
+    desc.tres_per_node = nullptr;
+    desc.name = slurm_xstrdup("infer-me");
+    EXPECT_EQ(routed_field_changed(desc).value_or(""), "the job name");
 }
