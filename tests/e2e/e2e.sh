@@ -105,6 +105,11 @@ partitions = ["inference"]
 dscp = "AF41"
 allowed_users = ["*"]
 
+[classes.plain]
+rank = 2
+partitions = ["training"]
+allowed_users = ["*"]
+
 [classes.vip]
 rank = 6
 partitions = ["inference"]

@@ -112,6 +112,12 @@ for _ in $(seq 50); do [[ -z $(leftovers train1 "$id")$(leftovers infer1 "$iid")
 e2e_check "after scancel nothing of the training job is left ($(leftovers train1 "$id"))" test -z "$(leftovers train1 "$id")"
 e2e_check "after scancel nothing of the inference job is left" test -z "$(leftovers infer1 "$iid")"
 
+# A class without network settings: nothing is shaped, and tasks launch normally.
+pid=$(cluster_sbatch --lanes-class=plain -J plain-job -w train2 -p training -o "$work/plain-%j.out" \
+    --wrap 'srun hostname')
+e2e_check "a job of a class without network settings completes (srun included)" cluster_wait_job "$pid" COMPLETED 60
+e2e_check "its step ran on train2" grep -qx train2 "$work/plain-$pid.out"
+
 # Time limit: a 1-minute job that would run 5 minutes.
 tid=$(cluster_sbatch -J train-timeout -t 1 -w train2 -p training -o /dev/null --wrap 'sleep 300')
 e2e_check "time-limited job starts" cluster_wait_job "$tid" RUNNING 30
