@@ -281,7 +281,12 @@ int init_allocator_or_local(spank_t sp) {
 
 int reconcile_on_slurmd_start(const lanes::SpankArgs& args) {
     auto config = load(args);
-    if (!config) return -1;  // slurmd refuses to start with a broken lanes.toml: say why
+    if (!config) {
+        // slurmd still starts: a node without Lanes is better than a node down. Its
+        // prologs fail the same way for jobs that need shaping, and say why.
+        slurm_error("lanes: no usable lanes.toml at slurmd start; leftovers not reconciled");
+        return 0;
+    }
     if (!args.reconcile_on_start) return 0;
     auto shaper = open_shaper(*config);
     if (!shaper) {
