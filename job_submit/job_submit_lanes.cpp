@@ -14,6 +14,8 @@ extern "C" {
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <thread>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -49,6 +51,33 @@ struct PluginState {
     std::string config_path;
     // validate_operator() lives in slurmctld; resolved at init when present.
     bool (*validate_operator)(uid_t) = nullptr;
+
+    // Reloads happen here, once a second, never in job_submit: parsing lanes.toml
+    // and compiling the policy must not run under slurmctld's job write lock.
+    std::thread reloader;
+    std::mutex reloader_mutex;
+    std::condition_variable reloader_wake;
+    bool stopping = false;
+
+    void start_reloader() {
+        reloader = std::thread([this] {
+            std::unique_lock lock(reloader_mutex);
+            while (!reloader_wake.wait_for(lock, std::chrono::seconds(1), [this] { return stopping; })) {
+                lock.unlock();
+                lanes::guard_entry(0, [](const char* what) { slurm_error("lanes: reload failed: %s", what); },
+                                   [this] { return classifier->reload_if_changed() ? 1 : 0; });
+                lock.lock();
+            }
+        });
+    }
+    ~PluginState() {
+        {
+            std::lock_guard lock(reloader_mutex);
+            stopping = true;
+        }
+        reloader_wake.notify_all();
+        if (reloader.joinable()) reloader.join();
+    }
 };
 
 std::unique_ptr<PluginState> g_state;
@@ -109,6 +138,7 @@ extern "C" int init(void) noexcept {
         }
         state->classifier = std::move(*classifier);
         g_state = std::move(state);
+        g_state->start_reloader();
         slurm_info("lanes: loaded %s", g_state->config_path.c_str());
         return SLURM_SUCCESS;
     });
@@ -126,7 +156,6 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
     return guarded("job_submit", SLURM_ERROR, err_msg, [&]() -> int {
         if (!g_state || !job_desc) return SLURM_ERROR;
         auto& state = *g_state;
-        state.classifier->reload_if_changed();
         auto now = now_seconds();
         auto job = lanes::job_view_from_desc(*job_desc, submit_uid, state.user_names, now);
         Decision decision = state.classifier->classify(job, now, is_admin(submit_uid));

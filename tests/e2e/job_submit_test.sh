@@ -168,7 +168,7 @@ function classify(job)
   return nil
 end
 LUA
-sleep 1.1
+sleep 2.5  # slurmctld's reload thread looks once a second
 id=$(job_id_of "$(submit_as "$user" -J infer-after-fix -o /dev/null --wrap true)")
 cluster_wait_job "$id" COMPLETED 60 >/dev/null
 e2e_check "fixed policy picked up without a restart" grep -qx 'SPANK_LANES_DSCP=46' "$work/prolog-$id-infer1.env"
