@@ -93,6 +93,14 @@ Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, cons
             if (!next) break;
             const bool fits = time_limit && start + std::chrono::minutes(*time_limit) <= next->start;
             if (fits) break;
+            // Move the start past the end of that occurrence; false if it has no end.
+            auto defer_past = [&](const auto& occurrence) {
+                auto end = windows.next_end(occurrence.name, occurrence.start);
+                if (!end || *end <= start) return false;
+                start = *end;
+                deferred_by = occurrence.name;
+                return true;
+            };
             const std::string when = windows.describe(next->name, next->start);
             const std::string job_desc = cls.name + " job";
             switch (cls.window_overrun) {
@@ -132,10 +140,7 @@ Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, cons
                         break;
                     }
                     // Too little room: start after that window instead.
-                    auto end = windows.next_end(next->name, next->start);
-                    if (!end || *end <= start) { settled = true; break; }
-                    start = *end;
-                    deferred_by = next->name;
+                    settled = !defer_past(*next);
                     break;
                 }
                 case OverrunAction::Defer: {
@@ -147,10 +152,7 @@ Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, cons
                         settled = true;
                         break;
                     }
-                    auto end = windows.next_end(next->name, next->start);
-                    if (!end || *end <= start) { settled = true; break; }
-                    start = *end;
-                    deferred_by = next->name;
+                    settled = !defer_past(*next);
                     break;
                 }
             }
