@@ -89,7 +89,8 @@ id=$(cluster_sbatch -J infer-midrun -w infer1 -o /dev/null --wrap 'sleep 2')
 e2e_check "with broken config+policy the job is still routed (last good)" \
     test "$(cluster_job_field "$id" Partition)" = inference
 cluster_wait_job "$id" RUNNING 30 >/dev/null
-sleep 0.3
+# RUNNING can be reported while the node's prolog is still applying the class.
+for _ in $(seq 50); do [[ -n $(node_state infer1) ]] && break; sleep 0.1; done
 e2e_check "its node still applies marks from the last good config" \
     bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}infer1 nft list chain inet lanes job_$id | grep -q af41"
 cluster_wait_job "$id" COMPLETED 30 >/dev/null

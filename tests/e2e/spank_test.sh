@@ -101,7 +101,7 @@ e2e_check "job throughput $bps bit/s is within 5% of its 60 Mbit/s ceil" \
 # Inference job on infer1: marks (AF41), no cap configured.
 iid=$(cluster_sbatch -J infer-svc -w infer1 -p inference -o /dev/null --wrap 'sleep 300')
 e2e_check "inference job starts" cluster_wait_job "$iid" RUNNING 30
-sleep 0.5
+for _ in $(seq 50); do grep -q "job_$iid" <<<"$(node_nft infer1)" && break; sleep 0.1; done
 e2e_check "infer1 chain marks af41" bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}infer1 nft list chain inet lanes job_$iid | grep -q 'dscp set af41'"
 
 # Cancel: everything goes.
@@ -121,6 +121,8 @@ e2e_check "its step ran on train2" grep -qx train2 "$work/plain-$pid.out"
 # Time limit: a 1-minute job that would run 5 minutes.
 tid=$(cluster_sbatch -J train-timeout -t 1 -w train2 -p training -o /dev/null --wrap 'sleep 300')
 e2e_check "time-limited job starts" cluster_wait_job "$tid" RUNNING 30
+# RUNNING can be reported while the node's prolog is still applying the class.
+for _ in $(seq 50); do grep -q "job_$tid" <<<"$(node_nft train2)" && break; sleep 0.1; done
 e2e_check "time-limited job has its class while running" grep -q "job_$tid" <<<"$(node_nft train2)"
 e2e_check "job times out" cluster_wait_job "$tid" TIMEOUT 150
 for _ in $(seq 50); do [[ -z $(leftovers train2 "$tid") ]] && break; sleep 0.2; done
