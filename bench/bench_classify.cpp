@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "classifier.hpp"
-#include "policy_fixture.hpp"
+#include "ctld/classifier.hpp"
+#include "lanesctl/policy_fixture.hpp"
 
 namespace {
 

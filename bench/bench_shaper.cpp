@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "cgroup_tree.hpp"
-#include "node_shaper.hpp"
-#include "packet_marker.hpp"
-#include "traffic_control.hpp"
+#include "node/cgroup_tree.hpp"
+#include "node/node_shaper.hpp"
+#include "node/packet_marker.hpp"
+#include "node/traffic_control.hpp"
 
 using namespace lanes;
 using Clock = std::chrono::steady_clock;

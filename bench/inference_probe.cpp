@@ -47,7 +47,7 @@
 #include <vector>
 
 #include "bench/latency_stats.hpp"
-#include "config.hpp"
+#include "core/lanes_toml.hpp"
 
 namespace lanes::bench {
 namespace {

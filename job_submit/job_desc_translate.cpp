@@ -1,11 +1,11 @@
-#include "job_desc_translate.hpp"
+#include "job_submit/job_desc_translate.hpp"
 
 #include <charconv>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
-#include "job_env.hpp"
+#include "core/job_env.hpp"
 
 extern "C" {
 // Slurm's allocator, resolved in slurmctld (libslurmfull) or libslurm (tests).

@@ -11,8 +11,8 @@ extern "C" {
 #include <optional>
 #include <string>
 
-#include "job.hpp"
-#include "user_names.hpp"
+#include "core/job.hpp"
+#include "ctld/user_names.hpp"
 
 namespace lanes {
 

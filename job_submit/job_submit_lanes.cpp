@@ -22,11 +22,11 @@ extern "C" {
 #include <mutex>
 #include <string>
 
-#include "classifier.hpp"
+#include "ctld/classifier.hpp"
 #include "config.h"
-#include "entry_guard.hpp"
-#include "job_desc_translate.hpp"
-#include "user_names.hpp"
+#include "core/entry_guard.hpp"
+#include "job_submit/job_desc_translate.hpp"
+#include "ctld/user_names.hpp"
 
 extern "C" {
 // Exported by slurmctld / libslurmfull (plain info()/error() are not).

@@ -1,4 +1,4 @@
-#include "args.hpp"
+#include "lanesctl/args.hpp"
 
 #include <charconv>
 #include <set>

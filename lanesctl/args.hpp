@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "result.hpp"
+#include "core/result.hpp"
 
 namespace lanes::ctl {
 

@@ -1,4 +1,4 @@
-#include "check_report.hpp"
+#include "lanesctl/check_report.hpp"
 
 #include <cctype>
 #include <charconv>

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
-#include "json.hpp"
+#include "core/lanes_toml.hpp"
+#include "lanesctl/json.hpp"
 
 namespace lanes::ctl {
 

@@ -2,9 +2,9 @@
 // call job_submit/lanes makes at init, so "check passes" means "the plugin loads".
 #include <cstdio>
 
-#include "check_report.hpp"
-#include "classifier.hpp"
-#include "commands.hpp"
+#include "lanesctl/check_report.hpp"
+#include "ctld/classifier.hpp"
+#include "lanesctl/commands.hpp"
 
 namespace lanes::ctl {
 

@@ -12,9 +12,9 @@
 #include <map>
 #include <sstream>
 
-#include "commands.hpp"
-#include "node_report.hpp"
-#include "node_shaper.hpp"
+#include "lanesctl/commands.hpp"
+#include "lanesctl/node_report.hpp"
+#include "node/node_shaper.hpp"
 
 namespace lanes::ctl {
 

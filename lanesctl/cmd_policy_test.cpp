@@ -12,13 +12,13 @@ extern "C" {
 #include <fstream>
 #include <sstream>
 
-#include "classifier.hpp"
-#include "commands.hpp"
-#include "job_desc_translate.hpp"  // count_gpus
-#include "policy_fixture.hpp"
-#include "policy_report.hpp"
-#include "time_spec.hpp"
-#include "user_names.hpp"
+#include "ctld/classifier.hpp"
+#include "lanesctl/commands.hpp"
+#include "job_submit/job_desc_translate.hpp"  // count_gpus
+#include "lanesctl/policy_fixture.hpp"
+#include "lanesctl/policy_report.hpp"
+#include "lanesctl/time_spec.hpp"
+#include "ctld/user_names.hpp"
 
 namespace lanes::ctl {
 

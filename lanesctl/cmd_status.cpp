@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "commands.hpp"
-#include "config.hpp"
-#include "node_report.hpp"
-#include "node_shaper.hpp"
+#include "lanesctl/commands.hpp"
+#include "core/lanes_toml.hpp"
+#include "lanesctl/node_report.hpp"
+#include "node/node_shaper.hpp"
 
 namespace lanes::ctl {
 

@@ -1,10 +1,10 @@
 // lanesctl windows: the calendar of lanes.toml's windows and reservation commands.
 #include <cstdio>
 
-#include "commands.hpp"
-#include "config.hpp"
-#include "time_spec.hpp"
-#include "windows_report.hpp"
+#include "lanesctl/commands.hpp"
+#include "core/lanes_toml.hpp"
+#include "lanesctl/time_spec.hpp"
+#include "lanesctl/windows_report.hpp"
 
 namespace lanes::ctl {
 

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "args.hpp"
-#include "json.hpp"
-#include "windows.hpp"
+#include "lanesctl/args.hpp"
+#include "lanesctl/json.hpp"
+#include "core/windows.hpp"
 
 namespace lanes::ctl {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "commands.hpp"
+#include "lanesctl/commands.hpp"
 
 namespace lanes::ctl {
 

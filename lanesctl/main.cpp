@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "args.hpp"
-#include "commands.hpp"
+#include "lanesctl/args.hpp"
+#include "lanesctl/commands.hpp"
 #include "config.h"
-#include "version.hpp"
+#include "core/version.hpp"
 
 namespace {
 

@@ -1,9 +1,9 @@
-#include "node_report.hpp"
+#include "lanesctl/node_report.hpp"
 
 #include <charconv>
 #include <cstdio>
 
-#include "config.hpp"
+#include "core/lanes_toml.hpp"
 
 namespace lanes::ctl {
 

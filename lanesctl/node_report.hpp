@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "json.hpp"
-#include "shaping_plan.hpp"
-#include "traffic_control.hpp"
+#include "lanesctl/json.hpp"
+#include "node/shaping_plan.hpp"
+#include "node/traffic_control.hpp"
 
 namespace lanes::ctl {
 

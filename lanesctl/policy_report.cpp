@@ -1,11 +1,11 @@
-#include "policy_report.hpp"
+#include "lanesctl/policy_report.hpp"
 
 #include <cstdio>
 
-#include "config.hpp"
-#include "policy_fixture.hpp"  // decision_to_json
-#include "router.hpp"          // format_minutes
-#include "time_spec.hpp"
+#include "core/lanes_toml.hpp"
+#include "lanesctl/policy_fixture.hpp"  // decision_to_json
+#include "ctld/router.hpp"          // format_minutes
+#include "lanesctl/time_spec.hpp"
 
 namespace lanes::ctl {
 

@@ -1,6 +1,6 @@
 // `lanesctl policy test`: printing of classifier runs on job files, fixtures and
 // real jobs. The job/fixture JSON format, decision JSON and the comparison with a
-// fixture's "expect" are lib/policy_fixture.hpp's, shared with the golden tests,
+// fixture's "expect" are lanesctl/policy_fixture.hpp's, shared with the golden tests,
 // so a site's fixtures and ours are one format. Pure.
 #pragma once
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "job.hpp"
-#include "json.hpp"
-#include "windows.hpp"
+#include "core/job.hpp"
+#include "lanesctl/json.hpp"
+#include "core/windows.hpp"
 
 namespace lanes::ctl {
 

@@ -1,4 +1,4 @@
-#include "time_spec.hpp"
+#include "lanesctl/time_spec.hpp"
 
 #include <cctype>
 #include <charconv>

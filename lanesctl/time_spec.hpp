@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "result.hpp"
-#include "windows.hpp"
+#include "core/result.hpp"
+#include "core/windows.hpp"
 
 namespace lanes::ctl {
 

@@ -1,11 +1,11 @@
-#include "windows_report.hpp"
-#include "text.hpp"
+#include "lanesctl/windows_report.hpp"
+#include "core/text.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <set>
 
-#include "time_spec.hpp"
+#include "lanesctl/time_spec.hpp"
 
 namespace lanes::ctl {
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
-#include "json.hpp"
-#include "result.hpp"
-#include "windows.hpp"
+#include "core/lanes_toml.hpp"
+#include "lanesctl/json.hpp"
+#include "core/result.hpp"
+#include "core/windows.hpp"
 
 namespace lanes::ctl {
 

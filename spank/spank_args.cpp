@@ -1,8 +1,8 @@
-#include "spank_args.hpp"
+#include "spank/spank_args.hpp"
 
 #include <cctype>
 
-#include "config.hpp"
+#include "core/lanes_toml.hpp"
 
 namespace lanes {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "result.hpp"
+#include "core/result.hpp"
 
 namespace lanes {
 

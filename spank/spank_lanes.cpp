@@ -37,13 +37,13 @@ extern "C" {
 #include <vector>
 
 #include "config.h"
-#include "config.hpp"
-#include "entry_guard.hpp"
-#include "job_env.hpp"
-#include "job_state_store.hpp"
-#include "node_shaper.hpp"
+#include "core/lanes_toml.hpp"
+#include "core/entry_guard.hpp"
+#include "core/job_env.hpp"
+#include "node/job_state_store.hpp"
+#include "node/node_shaper.hpp"
 #include "spank/spank_args.hpp"
-#include "task_env.hpp"
+#include "node/task_env.hpp"
 
 extern "C" {
 void slurm_info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

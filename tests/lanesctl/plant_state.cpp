@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "config.hpp"
-#include "node_shaper.hpp"
+#include "core/lanes_toml.hpp"
+#include "node/node_shaper.hpp"
 
 int main(int argc, char** argv) {
     if (argc != 5) {

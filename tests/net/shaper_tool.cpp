@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "cgroup_tree.hpp"
-#include "config.hpp"
-#include "node_shaper.hpp"
-#include "traffic_control.hpp"
+#include "node/cgroup_tree.hpp"
+#include "core/lanes_toml.hpp"
+#include "node/node_shaper.hpp"
+#include "node/traffic_control.hpp"
 
 using namespace lanes;
 

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "builtin_rules.hpp"
-#include "classifier.hpp"
-#include "fixed_windows.hpp"
+#include "ctld/builtin_rules.hpp"
+#include "ctld/classifier.hpp"
+#include "tests/unit/fixed_windows.hpp"
 
 namespace lanes {
 namespace {

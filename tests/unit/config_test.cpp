@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "config.hpp"
-#include "time_text.hpp"
+#include "core/lanes_toml.hpp"
+#include "tests/unit/time_text.hpp"
 
 namespace {
 

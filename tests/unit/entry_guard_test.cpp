@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "entry_guard.hpp"
+#include "core/entry_guard.hpp"
 
 TEST(EntryGuard, PassesTheBodysResultThrough) {
     std::string reported;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "router.hpp"
+#include "ctld/router.hpp"
 
 namespace lanes::test {
 

@@ -1,14 +1,14 @@
 // Golden fixtures: tests/golden/<set>/lanes.toml + one JSON case per file (see
-// lib/policy_fixture.hpp). Each shipped policy has a set; "rules" has no policy.
+// lanesctl/policy_fixture.hpp). Each shipped policy has a set; "rules" has no policy.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
-#include "classifier.hpp"
-#include "json.hpp"
-#include "policy_fixture.hpp"
+#include "ctld/classifier.hpp"
+#include "lanesctl/json.hpp"
+#include "lanesctl/policy_fixture.hpp"
 
 namespace lanes {
 namespace {

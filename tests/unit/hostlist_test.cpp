@@ -1,4 +1,4 @@
-#include "hostlist.hpp"
+#include "core/hostlist.hpp"
 
 #include <gtest/gtest.h>
 

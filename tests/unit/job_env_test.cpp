@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "job_env.hpp"
+#include "core/job_env.hpp"
 
 using namespace lanes;
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "job_state_store.hpp"
+#include "node/job_state_store.hpp"
 
 using namespace lanes;
 

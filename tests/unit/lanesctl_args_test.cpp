@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "args.hpp"
-#include "time_spec.hpp"
+#include "lanesctl/args.hpp"
+#include "lanesctl/time_spec.hpp"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "json.hpp"
-#include "node_report.hpp"
-#include "policy_report.hpp"
+#include "lanesctl/json.hpp"
+#include "lanesctl/node_report.hpp"
+#include "lanesctl/policy_report.hpp"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "check_report.hpp"
-#include "json.hpp"
-#include "windows_report.hpp"
+#include "lanesctl/check_report.hpp"
+#include "lanesctl/json.hpp"
+#include "lanesctl/windows_report.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "config.hpp"
+#include "core/lanes_toml.hpp"
 
 using namespace lanes;
 

@@ -1,6 +1,6 @@
 // NodeShaper over recording fakes of the kernel interfaces; cgroup path logic;
 // the job state file format.
-#include "node_shaper.hpp"
+#include "node/node_shaper.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,10 +10,10 @@
 #include <map>
 #include <set>
 
-#include "cgroup_tree.hpp"
-#include "job_state_store.hpp"
-#include "packet_marker.hpp"
-#include "traffic_control.hpp"
+#include "node/cgroup_tree.hpp"
+#include "node/job_state_store.hpp"
+#include "node/packet_marker.hpp"
+#include "node/traffic_control.hpp"
 
 namespace lanes {
 namespace {

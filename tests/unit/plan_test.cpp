@@ -13,9 +13,9 @@
 #include <cstring>
 #include <set>
 
-#include "packet_marker.hpp"
-#include "shaping_plan.hpp"
-#include "traffic_control.hpp"
+#include "node/packet_marker.hpp"
+#include "node/shaping_plan.hpp"
+#include "node/traffic_control.hpp"
 
 namespace lanes {
 namespace {

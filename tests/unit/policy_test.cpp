@@ -4,8 +4,8 @@
 #include <mutex>
 #include <thread>
 
-#include "fixed_windows.hpp"
-#include "policy.hpp"
+#include "tests/unit/fixed_windows.hpp"
+#include "ctld/policy.hpp"
 
 namespace lanes {
 namespace {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "fixed_windows.hpp"
-#include "router.hpp"
+#include "tests/unit/fixed_windows.hpp"
+#include "ctld/router.hpp"
 
 namespace lanes {
 namespace {

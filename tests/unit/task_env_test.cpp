@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "task_env.hpp"
+#include "node/task_env.hpp"
 
 using namespace lanes;
 using Env = std::vector<std::pair<std::string, std::string>>;

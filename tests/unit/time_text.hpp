@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "windows.hpp"
+#include "core/windows.hpp"
 
 namespace lanes::test {
 

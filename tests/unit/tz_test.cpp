@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "time_text.hpp"
-#include "windows.hpp"
+#include "tests/unit/time_text.hpp"
+#include "core/windows.hpp"
 
 namespace {
 

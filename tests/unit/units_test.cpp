@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "core/lanes_toml.hpp"
 
 namespace {
 

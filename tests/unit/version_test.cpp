@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "version.hpp"
+#include "core/version.hpp"
 
 TEST(Version, NamesLanesAndSlurm) {
     const std::string v = lanes::version_string();

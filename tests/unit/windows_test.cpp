@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "time_text.hpp"
-#include "windows.hpp"
+#include "tests/unit/time_text.hpp"
+#include "core/windows.hpp"
 
 namespace {
 

@@ -1,0 +1,325 @@
+#include "lanesctl/policy_fixture.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "ctld/router.hpp"
+
+namespace lanes {
+
+namespace {
+
+bool digits(std::string_view s, size_t pos, size_t n, int& out) {
+    if (pos + n > s.size()) return false;
+    out = 0;
+    for (size_t i = pos; i < pos + n; ++i) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        out = out * 10 + (s[i] - '0');
+    }
+    return true;
+}
+
+const char* verdict_name(Decision::Verdict v) { return v == Decision::Verdict::Accept ? "accept" : "reject"; }
+
+const char* reject_kind_name(Decision::RejectKind k) {
+    switch (k) {
+        case Decision::RejectKind::Policy: return "policy";
+        case Decision::RejectKind::ClassNotAllowed: return "class-not-allowed";
+        case Decision::RejectKind::InvalidOption: return "invalid-option";
+        case Decision::RejectKind::TimeWindow: return "time-window";
+    }
+    return "policy";
+}
+
+std::string rate_text(const Rate& r) {
+    if (r.is_relative()) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g%%", r.percent);
+        return buf;
+    }
+    return format_rate(r.bits_per_second);
+}
+
+Result<std::string> string_of(const json::Value& v, const std::string& key) {
+    if (!v.is_string()) return fail(key + ": expected a string, got " + v.type_name());
+    return v.as_string();
+}
+
+Result<uint32_t> u32_of(const json::Value& v, const std::string& key) {
+    if (!v.is_int() || v.as_int() < 0 || v.as_int() > UINT32_MAX)
+        return fail(key + ": expected a non-negative integer, got " + v.type_name());
+    return static_cast<uint32_t>(v.as_int());
+}
+
+Result<SysSeconds> time_of(const json::Value& v, const std::string& key) {
+    if (v.is_int()) return SysSeconds{std::chrono::seconds{v.as_int()}};
+    if (!v.is_string()) return fail(key + ": expected a timestamp, got " + v.type_name());
+    auto t = parse_timestamp(v.as_string());
+    if (!t) return fail(key + ": " + t.error().message);
+    return *t;
+}
+
+}  // namespace
+
+Result<SysSeconds> parse_timestamp(std::string_view s) {
+    std::string bad = "invalid timestamp '" + std::string(s) + "' (want 2026-12-01T09:00:00+01:00 or ...Z)";
+    int y, mo, d, h, mi, sec = 0;
+    if (s.size() < 17 || !digits(s, 0, 4, y) || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
+        !digits(s, 8, 2, d) || (s[10] != 'T' && s[10] != ' ') || !digits(s, 11, 2, h) || s[13] != ':' ||
+        !digits(s, 14, 2, mi))
+        return fail(bad);
+    size_t pos = 16;
+    if (pos < s.size() && s[pos] == ':') {
+        if (!digits(s, 17, 2, sec)) return fail(bad);
+        pos = 19;
+    }
+    int offset = 0;
+    if (pos < s.size() && s[pos] == 'Z' && pos + 1 == s.size()) {
+        offset = 0;
+    } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-') && s.size() == pos + 6 && s[pos + 3] == ':') {
+        int oh, om;
+        if (!digits(s, pos + 1, 2, oh) || !digits(s, pos + 4, 2, om) || oh > 23 || om > 59) return fail(bad);
+        offset = (oh * 60 + om) * 60 * (s[pos] == '-' ? -1 : 1);
+    } else {
+        return fail(bad);
+    }
+    std::chrono::year_month_day ymd{std::chrono::year{y}, std::chrono::month{static_cast<unsigned>(mo)},
+                                    std::chrono::day{static_cast<unsigned>(d)}};
+    if (!ymd.ok() || h > 23 || mi > 59 || sec > 59) return fail(bad);
+    return SysSeconds{std::chrono::sys_days{ymd}} + std::chrono::hours{h} + std::chrono::minutes{mi} +
+           std::chrono::seconds{sec} - std::chrono::seconds{offset};
+}
+
+std::string format_timestamp_utc(SysSeconds t) {
+    auto day = std::chrono::floor<std::chrono::days>(t);
+    std::chrono::year_month_day ymd{day};
+    std::chrono::hh_mm_ss hms{t - day};
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                  static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                  static_cast<int>(hms.seconds().count()));
+    return buf;
+}
+
+Result<JobView> job_from_json(const json::Value& v) {
+    if (!v.is_object()) return fail("job: expected an object");
+    JobView j;
+    for (const auto& [key, val] : v.as_object()) {
+        const std::string k = "job." + key;
+        auto str = [&](std::string& dst) -> Result<void> {
+            auto s = string_of(val, k);
+            if (!s) return fail(s.error().message);
+            dst = *s;
+            return {};
+        };
+        auto num = [&](uint32_t& dst) -> Result<void> {
+            auto n = u32_of(val, k);
+            if (!n) return fail(n.error().message);
+            dst = *n;
+            return {};
+        };
+        Result<void> r;
+        if (key == "name") r = str(j.name);
+        else if (key == "comment") r = str(j.comment);
+        else if (key == "user") r = str(j.user);
+        else if (key == "account") r = str(j.account);
+        else if (key == "partition") r = str(j.partition);
+        else if (key == "qos") r = str(j.qos);
+        else if (key == "tres_per_node") r = str(j.tres_per_node);
+        else if (key == "tres_per_job") r = str(j.tres_per_job);
+        else if (key == "features") r = str(j.features);
+        else if (key == "uid") r = num(j.uid);
+        else if (key == "gpus") r = num(j.gpus);
+        else if (key == "min_nodes") r = num(j.min_nodes);
+        else if (key == "max_nodes") r = num(j.max_nodes);
+        else if (key == "num_tasks") r = num(j.num_tasks);
+        else if (key == "time_limit") {
+            if (val.is_null()) {
+                j.time_limit_minutes.reset();
+            } else if (val.is_string()) {
+                auto d = parse_slurm_duration(val.as_string());
+                if (!d) return fail(k + ": " + d.error().message);
+                j.time_limit_minutes = *d;
+            } else {
+                uint32_t m = 0;
+                r = num(m);
+                j.time_limit_minutes = m;
+            }
+        } else if (key == "batch") {
+            if (!val.is_bool()) return fail(k + ": expected true or false");
+            j.batch = val.as_bool();
+        } else if (key == "env") {
+            if (!val.is_object()) return fail(k + ": expected an object of strings");
+            for (const auto& [ek, ev] : val.as_object()) {
+                if (!ev.is_string()) return fail(k + "." + ek + ": expected a string");
+                j.environment[ek] = ev.as_string();
+            }
+        } else if (key == "lanes_class" || key == "lanes_cap") {
+            std::string s;
+            r = str(s);
+            (key == "lanes_class" ? j.requested_class : j.requested_cap) = s;
+        } else if (key == "submit_time" || key == "begin_time") {
+            auto t = time_of(val, k);
+            if (!t) return fail(t.error().message);
+            if (key == "submit_time") j.submit_time = *t; else j.begin_time = *t;
+        } else {
+            return fail(k + ": unknown key");
+        }
+        if (!r) return fail(r.error().message);
+    }
+    return j;
+}
+
+json::Value decision_to_json(const Decision& d) {
+    json::Object o;
+    o.emplace_back("verdict", verdict_name(d.verdict));
+    if (d.verdict == Decision::Verdict::Reject) o.emplace_back("reject_kind", reject_kind_name(d.reject_kind));
+    o.emplace_back("class", d.class_name.empty() ? json::Value() : json::Value(d.class_name));
+    o.emplace_back("reason", d.reason);
+    json::Array messages;
+    for (const auto& m : d.user_messages) messages.emplace_back(m);
+    o.emplace_back("messages", std::move(messages));
+    auto opt_str = [](const std::optional<std::string>& s) { return s ? json::Value(*s) : json::Value(); };
+    o.emplace_back("partition", opt_str(d.partition));
+    o.emplace_back("qos", opt_str(d.qos));
+    o.emplace_back("features", opt_str(d.features));
+    o.emplace_back("nice", d.nice ? json::Value(static_cast<int64_t>(*d.nice)) : json::Value());
+    o.emplace_back("begin_time", d.begin_time ? json::Value(format_timestamp_utc(*d.begin_time)) : json::Value());
+    o.emplace_back("time_limit",
+                   d.time_limit_minutes ? json::Value(static_cast<int64_t>(*d.time_limit_minutes)) : json::Value());
+    json::Object net;
+    const NetworkDecision& n = d.network;
+    net.emplace_back("dscp", n.dscp ? json::Value(static_cast<int64_t>(*n.dscp)) : json::Value());
+    net.emplace_back("rate", n.rate ? json::Value(rate_text(*n.rate)) : json::Value());
+    net.emplace_back("ceil", n.ceil ? json::Value(rate_text(*n.ceil)) : json::Value());
+    net.emplace_back("rdma_traffic_class",
+                     n.rdma_traffic_class ? json::Value(static_cast<int64_t>(*n.rdma_traffic_class)) : json::Value());
+    net.emplace_back("rdma_service_level",
+                     n.rdma_service_level ? json::Value(static_cast<int64_t>(*n.rdma_service_level)) : json::Value());
+    net.emplace_back("rank", static_cast<int64_t>(n.rank));
+    o.emplace_back("network", std::move(net));
+    return json::Value(std::move(o));
+}
+
+Result<PolicyFixture> parse_fixture(std::string_view text, const std::string& path) {
+    auto doc = json::parse(text);
+    if (!doc) return fail(path + ":" + doc.error().message);
+    if (!doc->is_object()) return fail(path + ": expected a JSON object");
+    PolicyFixture f;
+    f.path = path;
+    bool has_job = false, has_at = false, has_expect = false;
+    for (const auto& [key, val] : doc->as_object()) {
+        if (key == "description") {
+            if (!val.is_string()) return fail(path + ": description: expected a string");
+            f.description = val.as_string();
+        } else if (key == "job") {
+            auto j = job_from_json(val);
+            if (!j) return fail(path + ": " + j.error().message);
+            f.job = std::move(*j);
+            has_job = true;
+        } else if (key == "at") {
+            auto t = time_of(val, "at");
+            if (!t) return fail(path + ": " + t.error().message);
+            f.at = *t;
+            has_at = true;
+        } else if (key == "admin") {
+            if (!val.is_bool()) return fail(path + ": admin: expected true or false");
+            f.admin = val.as_bool();
+        } else if (key == "expect") {
+            if (!val.is_object()) return fail(path + ": expect: expected an object");
+            f.expect = val;
+            has_expect = true;
+        } else {
+            return fail(path + ": unknown key \"" + key + "\" (known: description, job, at, admin, expect)");
+        }
+    }
+    if (!has_job || !has_at || !has_expect) return fail(path + ": \"job\", \"at\" and \"expect\" are required");
+    if (f.job.submit_time == SysSeconds{}) f.job.submit_time = f.at;
+    return f;
+}
+
+Result<PolicyFixture> load_fixture(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(path + ": cannot read");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_fixture(text.str(), path);
+}
+
+std::vector<std::string> check_fixture(const PolicyFixture& f, const Decision& d) {
+    std::vector<std::string> bad;
+    json::Value actual = decision_to_json(d);
+    auto show = [](const json::Value* v) { return v ? json::write(*v) : std::string("(absent)"); };
+    auto contains_each = [&](const json::Value& want, const std::string& key, const std::vector<std::string>& texts) {
+        std::vector<std::string> needles;
+        if (want.is_string()) {
+            needles.push_back(want.as_string());
+        } else if (want.is_array()) {
+            for (const auto& n : want.as_array())
+                if (n.is_string()) needles.push_back(n.as_string());
+        } else {
+            bad.push_back(key + ": expected a string or a list of strings");
+            return;
+        }
+        for (const auto& needle : needles) {
+            bool found = false;
+            for (const auto& t : texts)
+                if (t.find(needle) != std::string::npos) found = true;
+            if (!found) {
+                std::string all;
+                for (const auto& t : texts) all += (all.empty() ? "" : " | ") + t;
+                bad.push_back(key + ": \"" + needle + "\" not found in: " + (all.empty() ? "(nothing)" : all));
+            }
+        }
+    };
+    for (const auto& [key, want] : f.expect.as_object()) {
+        if (key == "reason_contains") {
+            contains_each(want, key, {d.reason});
+        } else if (key == "message_contains") {
+            contains_each(want, key, d.user_messages);
+        } else if (key == "messages") {
+            const json::Value* got = actual.find("messages");
+            if (json::write(*got) != json::write(want)) bad.push_back("messages: want " + json::write(want) + ", got " + show(got));
+        } else if (key == "begin_time") {
+            if (want.is_null()) {
+                if (d.begin_time) bad.push_back("begin_time: want unset, got " + format_timestamp_utc(*d.begin_time));
+            } else {
+                auto t = time_of(want, "expect.begin_time");
+                if (!t) bad.push_back(t.error().message);
+                else if (!d.begin_time || *d.begin_time != *t)
+                    bad.push_back("begin_time: want " + format_timestamp_utc(*t) + ", got " +
+                                  (d.begin_time ? format_timestamp_utc(*d.begin_time) : "unset"));
+            }
+        } else if (key == "network") {
+            const json::Value* got_net = actual.find("network");
+            if (!want.is_object()) {
+                bad.push_back("network: expected an object");
+                continue;
+            }
+            for (const auto& [nk, nv] : want.as_object()) {
+                const json::Value* got = got_net->find(nk);
+                if (!got) bad.push_back("network." + nk + ": unknown key");
+                else if (json::write(*got) != json::write(nv))
+                    bad.push_back("network." + nk + ": want " + json::write(nv) + ", got " + json::write(*got));
+            }
+        } else {
+            static const char* const plain[] = {"verdict", "reject_kind", "class", "reason", "partition",
+                                                "qos",     "features",    "nice",  "time_limit"};
+            bool known = false;
+            for (const char* p : plain) known = known || key == p;
+            if (!known) {
+                bad.push_back("expect." + key + ": unknown key");
+                continue;
+            }
+            const json::Value* got = actual.find(key);
+            if (!got || json::write(*got) != json::write(want))
+                bad.push_back(key + ": want " + json::write(want) + ", got " + show(got));
+        }
+    }
+    return bad;
+}
+
+}  // namespace lanes

@@ -1,0 +1,924 @@
+// lanes.toml: parse with toml++ and validate into lanes::Config.
+//
+// This is the only file that includes toml++ (it is slow to compile). Every
+// problem is reported as "path:line:col: key.path: what is wrong"; all problems
+// found are reported together, sorted by position, one per line.
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "config.h"
+#include "core/lanes_toml.hpp"
+
+namespace lanes {
+namespace {
+
+constexpr std::string_view kZoneinfoDir = "/usr/share/zoneinfo";
+constexpr size_t kMaxConfigBytes = 4u << 20;
+// Slurm accepts --nice values in this range.
+constexpr int64_t kMaxNice = 2147483645;
+
+struct Diagnostic {
+    uint32_t line;
+    uint32_t column;
+    std::string text;
+};
+
+// Collects every problem with its position.
+class Errors {
+public:
+    explicit Errors(std::string path) : path_(std::move(path)) {}
+    void add(const toml::source_region& where, const std::string& key, const std::string& what) {
+        uint32_t line = where.begin.line, column = where.begin.column;
+        if (line == 0) {  // implicit tables have no position of their own
+            line = 1;
+            column = 1;
+        }
+        list_.push_back(Diagnostic{line, column,
+                                   path_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + key +
+                                       ": " + what});
+    }
+    bool empty() const { return list_.empty(); }
+    std::string joined() {
+        std::stable_sort(list_.begin(), list_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+            return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+        });
+        std::string out;
+        for (const auto& d : list_) {
+            if (!out.empty()) out += "\n";
+            out += d.text;
+        }
+        return out;
+    }
+
+private:
+    std::string path_;
+    std::vector<Diagnostic> list_;
+};
+
+std::string type_name(const toml::node& n) {
+    switch (n.type()) {
+        case toml::node_type::table: return "a table";
+        case toml::node_type::array: return "an array";
+        case toml::node_type::string: return "a string";
+        case toml::node_type::integer: return "an integer";
+        case toml::node_type::floating_point: return "a floating-point number";
+        case toml::node_type::boolean: return "a boolean";
+        case toml::node_type::date: return "a date";
+        case toml::node_type::time: return "a time";
+        case toml::node_type::date_time: return "a date-time";
+        default: return "nothing";
+    }
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        cur[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t subst = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
+        }
+        std::swap(prev, cur);
+    }
+    return prev[b.size()];
+}
+
+// The closest candidate when it is a plausible typo, else "".
+std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+    std::string best;
+    size_t best_d = SIZE_MAX;
+    for (const auto& c : candidates) {
+        const size_t d = edit_distance(word, c);
+        if (d < best_d) {
+            best_d = d;
+            best = c;
+        }
+    }
+    const size_t limit = word.size() <= 4 ? 1 : (word.size() <= 8 ? 2 : 3);
+    if (best_d <= limit && best_d < word.size()) return best;
+    return "";
+}
+
+std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string join_quoted(const std::vector<std::string>& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (i) out += i + 1 == v.size() ? " or " : ", ";
+        out += quote(v[i]);
+    }
+    return out;
+}
+
+bool valid_name(std::string_view s) {
+    if (s.empty() || s.size() > 63) return false;
+    for (char c : s)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+    return true;
+}
+
+// Reads the keys of one table, remembering which it used; finish() reports the rest.
+class TableReader {
+public:
+    TableReader(Errors& errors, const toml::table& table, std::string prefix)
+        : errors_(errors), table_(table), prefix_(std::move(prefix)) {}
+
+    std::string key(std::string_view k) const { return prefix_.empty() ? std::string(k) : prefix_ + "." + std::string(k); }
+    const toml::table& table() const { return table_; }
+    const std::string& prefix() const { return prefix_; }
+    Errors& errors() { return errors_; }
+
+    const toml::node* get(std::string_view k) {
+        known_.emplace_back(k);
+        return table_.get(k);
+    }
+    void error(const toml::node& n, std::string_view k, const std::string& what) { errors_.add(n.source(), key(k), what); }
+    void error_here(const std::string& key_path, const std::string& what) { errors_.add(table_.source(), key_path, what); }
+    void wrong_type(const toml::node& n, std::string_view k, const std::string& expected) {
+        error(n, k, "expected " + expected + ", got " + type_name(n));
+    }
+
+    std::optional<std::string> string(std::string_view k) {
+        const toml::node* n = get(k);
+        if (!n) return std::nullopt;
+        if (auto s = n->value<std::string>(); s && n->is_string()) return *s;
+        wrong_type(*n, k, "a string");
+        return std::nullopt;
+    }
+    std::optional<bool> boolean(std::string_view k) {
+        const toml::node* n = get(k);
+        if (!n) return std::nullopt;
+        if (n->is_boolean()) return n->as_boolean()->get();
+        wrong_type(*n, k, "true or false");
+        return std::nullopt;
+    }
+    std::optional<int64_t> integer(std::string_view k, int64_t min, int64_t max) {
+        const toml::node* n = get(k);
+        if (!n) return std::nullopt;
+        if (!n->is_integer()) {
+            wrong_type(*n, k, "an integer");
+            return std::nullopt;
+        }
+        const int64_t v = n->as_integer()->get();
+        if (v < min || v > max) {
+            error(*n, k, "value " + std::to_string(v) + " is out of range (" + std::to_string(min) + ".." +
+                             std::to_string(max) + ")");
+            return std::nullopt;
+        }
+        return v;
+    }
+    // A list of strings; a single string is taken as a list of one.
+    std::optional<std::vector<std::string>> strings(std::string_view k, bool allow_empty = true) {
+        const toml::node* n = get(k);
+        if (!n) return std::nullopt;
+        std::vector<std::string> out;
+        if (n->is_string()) {
+            out.push_back(n->as_string()->get());
+        } else if (const toml::array* a = n->as_array()) {
+            bool ok = true;
+            size_t i = 0;
+            for (const toml::node& e : *a) {
+                if (!e.is_string()) {
+                    errors_.add(e.source(), key(k) + "[" + std::to_string(i) + "]",
+                                "expected a string, got " + type_name(e));
+                    ok = false;
+                } else {
+                    out.push_back(e.as_string()->get());
+                }
+                ++i;
+            }
+            if (!ok) return std::nullopt;
+        } else {
+            wrong_type(*n, k, "a string or an array of strings");
+            return std::nullopt;
+        }
+        for (size_t i = 0; i < out.size(); ++i) {
+            if (out[i].empty()) {
+                error(*n, k, "empty string in the list");
+                return std::nullopt;
+            }
+        }
+        if (!allow_empty && out.empty()) {
+            error(*n, k, "must not be empty");
+            return std::nullopt;
+        }
+        return out;
+    }
+    // One of a fixed set of words.
+    std::optional<std::string> choice(std::string_view k, const std::vector<std::string>& allowed) {
+        const toml::node* n = table_.get(k);
+        auto s = string(k);
+        if (!s) return std::nullopt;
+        if (std::find(allowed.begin(), allowed.end(), *s) != allowed.end()) return s;
+        std::string msg = "unknown value " + quote(*s) + " (expected " + join_quoted(allowed) + ")";
+        if (auto c = closest(*s, allowed); !c.empty()) msg = "unknown value " + quote(*s) + " (did you mean " + quote(c) + "?)";
+        error(*n, k, msg);
+        return std::nullopt;
+    }
+
+    // Reports every key that was not asked for.
+    void finish() {
+        for (auto&& [k, v] : table_) {
+            const std::string name(k.str());
+            if (std::find(known_.begin(), known_.end(), name) != known_.end()) continue;
+            std::string msg = "unknown key";
+            if (auto c = closest(name, known_); !c.empty()) msg += " (did you mean " + quote(c) + "?)";
+            else msg += " (known keys: " + join_keys() + ")";
+            errors_.add(k.source(), key(name), msg);
+        }
+    }
+
+private:
+    std::string join_keys() const {
+        std::string out;
+        for (const auto& k : known_) out += (out.empty() ? "" : ", ") + k;
+        return out;
+    }
+    Errors& errors_;
+    const toml::table& table_;
+    std::string prefix_;
+    std::vector<std::string> known_;
+};
+
+std::optional<Rate> read_rate(TableReader& r, std::string_view k, bool absolute_only) {
+    const toml::node* n = r.table().get(k);
+    if (n && n->is_integer()) {
+        r.get(k);
+        r.error(*n, k,
+                "a rate needs a unit: write e.g. " + quote(std::to_string(n->as_integer()->get()) + "Mbit") +
+                    " (bits per second) or a percentage like \"40%\"");
+        return std::nullopt;
+    }
+    auto s = r.string(k);
+    if (!s) return std::nullopt;
+    auto rate = parse_rate(*s);
+    if (!rate) {
+        r.error(*n, k, rate.error().message);
+        return std::nullopt;
+    }
+    if (absolute_only && rate->is_relative()) {
+        r.error(*n, k, "must be an absolute rate such as \"100Gbit\", not a percentage");
+        return std::nullopt;
+    }
+    return *rate;
+}
+
+// "08:00" or a TOML local time (08:00:00).
+std::optional<std::chrono::minutes> read_time_of_day(TableReader& r, std::string_view k, bool allow_24) {
+    const toml::node* n = r.get(k);
+    if (!n) return std::nullopt;
+    std::string text;
+    if (n->is_string()) {
+        text = n->as_string()->get();
+    } else if (n->is_time()) {
+        const toml::time t = n->as_time()->get();
+        if (t.second != 0 || t.nanosecond != 0) {
+            r.error(*n, k, "windows have minute resolution (seconds must be 0)");
+            return std::nullopt;
+        }
+        return std::chrono::minutes{t.hour * 60 + t.minute};
+    } else {
+        r.wrong_type(*n, k, "a time of day such as \"08:00\"");
+        return std::nullopt;
+    }
+    auto m = parse_time_of_day(text, allow_24);
+    if (!m) {
+        r.error(*n, k, m.error().message);
+        return std::nullopt;
+    }
+    return *m;
+}
+
+// A list of dates / date ranges ("2026-12-24..2026-12-26" or TOML dates).
+std::vector<DateRange> read_dates(TableReader& r, std::string_view k, bool add) {
+    std::vector<DateRange> out;
+    const toml::node* n = r.get(k);
+    if (!n) return out;
+    auto one = [&](const toml::node& e, const std::string& key_path) {
+        if (e.is_date()) {
+            const toml::date d = e.as_date()->get();
+            std::chrono::year_month_day ymd{std::chrono::year{d.year}, std::chrono::month{d.month},
+                                            std::chrono::day{d.day}};
+            if (!ymd.ok()) {
+                r.errors().add(e.source(), key_path, "not a valid date");
+                return;
+            }
+            out.push_back(DateRange{ymd, ymd, add});
+        } else if (e.is_string()) {
+            auto dr = parse_date_range(e.as_string()->get());
+            if (!dr) {
+                r.errors().add(e.source(), key_path, dr.error().message);
+                return;
+            }
+            dr->add = add;
+            out.push_back(*dr);
+        } else {
+            r.errors().add(e.source(), key_path,
+                           "expected a date \"YYYY-MM-DD\" or a range \"YYYY-MM-DD..YYYY-MM-DD\", got " + type_name(e));
+        }
+    };
+    if (const toml::array* a = n->as_array()) {
+        size_t i = 0;
+        for (const toml::node& e : *a) one(e, r.key(k) + "[" + std::to_string(i++) + "]");
+    } else {
+        one(*n, r.key(k));
+    }
+    return out;
+}
+
+struct Parser {
+    Errors errors;
+    std::string path;
+    Config config;
+    std::map<std::string, std::shared_ptr<const TimeZone>> zones;
+
+    Parser(std::string p) : errors(p), path(std::move(p)) {}
+
+    void parse_policy(const toml::table& t) {
+        TableReader r(errors, t, "policy");
+        if (auto s = r.string("script")) {
+            if (s->empty()) {
+                config.policy.script.clear();
+            } else {
+                std::filesystem::path script(*s);
+                const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+                if (script.is_relative() && !dir.empty()) script = dir / script;
+                config.policy.script = script.lexically_normal().string();
+            }
+        }
+        if (auto v = r.integer("instruction_budget", 1000, 10'000'000'000LL))
+            config.policy.instruction_budget = static_cast<uint64_t>(*v);
+        if (const toml::node* n = t.get("memory_limit")) {
+            Result<uint64_t> bytes = fail("");
+            r.get("memory_limit");
+            if (n->is_string()) bytes = parse_bytes(n->as_string()->get());
+            else if (n->is_integer() && n->as_integer()->get() >= 0)
+                bytes = static_cast<uint64_t>(n->as_integer()->get());
+            else bytes = fail("expected a size such as \"16MiB\", got " + type_name(*n));
+            if (!bytes) r.error(*n, "memory_limit", bytes.error().message);
+            else if (*bytes < (256u << 10) || *bytes > (4ULL << 30))
+                r.error(*n, "memory_limit", "out of range (256KiB..4GiB)");
+            else config.policy.memory_limit_bytes = *bytes;
+        }
+        if (const toml::node* n = t.get("time_budget")) {
+            r.get("time_budget");
+            if (!n->is_string()) {
+                r.wrong_type(*n, "time_budget", "a duration such as \"20ms\"");
+            } else if (auto d = parse_duration(n->as_string()->get()); !d) {
+                r.error(*n, "time_budget", d.error().message);
+            } else if (*d < std::chrono::microseconds{100} || *d > std::chrono::seconds{10}) {
+                r.error(*n, "time_budget", "out of range (100us..10s): job_submit runs under slurmctld's locks");
+            } else {
+                config.policy.time_budget = *d;
+            }
+        }
+        if (auto c = r.choice("on_error", {"accept-default", "reject"}))
+            config.policy.on_error = *c == "reject" ? PolicyFailureMode::Reject : PolicyFailureMode::AcceptDefault;
+        r.finish();
+    }
+
+    std::shared_ptr<const TimeZone> zone(const std::string& name, const toml::node& where, const std::string& key) {
+        if (auto it = zones.find(name); it != zones.end()) return it->second;
+        auto z = TimeZone::load(name, std::string(kZoneinfoDir));
+        if (!z) {
+            errors.add(where.source(), key, z.error().message);
+            return nullptr;
+        }
+        zones[name] = *z;
+        return *z;
+    }
+
+    void parse_window(const std::string& name, const toml::table& t) {
+        const std::string prefix = "windows." + name;
+        TableReader r(errors, t, prefix);
+        Window w;
+        w.name = name;
+        bool ok = true;
+        r.string("description");
+        if (auto tz = r.string("timezone")) {
+            w.zone = zone(*tz, *t.get("timezone"), r.key("timezone"));
+            ok = ok && w.zone;
+        } else if (!t.get("timezone")) {
+            r.error_here(prefix, "missing key \"timezone\" (an IANA zone such as \"Europe/Berlin\", or \"UTC\")");
+            ok = false;
+        } else {
+            ok = false;
+        }
+        if (t.get("days")) {
+            if (auto d = r.strings("days")) {
+                auto days = parse_days(*d);
+                if (!days) {
+                    r.error(*t.get("days"), "days", days.error().message);
+                    ok = false;
+                } else {
+                    w.days = *days;
+                }
+            } else {
+                ok = false;
+            }
+        } else {
+            w.days.fill(true);  // default: daily
+            r.get("days");
+        }
+        auto start = read_time_of_day(r, "start", false);
+        auto end = read_time_of_day(r, "end", true);
+        if (!t.get("start")) r.error_here(prefix, "missing key \"start\" (local time of day, e.g. \"08:00\")");
+        if (!t.get("end")) r.error_here(prefix, "missing key \"end\" (local time of day, e.g. \"20:00\")");
+        if (start && end) {
+            w.start = *start;
+            w.end = *end;
+            if (*start == *end) {
+                r.error(*t.get("end"), "end",
+                        "the window is empty (start equals end); for a whole day write start = \"00:00\", "
+                        "end = \"24:00\"");
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+        auto exceptions = read_dates(r, "except", false);
+        auto added = read_dates(r, "add", true);
+        for (const auto& a : added)
+            for (const auto& e : exceptions)
+                if (a.first <= e.last && e.first <= a.last)
+                    r.error(*t.get("add"), "add",
+                            "date " + format_date(std::max(a.first, e.first)) + " is both in \"except\" and in \"add\"");
+        w.exceptions = std::move(exceptions);
+        w.exceptions.insert(w.exceptions.end(), added.begin(), added.end());
+        r.finish();
+        if (ok) config.windows.add(std::move(w));
+        else broken_windows.insert(name);
+    }
+    std::set<std::string> broken_windows;
+
+    void parse_windows(const toml::table& t) {
+        for (auto&& [k, v] : t) {
+            const std::string name(k.str());
+            const std::string key = "windows." + name;
+            if (!valid_name(name)) {
+                errors.add(k.source(), key, "window names may use letters, digits, '-' and '_' only");
+                continue;
+            }
+            if (const toml::table* wt = v.as_table()) parse_window(name, *wt);
+            else errors.add(v.source(), key, "expected a table [windows." + name + "], got " + type_name(v));
+        }
+    }
+
+    void parse_class(const std::string& name, const toml::table& t) {
+        const std::string prefix = "classes." + name;
+        TableReader r(errors, t, prefix);
+        ClassConfig c;
+        c.name = name;
+        r.string("description");
+        if (auto v = r.integer("rank", 0, 7)) c.rank = static_cast<int>(*v);
+        if (auto v = r.strings("partitions")) c.partitions = *v;
+        if (auto v = r.string("qos")) c.qos = *v;
+        if (auto v = r.strings("features")) c.features = *v;
+        if (auto v = r.integer("nice", -kMaxNice, kMaxNice)) c.nice = static_cast<int32_t>(*v);
+        if (auto v = r.strings("avoid_windows")) {
+            const toml::node& n = *t.get("avoid_windows");
+            std::vector<std::string> known;
+            for (const auto& [wn, w] : config.windows.all()) known.push_back(wn);
+            for (const auto& wname : *v) {
+                if (config.windows.find(wname) || broken_windows.count(wname)) {
+                    if (std::find(c.avoid_windows.begin(), c.avoid_windows.end(), wname) == c.avoid_windows.end())
+                        c.avoid_windows.push_back(wname);
+                    continue;
+                }
+                std::string msg = "unknown window " + quote(wname);
+                if (auto s = closest(wname, known); !s.empty()) msg += " (did you mean " + quote(s) + "?)";
+                else if (known.empty()) msg += " (no [windows.NAME] tables are defined)";
+                else msg += " (defined: " + join_quoted(known) + ")";
+                r.error(n, "avoid_windows", msg);
+            }
+        }
+        if (auto v = r.choice("window_overrun", {"defer", "shorten", "warn", "reject"})) {
+            if (*v == "defer") c.window_overrun = OverrunAction::Defer;
+            else if (*v == "shorten") c.window_overrun = OverrunAction::Shorten;
+            else if (*v == "warn") c.window_overrun = OverrunAction::Warn;
+            else c.window_overrun = OverrunAction::Reject;
+        }
+        if (auto v = r.strings("borrow_partitions")) {
+            c.borrow_partitions = *v;
+            if (!t.get("avoid_windows"))
+                r.error(*t.get("borrow_partitions"), "borrow_partitions",
+                        "borrowing happens outside the class's avoid_windows, but the class has none");
+        }
+        if (auto v = r.strings("exempt_users")) c.exempt_users = *v;
+        if (auto v = r.strings("exempt_accounts")) c.exempt_accounts = *v;
+        if (auto v = r.strings("allowed_users")) c.allowed_users = *v;
+        if (auto v = r.strings("allowed_accounts")) c.allowed_accounts = *v;
+        if (auto v = r.strings("policy_overrides")) {
+            static const std::vector<std::string> fields = {"partition", "qos",        "features",
+                                                            "nice",      "begin_time", "time_limit"};
+            const toml::node& n = *t.get("policy_overrides");
+            for (const auto& f : *v) {
+                if (std::find(fields.begin(), fields.end(), f) == fields.end()) {
+                    std::string msg = "unknown field " + quote(f);
+                    if (auto s = closest(f, fields); !s.empty()) msg += " (did you mean " + quote(s) + "?)";
+                    else msg += " (expected " + join_quoted(fields) + ")";
+                    r.error(n, "policy_overrides", msg);
+                } else if (std::find(c.policy_overrides.begin(), c.policy_overrides.end(), f) ==
+                           c.policy_overrides.end()) {
+                    c.policy_overrides.push_back(f);
+                }
+            }
+        }
+        if (const toml::node* n = t.get("dscp")) {
+            r.get("dscp");
+            if (n->is_integer()) {
+                const int64_t v = n->as_integer()->get();
+                if (v < 0 || v > 63) r.error(*n, "dscp", "value " + std::to_string(v) + " is out of range (0..63)");
+                else c.dscp = static_cast<uint8_t>(v);
+            } else if (n->is_string()) {
+                auto d = parse_dscp(n->as_string()->get());
+                if (!d) r.error(*n, "dscp", d.error().message);
+                else c.dscp = *d;
+            } else {
+                r.wrong_type(*n, "dscp", "a DSCP name such as \"CS1\" or a number 0..63");
+            }
+        }
+        c.rate = read_rate(r, "rate", false);
+        c.ceil = read_rate(r, "ceil", false);
+        if (c.ceil && !t.get("rate")) {
+            r.error(*t.get("ceil"), "ceil", "ceil needs a rate (the guaranteed bandwidth); set \"rate\" as well");
+        }
+        if (c.rate && c.ceil && c.rate->is_relative() == c.ceil->is_relative()) {
+            const bool below = c.rate->is_relative() ? c.ceil->percent < c.rate->percent
+                                                     : c.ceil->bits_per_second < c.rate->bits_per_second;
+            if (below) {
+                const std::string rs = t.get("rate")->value_or(std::string()), cs = t.get("ceil")->value_or(std::string());
+                r.error(*t.get("ceil"), "ceil", "ceil " + quote(cs) + " is below rate " + quote(rs) +
+                                                    " (ceil is the most a job may use, rate what it is guaranteed)");
+            }
+        }
+        if (c.rate && !c.ceil && !t.get("ceil")) c.ceil = c.rate;  // HTB: ceil defaults to rate
+        if (auto v = r.boolean("user_may_lower_cap")) c.user_may_lower_cap = *v;
+        if (auto v = r.integer("rdma_traffic_class", 0, 255)) c.rdma_traffic_class = static_cast<uint8_t>(*v);
+        if (auto v = r.integer("rdma_service_level", 0, 15)) c.rdma_service_level = static_cast<uint8_t>(*v);
+        r.finish();
+        config.classes[name] = std::move(c);
+    }
+
+    void parse_classes(const toml::table& t) {
+        for (auto&& [k, v] : t) {
+            const std::string name(k.str());
+            const std::string key = "classes." + name;
+            if (!valid_name(name)) {
+                errors.add(k.source(), key, "class names may use letters, digits, '-' and '_' only (at most 63)");
+                continue;
+            }
+            if (const toml::table* ct = v.as_table()) parse_class(name, *ct);
+            else errors.add(v.source(), key, "expected a table [classes." + name + "], got " + type_name(v));
+        }
+    }
+
+    // Class names: the ones that exist, for "did you mean".
+    std::vector<std::string> class_names() const {
+        std::vector<std::string> out;
+        for (const auto& [n, c] : config.classes) out.push_back(n);
+        return out;
+    }
+
+    void check_class_name(const std::string& name, const toml::node& where, const std::string& key) {
+        if (config.classes.count(name) || broken_classes.count(name)) return;
+        std::string msg = "unknown class " + quote(name);
+        auto names = class_names();
+        if (auto s = closest(name, names); !s.empty()) msg += " (did you mean " + quote(s) + "?)";
+        else if (names.empty()) msg += " (no [classes.NAME] tables are defined)";
+        else msg += " (defined: " + join_quoted(names) + ")";
+        errors.add(where.source(), key, msg);
+    }
+    std::set<std::string> broken_classes;
+
+    void parse_rules(const toml::node& node) {
+        const toml::array* arr = node.as_array();
+        if (!arr || !arr->is_array_of_tables()) {
+            errors.add(node.source(), "rules", "expected [[rules]] tables, got " + type_name(node));
+            return;
+        }
+        struct Seen {
+            ClassRule rule;
+            size_t index;
+        };
+        std::vector<Seen> seen;
+        size_t i = 0;
+        for (const toml::node& e : *arr) {
+            const toml::table& t = *e.as_table();
+            const std::string prefix = "rules[" + std::to_string(i) + "]";
+            TableReader r(errors, t, prefix);
+            ClassRule rule;
+            rule.line = static_cast<int>(t.source().begin.line);
+            r.string("description");
+            if (auto v = r.string("class")) {
+                rule.class_name = *v;
+                check_class_name(*v, *t.get("class"), r.key("class"));
+            } else if (!t.get("class")) {
+                r.error_here(prefix, "missing key \"class\" (the class this rule assigns)");
+            }
+            if (auto v = r.strings("partitions")) rule.partitions = *v;
+            if (auto v = r.strings("name")) rule.name_patterns = *v;
+            if (auto v = r.strings("accounts")) rule.accounts = *v;
+            if (auto v = r.strings("users")) rule.users = *v;
+            if (auto v = r.string("gres")) {
+                if (v->empty()) r.error(*t.get("gres"), "gres", "must not be empty (e.g. \"gpu\")");
+                else rule.gres = *v;
+            }
+            if (auto v = r.integer("min_gpus", 1, 1'000'000)) rule.min_gpus = static_cast<uint32_t>(*v);
+            if (auto v = r.boolean("interactive")) rule.interactive = *v;
+            r.finish();
+
+            auto sorted = [](std::vector<std::string> v) {
+                std::sort(v.begin(), v.end());
+                v.erase(std::unique(v.begin(), v.end()), v.end());
+                return v;
+            };
+            auto matchers = [&](const ClassRule& x) {
+                return std::make_tuple(sorted(x.partitions), sorted(x.name_patterns), sorted(x.accounts),
+                                       sorted(x.users), x.gres, x.min_gpus, x.interactive);
+            };
+            for (const auto& s : seen) {
+                const bool catch_all = s.rule.partitions.empty() && s.rule.name_patterns.empty() &&
+                                       s.rule.accounts.empty() && s.rule.users.empty() && !s.rule.gres &&
+                                       !s.rule.min_gpus && !s.rule.interactive;
+                if (catch_all || matchers(s.rule) == matchers(rule)) {
+                    r.error_here(prefix, std::string("this rule can never match: rules[") + std::to_string(s.index) +
+                                             "] (line " + std::to_string(s.rule.line) + ") " +
+                                             (catch_all ? "matches every job" : "has the same matchers") +
+                                             " and comes first");
+                    break;
+                }
+            }
+            seen.push_back(Seen{rule, i});
+            config.rules.push_back(std::move(rule));
+            ++i;
+        }
+    }
+
+    static bool valid_hostlist(std::string_view s) {
+        if (s.empty()) return false;
+        int depth = 0;
+        for (char c : s) {
+            if (c == '[') ++depth;
+            else if (c == ']') --depth;
+            if (depth < 0 || depth > 1) return false;
+            if (std::isspace(static_cast<unsigned char>(c))) return false;
+        }
+        return depth == 0;
+    }
+
+    static bool valid_device(std::string_view s) {
+        // IFNAMSIZ is 16 with the NUL; a glob may be longer only through '*'.
+        if (s.empty() || s.size() > 15) return false;
+        for (char c : s)
+            if (c == '/' || std::isspace(static_cast<unsigned char>(c)) || c == ':') return false;
+        return true;
+    }
+
+    static bool valid_prefix(std::string_view s) {
+        std::string addr(s);
+        int max_len = 32;
+        int len = -1;
+        if (auto slash = addr.find('/'); slash != std::string::npos) {
+            const std::string l = addr.substr(slash + 1);
+            addr.resize(slash);
+            if (l.empty() || l.size() > 3 || !std::all_of(l.begin(), l.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+                return false;
+            len = std::stoi(l);
+        }
+        unsigned char buf[16];
+        if (inet_pton(AF_INET, addr.c_str(), buf) == 1) max_len = 32;
+        else if (inet_pton(AF_INET6, addr.c_str(), buf) == 1) max_len = 128;
+        else return false;
+        return len <= max_len;
+    }
+
+    void parse_nic(const toml::table& t, size_t i) {
+        const std::string prefix = "nodes.nic[" + std::to_string(i) + "]";
+        TableReader r(errors, t, prefix);
+        NicSelector nic;
+        nic.line = static_cast<int>(t.source().begin.line);
+        r.string("description");
+        if (auto v = r.string("nodes")) {
+            if (!valid_hostlist(*v))
+                r.error(*t.get("nodes"), "nodes",
+                        "not a host list (write e.g. \"train[1-4]\", \"gpu*\" or \"*\"; no spaces)");
+            else nic.nodes = *v;
+        }
+        const bool has_device = t.get("device") != nullptr, has_route = t.get("route_to") != nullptr;
+        if (auto v = r.string("device")) {
+            if (!valid_device(*v))
+                r.error(*t.get("device"), "device", "not an interface name or glob (at most 15 characters, no '/')");
+            else nic.device = *v;
+        }
+        if (auto v = r.string("route_to")) {
+            if (!valid_prefix(*v))
+                r.error(*t.get("route_to"), "route_to",
+                        "not an IP address or prefix (write e.g. \"10.0.0.0/8\" or \"fd00::/8\")");
+            else nic.route_to = *v;
+        }
+        if (has_device && has_route)
+            r.error(*t.get("route_to"), "route_to", "give either \"device\" or \"route_to\", not both");
+        if (!has_device && !has_route)
+            r.error_here(prefix, "missing key: give \"device\" (e.g. \"eth0\", \"ens*\") or \"route_to\" (e.g. \"10.0.0.0/8\")");
+        if (auto rate = read_rate(r, "link_speed", true)) nic.link_speed_bits = rate->bits_per_second;
+        r.finish();
+        config.node.nics.push_back(std::move(nic));
+    }
+
+    void parse_nodes(const toml::table& t) {
+        TableReader r(errors, t, "nodes");
+        if (auto v = r.choice("foreign_qdisc", {"refuse", "adopt"}))
+            config.node.foreign_qdisc = *v == "adopt" ? ForeignQdiscAction::Adopt : ForeignQdiscAction::Refuse;
+        if (const toml::node* n = t.get("root_handle")) {
+            r.get("root_handle");
+            int64_t v = -1;
+            if (n->is_integer()) {
+                v = n->as_integer()->get();
+            } else if (n->is_string()) {
+                std::string s = n->as_string()->get();
+                if (!s.empty() && s.back() == ':') s.pop_back();
+                if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s = s.substr(2);
+                if (!s.empty() && s.size() <= 4 && std::all_of(s.begin(), s.end(), [](char c) {
+                        return std::isxdigit(static_cast<unsigned char>(c));
+                    }))
+                    v = std::stoll(s, nullptr, 16);
+                else v = -2;
+            } else {
+                r.wrong_type(*n, "root_handle", "a hexadecimal handle such as \"1a4e\"");
+                v = -3;
+            }
+            if (v == -2) r.error(*n, "root_handle", "not a hexadecimal qdisc major number (write e.g. \"1a4e\")");
+            else if (v != -3 && (v < 1 || v > 0xfffe))
+                r.error(*n, "root_handle", "out of range (1..fffe hexadecimal; ffff is the ingress qdisc's)");
+            else if (v > 0) config.node.root_handle_major = static_cast<uint16_t>(v);
+        }
+        if (auto v = r.string("state_dir")) {
+            if (v->empty() || v->front() != '/') r.error(*t.get("state_dir"), "state_dir", "must be an absolute path");
+            else config.node.state_dir = *v;
+        }
+        if (auto v = r.string("cgroup_root")) {
+            if (*v != "auto" && (v->empty() || v->front() != '/'))
+                r.error(*t.get("cgroup_root"), "cgroup_root", "must be \"auto\" or an absolute path");
+            else config.node.cgroup_root = *v;
+        }
+        if (auto rate = read_rate(r, "default_link_speed", true)) config.node.default_link_speed_bits = rate->bits_per_second;
+        if (const toml::node* n = r.get("nic")) {
+            const toml::array* arr = n->as_array();
+            if (!arr || !arr->is_array_of_tables()) {
+                r.error(*n, "nic", "expected [[nodes.nic]] tables, got " + type_name(*n));
+            } else {
+                size_t i = 0;
+                for (const toml::node& e : *arr) parse_nic(*e.as_table(), i++);
+            }
+        }
+        r.finish();
+    }
+
+    // A class whose avoided windows together cover a whole week can never start.
+    void check_never_runs(const toml::table& root) {
+        using namespace std::chrono;
+        for (const auto& [name, c] : config.classes) {
+            if (c.avoid_windows.empty()) continue;
+            WindowSet weekly;  // the weekly pattern only: dated exceptions are rare days
+            std::vector<Interval> all;
+            const SysSeconds from = sys_days{year{2025} / January / 6};  // a Monday
+            const SysSeconds to = from + days{21};
+            for (const auto& wn : c.avoid_windows) {
+                const Window* w = config.windows.find(wn);
+                if (!w) return;  // already reported
+                Window copy = *w;
+                copy.exceptions.clear();
+                weekly.add(copy);
+                auto occ = weekly.occurrences(wn, from, to);
+                all.insert(all.end(), occ.begin(), occ.end());
+            }
+            std::sort(all.begin(), all.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+            std::vector<Interval> merged;
+            for (const auto& iv : all) {
+                if (!merged.empty() && iv.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, iv.end);
+                else merged.push_back(iv);
+            }
+            for (const auto& iv : merged) {
+                if (iv.end - iv.begin >= days{7}) {
+                    const toml::node* n = root.at_path("classes." + name + ".avoid_windows").node();
+                    errors.add(n ? n->source() : root.source(), "classes." + name + ".avoid_windows",
+                               "these windows together cover the whole week: jobs of class " + quote(name) +
+                                   " could never start");
+                    break;
+                }
+            }
+        }
+    }
+
+    void parse(const toml::table& root) {
+        TableReader r(errors, root, "");
+        // Windows first: classes refer to them, whatever the order in the file.
+        if (const toml::node* n = r.get("windows")) {
+            if (const toml::table* t = n->as_table()) parse_windows(*t);
+            else r.wrong_type(*n, "windows", "a table");
+        }
+        if (const toml::node* n = r.get("policy")) {
+            if (const toml::table* t = n->as_table()) parse_policy(*t);
+            else r.wrong_type(*n, "policy", "a table");
+        }
+        if (const toml::node* n = r.get("classes")) {
+            if (const toml::table* t = n->as_table()) {
+                // Names first, so rules and default_class can refer to broken classes
+                // without a second, misleading error.
+                for (auto&& [k, v] : *t)
+                    if (valid_name(k.str())) broken_classes.insert(std::string(k.str()));
+                parse_classes(*t);
+                for (const auto& [cn, c] : config.classes) broken_classes.erase(cn);
+            } else {
+                r.wrong_type(*n, "classes", "a table");
+            }
+        }
+        if (config.classes.empty() && broken_classes.empty())
+            errors.add(root.source(), "classes", "no classes defined (add at least one [classes.NAME] table)");
+        if (auto v = r.string("default_class")) {
+            config.default_class = *v;
+            check_class_name(*v, *root.get("default_class"), "default_class");
+        } else if (!root.get("default_class") && !config.classes.empty()) {
+            if (config.classes.size() == 1) {
+                config.default_class = config.classes.begin()->first;
+            } else {
+                errors.add(root.source(), "default_class",
+                           "missing: with several classes, say which one a job gets when nothing else decides "
+                           "(e.g. default_class = " + quote(config.classes.begin()->first) + ")");
+            }
+        }
+        if (const toml::node* n = r.get("rules")) parse_rules(*n);
+        if (const toml::node* n = r.get("nodes")) {
+            if (const toml::table* t = n->as_table()) parse_nodes(*t);
+            else r.wrong_type(*n, "nodes", "a table");
+        }
+        r.finish();
+        check_never_runs(root);
+    }
+};
+
+}  // namespace
+
+Result<Config> parse_config(std::string_view text, const std::string& path) {
+    Parser p(path);
+    toml::table root;
+    try {
+        root = toml::parse(text, path);
+    } catch (const toml::parse_error& e) {
+        const auto& b = e.source().begin;
+        return fail(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
+                    ": syntax error: " + std::string(e.description()));
+    } catch (const std::exception& e) {
+        return fail(path + ": cannot parse: " + e.what());
+    }
+    try {
+        p.parse(root);
+    } catch (const std::exception& e) {  // out of memory and the like: never leave lib/ as an exception
+        return fail(path + ": internal error while validating: " + e.what());
+    }
+    if (!p.errors.empty()) return fail(p.errors.joined());
+    p.config.path = path;
+    return std::move(p.config);
+}
+
+Result<Config> load_config(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(path + ": cannot open: " + std::strerror(errno));
+    std::string text;
+    char buf[65536];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        text.append(buf, static_cast<size_t>(in.gcount()));
+        if (text.size() > kMaxConfigBytes) return fail(path + ": too large for a configuration file (over 4 MiB)");
+    }
+    if (in.bad()) return fail(path + ": cannot read: " + std::strerror(errno));
+    return parse_config(text, path);
+}
+
+std::string default_config_path(bool honour_environment) {
+    if (honour_environment) {
+        if (const char* env = secure_getenv("LANES_CONFIG"); env && *env) return env;
+        // lanes.toml next to slurm.conf when the daemon or tool was pointed at another slurm.conf.
+        if (const char* conf = secure_getenv("SLURM_CONF"); conf && *conf) {
+            const std::string c(conf);
+            if (const auto slash = c.rfind('/'); slash != std::string::npos) return c.substr(0, slash + 1) + "lanes.toml";
+        }
+    }
+    return LANES_DEFAULT_CONFIG;
+}
+
+}  // namespace lanes

@@ -1,0 +1,159 @@
+// lanes.toml: the one configuration file, as validated data.
+//
+// load_config() parses and validates; every error names file:line:col and the
+// key. Everything here is plain data: no Slurm types, no I/O beyond reading the
+// file (and the time zone files the windows name).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+#include "core/windows.hpp"
+
+namespace lanes {
+
+// A bandwidth: absolute bits per second, or a percentage of the NIC's link speed.
+struct Rate {
+    uint64_t bits_per_second = 0;  // used when percent == 0
+    double percent = 0;            // 0 < percent <= 100 when relative
+    bool is_relative() const { return percent > 0; }
+    // Resolve against a link speed (bits/s); absolute rates ignore it.
+    uint64_t resolve(uint64_t link_bits_per_second) const;
+    bool operator==(const Rate&) const = default;
+};
+
+// What happens to a job of a deferred class whose time limit would run into the
+// next window it must avoid.
+enum class OverrunAction { Defer, Shorten, Warn, Reject };
+
+// What the controller does when the Lua policy errors or exceeds its budget.
+enum class PolicyFailureMode { AcceptDefault, Reject };
+
+// What spank_lanes does when a NIC already has a root qdisc that is not ours.
+enum class ForeignQdiscAction { Refuse, Adopt };
+
+struct ClassConfig {
+    std::string name;
+    int rank = 0;  // priority among classes: higher is served first (HTB prio)
+    // Routing.
+    std::vector<std::string> partitions;
+    std::string qos;
+    std::vector<std::string> features;
+    std::optional<int32_t> nice;
+    // Time windows: jobs of this class do not start inside these windows.
+    std::vector<std::string> avoid_windows;
+    OverrunAction window_overrun = OverrunAction::Defer;
+    // Partitions this class may borrow outside avoid_windows, when the job's time
+    // limit ends before the next avoided window starts.
+    std::vector<std::string> borrow_partitions;
+    std::vector<std::string> exempt_users;
+    std::vector<std::string> exempt_accounts;
+    // Who may ask for this class explicitly (--lanes-class). Empty: nobody; "*": everyone.
+    std::vector<std::string> allowed_users;
+    std::vector<std::string> allowed_accounts;
+    // Which routing fields a policy may override per job.
+    std::vector<std::string> policy_overrides;
+    // Network.
+    std::optional<uint8_t> dscp;           // 0..63
+    std::optional<Rate> rate;              // guaranteed (HTB rate)
+    std::optional<Rate> ceil;              // maximum (HTB ceil); defaults to rate
+    bool user_may_lower_cap = false;       // --lanes-cap=RATE below the class cap
+    std::optional<uint8_t> rdma_traffic_class;  // defaults to dscp << 2
+    std::optional<uint8_t> rdma_service_level;  // 0..15
+    bool has_network_settings() const { return dscp || rate; }
+    uint8_t effective_rdma_traffic_class() const {
+        return rdma_traffic_class ? *rdma_traffic_class : static_cast<uint8_t>(dscp.value_or(0) << 2);
+    }
+};
+
+// Built-in classification rule, used when no Lua policy is configured (and as
+// `lanes.rules` inside policies). All given matchers must match; first rule wins.
+struct ClassRule {
+    std::string class_name;
+    std::vector<std::string> partitions;      // requested partition is one of these
+    std::vector<std::string> name_patterns;   // glob on the job name
+    std::vector<std::string> accounts;
+    std::vector<std::string> users;
+    std::optional<std::string> gres;          // requested TRES/GRES contains this (e.g. "gpu")
+    std::optional<uint32_t> min_gpus;
+    std::optional<bool> interactive;          // no batch script (srun/salloc)
+    int line = 0;                              // where the rule is in lanes.toml
+};
+
+struct PolicyConfig {
+    std::string script;                        // empty: built-in rules only
+    uint64_t instruction_budget = 1000000;     // Lua VM instructions per call
+    uint64_t memory_limit_bytes = 16u << 20;   // Lua heap cap
+    std::chrono::microseconds time_budget{20000};
+    PolicyFailureMode on_error = PolicyFailureMode::AcceptDefault;
+};
+
+// Which interfaces to shape on which nodes.
+struct NicSelector {
+    std::string nodes = "*";        // hostlist expression or glob: "train[1-4]", "gpu*"
+    std::string device;             // interface name or glob ("ens*")
+    std::string route_to;           // or: the interface that routes to this prefix
+    std::optional<uint64_t> link_speed_bits;  // override when sysfs has none (veth)
+    int line = 0;
+};
+
+struct NodeConfig {
+    std::vector<NicSelector> nics;
+    ForeignQdiscAction foreign_qdisc = ForeignQdiscAction::Refuse;
+    uint16_t root_handle_major = 0x1a4e;   // HTB root handle owned by Lanes
+    std::string state_dir = "/run/lanes";
+    std::string cgroup_root = "auto";      // auto: Slurm's cgroup v2 job dir, else own dir
+    std::optional<uint64_t> default_link_speed_bits;
+};
+
+struct Config {
+    std::string path;                       // file it came from
+    std::string default_class;              // when nothing else decides
+    std::map<std::string, ClassConfig> classes;
+    std::vector<ClassRule> rules;
+    WindowSet windows;
+    PolicyConfig policy;
+    NodeConfig node;
+
+    const ClassConfig* find_class(const std::string& name) const {
+        auto it = classes.find(name);
+        return it == classes.end() ? nullptr : &it->second;
+    }
+};
+
+// The node's view: "%n" in state_dir and cgroup_root becomes the node name, so
+// several slurmd on one host (multiple-slurmd setups, test clusters) keep apart.
+// Fails for a node name that is not a plain host name.
+Result<NodeConfig> node_config_for(const NodeConfig& config, const std::string& node_name);
+
+// Parse and validate lanes.toml. Errors read "path:line:col: key: what is wrong".
+Result<Config> load_config(const std::string& path);
+// Same, from text already in memory (path is used in messages and to resolve
+// a relative policy script path).
+Result<Config> parse_config(std::string_view text, const std::string& path);
+
+// The lanes.toml to read when none is given. With honour_environment:
+// $LANES_CONFIG if set, else lanes.toml in the directory of $SLURM_CONF if set;
+// then LANES_DEFAULT_CONFIG from config.h (SLURM_SYSCONFDIR/lanes.toml). Code
+// running in a user's environment (srun, sbatch) must pass false.
+std::string default_config_path(bool honour_environment);
+
+// Units shared by config, user options and lanesctl.
+// Rates: bit/Kbit/Mbit/Gbit/Tbit (1000-based, case-insensitive) or a percentage;
+// "bps" spellings are refused as ambiguous (tc reads them as bytes per second).
+Result<Rate> parse_rate(std::string_view text);           // "25Gbit", "800Mbit", "40%", "1.5Gbit"
+Result<uint8_t> parse_dscp(std::string_view text);        // "CS1", "AF41", "EF", "46"
+std::string dscp_name(uint8_t dscp);                      // 46 -> "EF", 13 -> "13"
+std::string format_rate(uint64_t bits_per_second);        // 25000000000 -> "25Gbit"
+Result<uint64_t> parse_bytes(std::string_view text);      // "16MiB", "512KiB", "1048576"
+// "20ms", "500us", "1.5s", "2min", "1h" (a unit is required).
+Result<std::chrono::microseconds> parse_duration(std::string_view text);
+
+}  // namespace lanes

@@ -1,0 +1,55 @@
+// The controller's brain: lanes.toml + the admin's Lua policy -> a Decision per job.
+// Thread-safe (Slurm 23.02+ calls job_submit concurrently); reloads on change.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/lanes_toml.hpp"
+#include "core/job.hpp"
+#include "core/log.hpp"
+#include "core/result.hpp"
+
+namespace lanes {
+
+class WindowOracle;  // router.hpp
+
+struct ClassifierOptions {
+    // reload_if_changed() looks at the files at most this often.
+    std::chrono::milliseconds min_reload_interval{1000};
+    // lua_States in the pool (one per concurrent caller); 0: by CPU count (2..8).
+    size_t max_lua_states = 0;
+    // window_overrun = "shorten" never shortens a job below this; it defers instead.
+    uint32_t min_shorten_minutes = 10;
+};
+
+class Classifier {
+public:
+    // Loads lanes.toml and its policy; fails (with file:line messages) if either is broken.
+    static Result<std::unique_ptr<Classifier>> create(const std::string& config_path, LogSink log);
+    static Result<std::unique_ptr<Classifier>> create(const std::string& config_path, LogSink log,
+                                                      const ClassifierOptions& options);
+    // From a Config already in memory (lanesctl, tests): compiles config.policy.script
+    // (a path) if set; never reloads. `windows` replaces the oracle over
+    // config.windows (tests use fixed intervals).
+    static Result<std::unique_ptr<Classifier>> from_config(Config config, LogSink log,
+                                                           const ClassifierOptions& options = {},
+                                                           std::shared_ptr<const WindowOracle> windows = nullptr);
+    virtual ~Classifier() = default;
+
+    // Classify and route one job at `now`. Never throws. A policy error applies the
+    // configured failure mode (accept with the default class, or reject) and says so
+    // in decision.reason / user_messages. `is_admin` relaxes explicit-class checks.
+    virtual Decision classify(const JobView& job, SysSeconds now, bool is_admin = false) = 0;
+
+    // Re-read lanes.toml / the policy if their (ns mtime, inode, size) changed,
+    // at most once per `min_interval`. A broken new version is logged once and the
+    // last good one stays. Returns true if a new version was swapped in.
+    virtual bool reload_if_changed() = 0;
+
+    virtual std::shared_ptr<const Config> config() const = 0;
+};
+
+}  // namespace lanes

@@ -1,0 +1,105 @@
+// The admin's Lua 5.4 policy, sandboxed: one compiled script, run on a small
+// pool of lua_States (each used by one thread at a time), with per-call
+// instruction, wall-time and memory budgets. See lanes-policy(7) for the contract.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/lanes_toml.hpp"
+#include "core/job.hpp"
+#include "core/log.hpp"
+#include "core/result.hpp"
+#include "ctld/router.hpp"
+
+namespace lanes {
+
+// What one classify(job) call produced.
+struct PolicyOutcome {
+    enum class Kind {
+        Class,        // the policy chose class_name
+        FallThrough,  // returned nil: built-in rules / default_class decide
+        Reject,       // reject("why") or {reject = "why"}
+        Error,        // runtime error, budget exceeded, bad return value
+    };
+    Kind kind = Kind::FallThrough;
+    std::string class_name;
+    std::string reason;                      // the table's `reason`, if given
+    std::string location;                    // "default.lua:42": the return that decided, if known
+    std::string reject_message;
+    std::string error;                       // "default.lua:12: attempt to index a nil value"
+    std::vector<std::string> user_messages;  // lanes.user_message() and the table's `message`
+    // Routing overrides from the returned table (validated by the classifier
+    // against the class's policy_overrides).
+    std::optional<std::string> partition;
+    std::optional<std::string> qos;
+    std::optional<std::string> features;
+    std::optional<int32_t> nice;
+    std::optional<SysSeconds> begin_time;
+    std::optional<uint32_t> time_limit_minutes;
+    // Names of the override fields present, in a fixed order.
+    std::vector<std::string> overrides() const;
+};
+
+struct LuaState;  // policy.cpp
+
+class Policy {
+public:
+    // Compile `source` (text only, never bytecode) and run its top level under the
+    // budgets. `chunk_name` appears in messages ("/etc/slurm/lanes/policy.lua:12:").
+    // Fails if the script does not compile, its top level errors, or it defines no
+    // global function classify.
+    static Result<std::shared_ptr<Policy>> compile(std::string source, std::string chunk_name,
+                                                   std::shared_ptr<const Config> config, LogSink log,
+                                                   size_t max_states = 0);
+    // Same, reading the file.
+    static Result<std::shared_ptr<Policy>> load_file(const std::string& path, std::shared_ptr<const Config> config,
+                                                     LogSink log, size_t max_states = 0);
+    ~Policy();
+    Policy(const Policy&) = delete;
+    Policy& operator=(const Policy&) = delete;
+
+    // Run classify(job). Never throws; a failure is Kind::Error with a message.
+    // Thread-safe: concurrent callers get distinct lua_States.
+    PolicyOutcome classify(const JobView& job, SysSeconds now, const WindowOracle& windows) noexcept;
+
+    // Run the policy on a synthetic job; errors (and classes that do not exist)
+    // are failures. Used before a reload is swapped in.
+    Result<void> self_check(SysSeconds now, const WindowOracle& windows);
+
+    const std::string& chunk_name() const { return chunk_name_; }
+    const Config& config() const { return *config_; }
+    // How many lua_States exist now (tests).
+    size_t state_count() const;
+    // How many states were discarded and rebuilt after a budget violation (tests).
+    uint64_t rebuilds() const;
+
+private:
+    Policy(std::string source, std::string chunk_name, std::shared_ptr<const Config> config, LogSink log,
+           size_t max_states);
+    Result<std::unique_ptr<LuaState>> new_state();
+    std::unique_ptr<LuaState> acquire(std::string& error);
+    void release(std::unique_ptr<LuaState> state);
+
+    std::string source_;
+    std::string chunk_name_;
+    std::shared_ptr<const Config> config_;
+    LogSink log_;
+    size_t max_states_;
+    mutable std::mutex mutex_;
+    std::condition_variable idle_cv_;
+    std::vector<std::unique_ptr<LuaState>> idle_;
+    size_t total_ = 0;
+    uint64_t rebuilds_ = 0;
+};
+
+// A synthetic job for self-checks and lanesctl.
+JobView synthetic_job(const Config& config, SysSeconds now);
+
+}  // namespace lanes

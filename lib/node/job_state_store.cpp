@@ -1,0 +1,350 @@
+#include "node/job_state_store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+
+namespace lanes {
+namespace {
+
+constexpr const char* kHeader = "lanes-job-state 1";
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+std::string rate_text(const Rate& r) {
+    if (r.is_relative()) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.17g%%", r.percent);
+        return buf;
+    }
+    return std::to_string(r.bits_per_second);
+}
+
+Result<Rate> parse_state_rate(std::string_view v) {
+    Rate r;
+    if (!v.empty() && v.back() == '%') {
+        std::string s(v.substr(0, v.size() - 1));
+        char* end = nullptr;
+        r.percent = std::strtod(s.c_str(), &end);
+        if (s.empty() || *end != '\0' || !(r.percent > 0) || r.percent > 100) return fail("bad rate");
+        return r;
+    }
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), r.bits_per_second);
+    if (v.empty() || ec != std::errc() || p != v.data() + v.size()) return fail("bad rate");
+    return r;
+}
+
+template <typename T>
+bool parse_uint(std::string_view v, T& out) {
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    return !v.empty() && ec == std::errc() && p == v.data() + v.size();
+}
+
+Result<std::string> read_file(const std::string& path, int* open_errno) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        *open_errno = errno;
+        return fail(path + ": " + errno_text(errno));
+    }
+    // Only state this process's user (root on a node) wrote, in a file nobody else
+    // can write, is trusted: a planted file must not steer root's actions.
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+        ::close(fd);
+        *open_errno = EPERM;
+        return fail(path + ": not a regular file owned by uid " + std::to_string(::geteuid()) +
+                    " and writable only by it; refusing to trust it");
+    }
+    std::string text;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int err = errno;
+            ::close(fd);
+            return fail(path + ": " + errno_text(err));
+        }
+        if (n == 0) break;
+        text.append(buf, static_cast<size_t>(n));
+        if (text.size() > (1 << 20)) {
+            ::close(fd);
+            return fail(path + ": larger than 1 MiB");
+        }
+    }
+    ::close(fd);
+    return text;
+}
+
+std::string minor_name(uint16_t minor) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "minor_%04x", minor);
+    return buf;
+}
+
+}  // namespace
+
+std::string format_job_state(const JobState& s) {
+    std::string out = std::string(kHeader) + "\n";
+    auto line = [&](const char* key, const std::string& value) { out += std::string(key) + "=" + value + "\n"; };
+    line("job_id", std::to_string(s.job_id));
+    line("class", s.class_name);
+    line("minor", std::to_string(s.minor));
+    line("cgroup", s.cgroup);
+    line("cgroup_key", s.cgroup_key);
+    line("cgroup_owned", s.cgroup_owned ? "1" : "0");
+    line("cgroup_id", std::to_string(s.cgroup_id));
+    if (s.net.dscp) line("dscp", std::to_string(*s.net.dscp));
+    if (s.net.rate) line("rate", rate_text(*s.net.rate));
+    if (s.net.ceil) line("ceil", rate_text(*s.net.ceil));
+    if (s.net.rdma_traffic_class) line("rdma_traffic_class", std::to_string(*s.net.rdma_traffic_class));
+    if (s.net.rdma_service_level) line("rdma_service_level", std::to_string(*s.net.rdma_service_level));
+    line("rank", std::to_string(s.net.rank));
+    for (const auto& d : s.devices)
+        line("device", d.device + " " + std::to_string(d.rate_bits) + " " + std::to_string(d.ceil_bits));
+    return out;
+}
+
+Result<JobState> parse_job_state(std::string_view text, const std::string& origin) {
+    JobState s;
+    bool saw_header = false, saw_job = false, saw_minor = false;
+    int lineno = 0;
+    while (!text.empty()) {
+        std::size_t nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+        ++lineno;
+        auto bad = [&](const std::string& what) {
+            return fail(origin + ":" + std::to_string(lineno) + ": " + what);
+        };
+        if (!saw_header) {
+            if (line != kHeader) return bad("not a Lanes job state file (expected \"" + std::string(kHeader) + "\")");
+            saw_header = true;
+            continue;
+        }
+        if (line.empty()) continue;
+        std::size_t eq = line.find('=');
+        if (eq == std::string_view::npos) return bad("expected key=value");
+        std::string_view key = line.substr(0, eq), v = line.substr(eq + 1);
+        bool ok = true;
+        if (key == "job_id") {
+            ok = parse_uint(v, s.job_id);
+            saw_job = ok;
+        } else if (key == "class") {
+            s.class_name = v;
+        } else if (key == "minor") {
+            ok = parse_uint(v, s.minor);
+            saw_minor = ok;
+        } else if (key == "cgroup") {
+            s.cgroup = v;
+        } else if (key == "cgroup_key") {
+            s.cgroup_key = v;
+        } else if (key == "cgroup_owned") {
+            ok = v == "0" || v == "1";
+            s.cgroup_owned = v == "1";
+        } else if (key == "cgroup_id") {
+            ok = parse_uint(v, s.cgroup_id);
+        } else if (key == "dscp") {
+            uint8_t d = 0;
+            ok = parse_uint(v, d) && d < 64;
+            s.net.dscp = d;
+        } else if (key == "rate" || key == "ceil") {
+            auto r = parse_state_rate(v);
+            ok = r.has_value();
+            if (ok) (key == "rate" ? s.net.rate : s.net.ceil) = *r;
+        } else if (key == "rdma_traffic_class") {
+            uint8_t x = 0;
+            ok = parse_uint(v, x);
+            s.net.rdma_traffic_class = x;
+        } else if (key == "rdma_service_level") {
+            uint8_t x = 0;
+            ok = parse_uint(v, x);
+            s.net.rdma_service_level = x;
+        } else if (key == "rank") {
+            auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), s.net.rank);
+            ok = !v.empty() && ec == std::errc() && p == v.data() + v.size();
+        } else if (key == "device") {
+            JobDevice d;
+            std::size_t a = v.find(' '), b = a == std::string_view::npos ? a : v.find(' ', a + 1);
+            ok = a != std::string_view::npos && b != std::string_view::npos && a > 0 &&
+                 parse_uint(v.substr(a + 1, b - a - 1), d.rate_bits) && parse_uint(v.substr(b + 1), d.ceil_bits);
+            if (ok) {
+                d.device = v.substr(0, a);
+                s.devices.push_back(std::move(d));
+            }
+        } else {
+            return bad("unknown key \"" + std::string(key) + "\"");
+        }
+        if (!ok) return bad("bad value for " + std::string(key) + ": \"" + std::string(v) + "\"");
+    }
+    if (!saw_header) return fail(origin + ": empty");
+    if (!saw_job || !saw_minor) return fail(origin + ": job_id or minor missing");
+    return s;
+}
+
+JobStateStore::~JobStateStore() {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+JobStateStore::Lock::~Lock() {
+    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+}
+
+std::string JobStateStore::job_path(uint32_t job_id) const { return dir_ + "/job_" + std::to_string(job_id); }
+
+Result<void> JobStateStore::prepare() {
+    if (dir_.empty() || dir_[0] != '/') return fail("lanes: state_dir \"" + dir_ + "\" must be an absolute path");
+    // mkdir -p, the last component 0700.
+    for (std::size_t pos = 1; pos != std::string::npos;) {
+        pos = dir_.find('/', pos + 1);
+        std::string part = dir_.substr(0, pos);
+        if (::mkdir(part.c_str(), pos == std::string::npos ? 0700 : 0755) != 0 && errno != EEXIST)
+            return fail("lanes: state_dir " + part + ": " + errno_text(errno));
+    }
+    struct stat st {};
+    if (::lstat(dir_.c_str(), &st) != 0) return fail("lanes: state_dir " + dir_ + ": " + errno_text(errno));
+    if (!S_ISDIR(st.st_mode)) return fail("lanes: state_dir " + dir_ + ": not a directory");
+    if (st.st_uid != ::geteuid())
+        return fail("lanes: state_dir " + dir_ + ": owned by uid " + std::to_string(st.st_uid) + ", not us");
+    if ((st.st_mode & 07777) != 0700 && ::chmod(dir_.c_str(), 0700) != 0)
+        return fail("lanes: state_dir " + dir_ + ": chmod 0700: " + errno_text(errno));
+    if (lock_fd_ < 0) {
+        std::string path = dir_ + "/lock";
+        lock_fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (lock_fd_ < 0) return fail("lanes: " + path + ": " + errno_text(errno));
+    }
+    return {};
+}
+
+Result<JobStateStore::Lock> JobStateStore::lock() {
+    if (lock_fd_ < 0) {
+        auto r = prepare();
+        if (!r) return std::unexpected(r.error());
+    }
+    while (::flock(lock_fd_, LOCK_EX) != 0) {
+        if (errno != EINTR) return fail("lanes: flock " + dir_ + "/lock: " + errno_text(errno));
+    }
+    return Lock(lock_fd_);
+}
+
+Result<std::optional<JobState>> JobStateStore::load(uint32_t job_id) const {
+    // The directory too: owned by us, not a symlink, writable by nobody else.
+    struct stat dir_st{};
+    if (::lstat(dir_.c_str(), &dir_st) != 0) {
+        if (errno == ENOENT) return std::optional<JobState>{};
+        return fail("lanes: " + dir_ + ": " + errno_text(errno));
+    }
+    if (!S_ISDIR(dir_st.st_mode) || dir_st.st_uid != ::geteuid() || (dir_st.st_mode & 022) != 0)
+        return fail("lanes: " + dir_ + ": state directory is not a directory owned by uid " +
+                    std::to_string(::geteuid()) + " and writable only by it; refusing to trust it");
+    std::string path = job_path(job_id);
+    int open_errno = 0;
+    auto text = read_file(path, &open_errno);
+    if (!text) {
+        if (open_errno == ENOENT) return std::optional<JobState>{};
+        return fail("lanes: " + text.error().message);
+    }
+    auto st = parse_job_state(*text, path);
+    if (!st) return std::unexpected(st.error());
+    if (st->job_id != job_id) return fail("lanes: " + path + ": holds job " + std::to_string(st->job_id));
+    return std::optional<JobState>(std::move(*st));
+}
+
+std::vector<JobState> JobStateStore::load_all(std::vector<std::string>* errors) const {
+    std::vector<JobState> out;
+    DIR* d = ::opendir(dir_.c_str());
+    if (!d) {
+        if (errno != ENOENT && errors) errors->push_back("lanes: " + dir_ + ": " + errno_text(errno));
+        return out;
+    }
+    while (dirent* e = ::readdir(d)) {
+        std::string_view name = e->d_name;
+        if (!name.starts_with("job_")) continue;
+        uint32_t id = 0;
+        if (!parse_uint(name.substr(4), id)) continue;  // job_7.tmp and the like
+        auto st = load(id);
+        if (!st) {
+            if (errors) errors->push_back(st.error().message);
+        } else if (*st) {
+            out.push_back(std::move(**st));
+        }
+    }
+    ::closedir(d);
+    std::sort(out.begin(), out.end(), [](const JobState& a, const JobState& b) { return a.job_id < b.job_id; });
+    return out;
+}
+
+Result<void> JobStateStore::save(const JobState& state) {
+    std::string path = job_path(state.job_id), tmp = path + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return fail("lanes: " + tmp + ": " + errno_text(errno));
+    std::string text = format_job_state(state);
+    std::size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int err = errno;
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            return fail("lanes: " + tmp + ": " + errno_text(err));
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+        int err = errno;
+        ::unlink(tmp.c_str());
+        return fail("lanes: " + path + ": " + errno_text(err));
+    }
+    return {};
+}
+
+Result<void> JobStateStore::erase(uint32_t job_id) {
+    std::string path = job_path(job_id);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail("lanes: " + path + ": " + errno_text(errno));
+    return {};
+}
+
+std::optional<uint32_t> JobStateStore::minor_owner(uint16_t minor) const {
+    std::string path = dir_ + "/" + minor_name(minor);
+    char buf[32];
+    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) return std::nullopt;
+    uint32_t id = 0;
+    if (!parse_uint(std::string_view(buf, static_cast<size_t>(n)), id)) return std::nullopt;
+    return id;
+}
+
+Result<void> JobStateStore::claim_minor(uint16_t minor, uint32_t job_id) {
+    std::string path = dir_ + "/" + minor_name(minor), target = std::to_string(job_id);
+    if (::symlink(target.c_str(), path.c_str()) == 0) return {};
+    if (errno != EEXIST) return fail("lanes: " + path + ": " + errno_text(errno));
+    auto owner = minor_owner(minor);
+    if (owner == job_id) return {};
+    // A claim whose job has no state file is stale (a crash between claim and save).
+    if (owner && ::access(job_path(*owner).c_str(), F_OK) != 0 && errno == ENOENT) {
+        std::string tmp = path + ".tmp";
+        ::unlink(tmp.c_str());
+        if (::symlink(target.c_str(), tmp.c_str()) == 0 && ::rename(tmp.c_str(), path.c_str()) == 0) return {};
+        return fail("lanes: " + path + ": " + errno_text(errno));
+    }
+    return fail("lanes: HTB minor " + std::to_string(minor) + " is held by job " +
+                (owner ? std::to_string(*owner) : std::string("?")));
+}
+
+Result<void> JobStateStore::release_minor(uint16_t minor, uint32_t job_id) {
+    if (minor_owner(minor) != job_id) return {};
+    std::string path = dir_ + "/" + minor_name(minor);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail("lanes: " + path + ": " + errno_text(errno));
+    return {};
+}
+
+}  // namespace lanes

@@ -1,0 +1,63 @@
+// Job state files in state_dir (root-only: dir 0700, files 0600):
+//   job_<id>        key=value text, one JobState (format_job_state)
+//   minor_<hex>     symlink -> "<job id>": who holds an HTB minor (atomic claim)
+//   lock            flock'ed by every prolog/epilog/gc for its whole duration
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+#include "node/shaping_plan.hpp"
+
+namespace lanes {
+
+std::string format_job_state(const JobState& state);
+// `origin` names the file in messages.
+Result<JobState> parse_job_state(std::string_view text, const std::string& origin);
+
+class JobStateStore {
+public:
+    explicit JobStateStore(std::string dir) : dir_(std::move(dir)) {}
+    ~JobStateStore();
+    JobStateStore(const JobStateStore&) = delete;
+    JobStateStore& operator=(const JobStateStore&) = delete;
+
+    // Create the dir (0700; tightened if it exists), open the lock file.
+    Result<void> prepare();
+
+    // Held while alive.
+    class Lock {
+    public:
+        explicit Lock(int fd) : fd_(fd) {}
+        Lock(Lock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+        Lock& operator=(Lock&&) = delete;
+        ~Lock();
+    private:
+        int fd_;
+    };
+    Result<Lock> lock();
+
+    Result<std::optional<JobState>> load(uint32_t job_id) const;
+    // Every job file; unreadable ones are reported in `errors` and skipped.
+    std::vector<JobState> load_all(std::vector<std::string>* errors = nullptr) const;
+    Result<void> save(const JobState& state);   // tmp + rename
+    Result<void> erase(uint32_t job_id);        // absent = success
+
+    // Minor claims. owner: the job id holding `minor`, if any.
+    std::optional<uint32_t> minor_owner(uint16_t minor) const;
+    Result<void> claim_minor(uint16_t minor, uint32_t job_id);   // fails if held by another
+    Result<void> release_minor(uint16_t minor, uint32_t job_id); // only if held by job_id
+
+    const std::string& dir() const { return dir_; }
+    std::string job_path(uint32_t job_id) const;
+
+private:
+    std::string dir_;
+    int lock_fd_ = -1;
+};
+
+}  // namespace lanes

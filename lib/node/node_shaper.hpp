@@ -1,0 +1,112 @@
+// Node-side shaping: one job's class -> HTB leaf classes on the selected NICs,
+// nftables priority + DSCP marks for the job's cgroup, and a cgroup2 dir for its
+// tasks. Layout and rules: shaping_plan.hpp. Kernel access: traffic_control.hpp
+// (libnl), packet_marker.hpp (libnftables), cgroup_tree.hpp (cgroup2 files).
+//
+// Who calls what (all as root, in the node's network namespace):
+//   slurm_spank_job_prolog            open() + apply()   (decision from SPANK_ env)
+//   slurm_spank_task_init_privileged  NodeShaper::attach_task(config, job, getpid())
+//                                     in the forked task, before exec: no netlink,
+//                                     no nft, reads the job's state file only.
+//   slurm_spank_job_epilog            open() + remove()  (absent job = success)
+//   slurmd start / lanesctl gc        reconcile(alive)   lanesctl gc --all: remove_all()
+//   lanesctl status                   list() + counters()
+//
+// Concurrency: apply/remove/reconcile/remove_all hold flock(state_dir/lock) for the
+// whole operation, so prologs and epilogs of concurrent jobs on the node (separate
+// processes) serialise. One NodeShaper is not thread-safe beyond that (use one per
+// thread, or a mutex).
+//
+// Cgroup placement (NodeConfig.cgroup_root):
+//   "auto": if /sys/fs/cgroup is cgroup2 and Slurm's job dir
+//           /sys/fs/cgroup/system.slice/slurmstepd.scope/job_<id> exists at apply,
+//           use it (not owned: attach is a no-op, remove leaves it); otherwise Lanes'
+//           own dir <cgroup2 mount>/lanes/job_<id> (on a hybrid node:
+//           /sys/fs/cgroup/unified/lanes/job_<id>).
+//   a path: Lanes' own dirs under that cgroup2 directory (<path>/job_<id>).
+// Only sockets created after a task entered the cgroup carry the job's marks:
+// attach before exec.
+//
+// State: state_dir (0700) holds job_<id> files (0600, small key=value text), the
+// minor claims (minor_<hex> -> job id symlinks) and the lock file. The state file is
+// written before the kernel objects are made and removed after they are gone, so a
+// crash leaves at worst a state file whose objects are partly missing: remove() and
+// reconcile() clean those, since removing an absent object is success.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/lanes_toml.hpp"
+#include "core/log.hpp"
+#include "core/result.hpp"
+#include "node/shaping_plan.hpp"
+#include "node/traffic_control.hpp"  // ClassCounters
+
+namespace lanes {
+
+class PacketMarker;
+class CgroupTree;
+
+class NodeShaper {
+public:
+    // Real kernel: selects the NICs of `hostname` (NicSelector.nodes) now, opens the
+    // netlink socket and the nft context once, probes whether fq_codel exists, creates
+    // state_dir. Fails with a precise message (no NIC selected, unreadable cgroup2
+    // mount, ...).
+    static Result<std::unique_ptr<NodeShaper>> open(const NodeConfig& config, const std::string& hostname,
+                                                    LogSink log = {});
+    // With injected kernel interfaces (unit tests with recording fakes).
+    static Result<std::unique_ptr<NodeShaper>> open_with(const NodeConfig& config, const std::string& hostname,
+                                                         std::unique_ptr<TrafficControl> tc,
+                                                         std::unique_ptr<PacketMarker> marker,
+                                                         std::unique_ptr<CgroupTree> cgroups, LogSink log = {});
+    ~NodeShaper();
+    NodeShaper(const NodeShaper&) = delete;
+    NodeShaper& operator=(const NodeShaper&) = delete;
+
+    // Prolog. Idempotent: the same request again is a no-op; a changed request
+    // updates the classes and marks in place (same minor). A failure part-way
+    // removes what this call created.
+    Result<JobState> apply(const JobNetRequest& request);
+
+    // Move `pid` into the job's cgroup (no-op when the cgroup is Slurm's).
+    Result<void> attach(uint32_t job_id, pid_t pid);
+    // Same without opening netlink/nft: for slurm_spank_task_init_privileged.
+    static Result<void> attach_task(const NodeConfig& config, uint32_t job_id, pid_t pid);
+
+    // Epilog: the job's classes, nft chain + map element, cgroup dir (moving any
+    // leftover pids to the parent first), state file. Absent = success; a kernel
+    // object already gone is not an error.
+    Result<void> remove(uint32_t job_id);
+
+    // All jobs with state files, by job id.
+    std::vector<JobState> list() const;
+
+    // Per device of the job's class. Fails if the job is unknown.
+    Result<std::map<std::string, ClassCounters>> counters(uint32_t job_id);
+
+    // Remove every job for which job_alive(id) is false; returns their ids.
+    Result<std::vector<uint32_t>> reconcile(const std::function<bool(uint32_t)>& job_alive);
+
+    // Every job, then the nft table and our root qdisc on every selected NIC.
+    Result<void> remove_all();
+
+    // The NICs selected for this node, as seen at open().
+    const std::vector<NicFacts>& nics() const;
+    // "fq_codel" or "pfifo".
+    const std::string& leaf_qdisc_kind() const;
+
+private:
+    struct Impl;
+    explicit NodeShaper(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lanes

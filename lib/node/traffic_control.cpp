@@ -1,0 +1,421 @@
+// rtnetlink tc requests: messages built with libnl's nl_msg/nla helpers, sent on
+// one NETLINK_ROUTE socket owned here, replies read by a small loop that matches
+// sequence numbers and reports the kernel's extended ack text.
+#include "node/traffic_control.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/gen_stats.h>
+#include <linux/netlink.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+namespace lanes {
+namespace {
+
+struct MsgFree {
+    void operator()(nl_msg* m) const { nlmsg_free(m); }
+};
+using MsgPtr = std::unique_ptr<nl_msg, MsgFree>;
+
+std::string handle_text(uint32_t h) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%x:%x", h >> 16, h & 0xffff);
+    return buf;
+}
+
+// One rtnetlink socket; request() sends one message and reads until its ack,
+// error or (dumps) NLMSG_DONE.
+class NetlinkSocket {
+public:
+    NetlinkSocket() = default;
+    ~NetlinkSocket() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    NetlinkSocket(const NetlinkSocket&) = delete;
+    NetlinkSocket& operator=(const NetlinkSocket&) = delete;
+
+    Result<void> open() {
+        fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        if (fd_ < 0) return fail(std::string("lanes: netlink socket: ") + std::strerror(errno));
+        int one = 1;
+        ::setsockopt(fd_, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);
+        ::setsockopt(fd_, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one);
+        sockaddr_nl sa{};
+        sa.nl_family = AF_NETLINK;
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+            return fail(std::string("lanes: netlink bind: ") + std::strerror(errno));
+        return {};
+    }
+
+    // Returns 0 or a negative errno; `text` gets the kernel's extack message.
+    int request(nl_msg* msg, bool dump, const std::function<void(nlmsghdr*)>& on_msg, std::string* text) {
+        nlmsghdr* hdr = nlmsg_hdr(msg);
+        hdr->nlmsg_seq = ++seq_;
+        hdr->nlmsg_pid = 0;
+        hdr->nlmsg_flags |= NLM_F_REQUEST | (dump ? NLM_F_DUMP : NLM_F_ACK);
+        const uint32_t seq = hdr->nlmsg_seq;
+        sockaddr_nl kernel{};
+        kernel.nl_family = AF_NETLINK;
+        for (;;) {
+            ssize_t n = ::sendto(fd_, hdr, hdr->nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel);
+            if (n >= 0) break;
+            if (errno != EINTR) return -errno;
+        }
+        alignas(nlmsghdr) static thread_local char buf[64 * 1024];
+        for (;;) {
+            ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return -errno;
+            }
+            int len = static_cast<int>(n);
+            for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+                if (h->nlmsg_seq != seq) continue;  // a late reply to an earlier request
+                if (h->nlmsg_type == NLMSG_DONE) return 0;
+                if (h->nlmsg_type == NLMSG_ERROR) {
+                    auto* err = static_cast<nlmsgerr*>(NLMSG_DATA(h));
+                    if (text && (h->nlmsg_flags & NLM_F_ACK_TLVS)) *text = extack_text(h, err);
+                    if (err->error != 0 || !dump) return err->error;
+                    continue;
+                }
+                if (on_msg) on_msg(h);
+            }
+        }
+    }
+
+private:
+    static std::string extack_text(nlmsghdr* h, nlmsgerr* err) {
+        std::size_t offset = NLMSG_HDRLEN + sizeof(nlmsgerr);
+        if (!(h->nlmsg_flags & NLM_F_CAPPED)) offset += err->msg.nlmsg_len - NLMSG_HDRLEN;
+        if (offset >= h->nlmsg_len) return {};
+        auto* attr = reinterpret_cast<nlattr*>(reinterpret_cast<char*>(h) + NLMSG_ALIGN(offset));
+        int rem = static_cast<int>(h->nlmsg_len) - static_cast<int>(NLMSG_ALIGN(offset));
+        for (; nla_ok(attr, rem); attr = nla_next(attr, &rem))
+            if (nla_type(attr) == NLMSGERR_ATTR_MSG) return nla_get_string(attr);
+        return {};
+    }
+
+    int fd_ = -1;
+    uint32_t seq_ = 0;
+};
+
+MsgPtr tc_msg(int type, int flags, int ifindex, uint32_t handle, uint32_t parent) {
+    MsgPtr msg(nlmsg_alloc_simple(type, flags));
+    tcmsg t{};
+    t.tcm_family = AF_UNSPEC;
+    t.tcm_ifindex = ifindex;
+    t.tcm_handle = handle;
+    t.tcm_parent = parent;
+    nlmsg_append(msg.get(), &t, sizeof t, NLMSG_ALIGNTO);
+    return msg;
+}
+
+void fill_ratespec(tc_ratespec& r, uint64_t bits) {
+    uint64_t bytes = bits / 8;
+    r.rate = bytes >= (1ull << 32) ? ~0u : static_cast<uint32_t>(std::max<uint64_t>(bytes, 1));
+    r.linklayer = TC_LINKLAYER_ETHERNET;  // the kernel computes; no rate table needed
+    r.cell_align = -1;
+}
+
+bool put_htb_class(nl_msg* msg, const HtbParams& p) {
+    tc_htb_opt opt{};
+    fill_ratespec(opt.rate, p.rate_bits);
+    fill_ratespec(opt.ceil, p.ceil_bits);
+    opt.buffer = htb_buffer_ticks(p.burst, p.rate_bits);
+    opt.cbuffer = htb_buffer_ticks(p.cburst, p.ceil_bits);
+    opt.quantum = p.quantum;
+    opt.prio = p.prio;
+    if (nla_put_string(msg, TCA_KIND, "htb") < 0) return false;
+    nlattr* nest = nla_nest_start(msg, TCA_OPTIONS);
+    if (!nest || nla_put(msg, TCA_HTB_PARMS, sizeof opt, &opt) < 0) return false;
+    if (p.rate_bits / 8 >= (1ull << 32) && nla_put_u64(msg, TCA_HTB_RATE64, p.rate_bits / 8) < 0) return false;
+    if (p.ceil_bits / 8 >= (1ull << 32) && nla_put_u64(msg, TCA_HTB_CEIL64, p.ceil_bits / 8) < 0) return false;
+    nla_nest_end(msg, nest);
+    return true;
+}
+
+std::string describe_error(int err, const std::string& extack) {
+    std::string s = std::strerror(-err);
+    if (!extack.empty()) s += " (" + extack + ")";
+    return s;
+}
+
+class NetlinkTrafficControl final : public TrafficControl {
+public:
+    Result<void> open() { return sock_.open(); }
+
+    Result<std::vector<std::string>> devices() override {
+        std::vector<std::string> out;
+        struct if_nameindex* names = if_nameindex();
+        if (!names) return fail(std::string("lanes: if_nameindex: ") + std::strerror(errno));
+        for (auto* i = names; i->if_index != 0; ++i) out.emplace_back(i->if_name);
+        if_freenameindex(names);
+        return out;
+    }
+
+    Result<int> ifindex(const std::string& device) override {
+        unsigned idx = if_nametoindex(device.c_str());
+        if (idx == 0) return fail("lanes: NIC " + device + ": " + std::strerror(errno));
+        return static_cast<int>(idx);
+    }
+
+    Result<std::string> route_device(const std::string& prefix) override {
+        std::string addr = prefix.substr(0, prefix.find('/'));
+        unsigned char bin[16];
+        int family = addr.find(':') != std::string::npos ? AF_INET6 : AF_INET;
+        if (inet_pton(family, addr.c_str(), bin) != 1)
+            return fail("lanes: route_to \"" + prefix + "\": not an IPv4/IPv6 prefix");
+        MsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, 0));
+        rtmsg rt{};
+        rt.rtm_family = static_cast<unsigned char>(family);
+        rt.rtm_dst_len = family == AF_INET ? 32 : 128;
+        nlmsg_append(msg.get(), &rt, sizeof rt, NLMSG_ALIGNTO);
+        nla_put(msg.get(), RTA_DST, family == AF_INET ? 4 : 16, bin);
+        int oif = 0;
+        std::string extack;
+        int err = sock_.request(msg.get(), false, [&](nlmsghdr* h) {
+            nlattr* tb[RTA_MAX + 1];
+            if (nlmsg_parse(h, sizeof(rtmsg), tb, RTA_MAX, nullptr) == 0 && tb[RTA_OIF]) oif = static_cast<int>(nla_get_u32(tb[RTA_OIF]));
+        }, &extack);
+        if (err < 0) return fail("lanes: route_to \"" + prefix + "\": " + describe_error(err, extack));
+        char name[IF_NAMESIZE];
+        if (oif == 0 || !if_indextoname(static_cast<unsigned>(oif), name))
+            return fail("lanes: route_to \"" + prefix + "\": no output device");
+        return std::string(name);
+    }
+
+    std::optional<uint64_t> link_speed_bits(const std::string& device) override {
+        std::string path = "/sys/class/net/" + device + "/speed";
+        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return std::nullopt;
+        char buf[32] = {};
+        ssize_t n = ::read(fd, buf, sizeof buf - 1);
+        ::close(fd);
+        if (n <= 0) return std::nullopt;
+        long long mbit = std::strtoll(buf, nullptr, 10);
+        if (mbit <= 0) return std::nullopt;
+        return static_cast<uint64_t>(mbit) * 1000000ull;
+    }
+
+    Result<RootQdisc> root_qdisc(int ifindex) override {
+        auto msg = tc_msg(RTM_GETQDISC, NLM_F_ECHO, ifindex, 0, TC_H_ROOT);
+        RootQdisc root;
+        std::string extack;
+        int err = sock_.request(msg.get(), false, [&](nlmsghdr* h) {
+            if (h->nlmsg_type != RTM_NEWQDISC) return;
+            auto* t = static_cast<tcmsg*>(nlmsg_data(h));
+            if (t->tcm_ifindex != ifindex || t->tcm_parent != TC_H_ROOT) return;
+            nlattr* tb[TCA_MAX + 1];
+            if (nlmsg_parse(h, sizeof(tcmsg), tb, TCA_MAX, nullptr) == 0 && tb[TCA_KIND])
+                root.kind = nla_get_string(tb[TCA_KIND]);
+            root.handle = t->tcm_handle;
+        }, &extack);
+        // The kernel reports nothing visible (EINVAL/ENOENT) for the invisible
+        // built-in roots (noop on a down device): that is "no root of anyone's".
+        if (err < 0 && err != -EINVAL && err != -ENOENT)
+            return fail("lanes: ifindex " + std::to_string(ifindex) + ": root qdisc: " + describe_error(err, extack));
+        return root;
+    }
+
+    bool qdisc_kind_available(const std::string& kind) override {
+        // Try it on the loopback of a private network namespace, in a thread of
+        // our own: nothing of this namespace is touched.
+        bool ok = false;
+        std::thread probe([&] {
+            if (::unshare(CLONE_NEWNET) != 0) return;
+            NetlinkSocket s;
+            if (!s.open()) return;
+            auto msg = tc_msg(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, 1, tc_handle(1, 0), TC_H_ROOT);
+            nla_put_string(msg.get(), TCA_KIND, kind.c_str());
+            ok = s.request(msg.get(), false, {}, nullptr) == 0;
+        });
+        probe.join();
+        return ok;
+    }
+
+    Result<void> ensure_root(const EnsureRoot& op) override {
+        const uint32_t handle = tc_handle(op.major, 0);
+        if (!op.root_exists) {
+            int flags = NLM_F_CREATE | (op.replace_foreign ? NLM_F_REPLACE : NLM_F_EXCL);
+            auto msg = tc_msg(RTM_NEWQDISC, flags, op.ifindex, handle, TC_H_ROOT);
+            tc_htb_glob glob{};
+            glob.version = TC_HTB_PROTOVER;
+            glob.rate2quantum = 10;
+            glob.defcls = kDefaultMinor;
+            nla_put_string(msg.get(), TCA_KIND, "htb");
+            nlattr* nest = nla_nest_start(msg.get(), TCA_OPTIONS);
+            nla_put(msg.get(), TCA_HTB_INIT, sizeof glob, &glob);
+            nla_nest_end(msg.get(), nest);
+            std::string extack;
+            int err = sock_.request(msg.get(), false, {}, &extack);
+            if (err == -EEXIST) {
+                // Someone (an earlier run) made it: fine if it is ours.
+                auto root = root_qdisc(op.ifindex);
+                if (!root || root->kind != "htb" || root->handle != handle)
+                    return fail("lanes: NIC " + op.device + ": cannot add root htb " + handle_text(handle) +
+                                ": " + describe_error(err, extack));
+            } else if (err < 0) {
+                return fail("lanes: NIC " + op.device + ": add root htb " + handle_text(handle) + ": " +
+                            describe_error(err, extack));
+            }
+        }
+        auto r = add_class(AddClass{op.device, op.ifindex, tc_handle(op.major, kParentMinor), handle, op.parent});
+        if (!r) return r;
+        return add_class(AddClass{op.device, op.ifindex, tc_handle(op.major, kDefaultMinor),
+                                  tc_handle(op.major, kParentMinor), op.fallback});
+    }
+
+    Result<void> add_class(const AddClass& op) override {
+        auto msg = tc_msg(RTM_NEWTCLASS, NLM_F_CREATE, op.ifindex, op.classid, op.parent);
+        if (!put_htb_class(msg.get(), op.htb)) return fail("lanes: netlink message too large");
+        std::string extack;
+        int err = sock_.request(msg.get(), false, {}, &extack);
+        if (err < 0)
+            return fail("lanes: NIC " + op.device + ": class " + handle_text(op.classid) + ": " +
+                        describe_error(err, extack));
+        return {};
+    }
+
+    Result<void> add_leaf_qdisc(const AddLeafQdisc& op) override {
+        auto msg = tc_msg(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE, op.ifindex, op.handle, op.parent);
+        nla_put_string(msg.get(), TCA_KIND, op.kind.c_str());
+        if (op.kind == "fq_codel") {
+            nlattr* nest = nla_nest_start(msg.get(), TCA_OPTIONS);
+            nla_put_u32(msg.get(), TCA_FQ_CODEL_LIMIT, op.limit);
+            nla_nest_end(msg.get(), nest);
+        } else if (op.kind == "pfifo" || op.kind == "bfifo") {
+            tc_fifo_qopt q{};
+            q.limit = op.limit;
+            nla_put(msg.get(), TCA_OPTIONS, sizeof q, &q);
+        }
+        std::string extack;
+        int err = sock_.request(msg.get(), false, {}, &extack);
+        if (err < 0)
+            return fail("lanes: NIC " + op.device + ": " + op.kind + " qdisc under class " + handle_text(op.parent) +
+                        ": " + describe_error(err, extack));
+        return {};
+    }
+
+    Result<void> delete_class(const DeleteClass& op) override {
+        int ifindex = op.ifindex;
+        if (ifindex == 0) ifindex = static_cast<int>(if_nametoindex(op.device.c_str()));
+        if (ifindex == 0) return {};  // the NIC is gone, and its classes with it
+        auto msg = tc_msg(RTM_DELTCLASS, 0, ifindex, op.classid, 0);
+        std::string extack;
+        int err = sock_.request(msg.get(), false, {}, &extack);
+        if (err < 0 && err != -ENOENT && err != -ENODEV)
+            return fail("lanes: NIC " + op.device + ": delete class " + handle_text(op.classid) + ": " +
+                        describe_error(err, extack));
+        return {};
+    }
+
+    Result<void> delete_root(const DeleteRoot& op) override {
+        int ifindex = op.ifindex;
+        if (ifindex == 0) ifindex = static_cast<int>(if_nametoindex(op.device.c_str()));
+        if (ifindex == 0) return {};
+        auto root = root_qdisc(ifindex);
+        if (!root) return std::unexpected(root.error());
+        if (root->kind != "htb" || root->handle != tc_handle(op.major, 0)) return {};
+        auto msg = tc_msg(RTM_DELQDISC, 0, ifindex, tc_handle(op.major, 0), TC_H_ROOT);
+        std::string extack;
+        int err = sock_.request(msg.get(), false, {}, &extack);
+        if (err < 0 && err != -ENOENT && err != -ENODEV)
+            return fail("lanes: NIC " + op.device + ": delete root htb: " + describe_error(err, extack));
+        return {};
+    }
+
+    Result<ClassCounters> class_counters(int ifindex, uint32_t classid) override {
+        auto msg = tc_msg(RTM_GETTCLASS, NLM_F_ECHO, ifindex, classid, 0);
+        ClassCounters c;
+        bool found = false;
+        std::string extack;
+        int err = sock_.request(msg.get(), false, [&](nlmsghdr* h) {
+            if (h->nlmsg_type != RTM_NEWTCLASS) return;
+            auto* t = static_cast<tcmsg*>(nlmsg_data(h));
+            if (t->tcm_handle != classid) return;
+            nlattr* tb[TCA_MAX + 1];
+            if (nlmsg_parse(h, sizeof(tcmsg), tb, TCA_MAX, nullptr) != 0 || !tb[TCA_STATS2]) return;
+            nlattr* st[TCA_STATS_MAX + 1];
+            if (nla_parse_nested(st, TCA_STATS_MAX, tb[TCA_STATS2], nullptr) != 0) return;
+            found = true;
+            if (st[TCA_STATS_BASIC]) {
+                gnet_stats_basic b{};
+                nla_memcpy(&b, st[TCA_STATS_BASIC], sizeof b);
+                c.bytes = b.bytes;
+                c.packets = b.packets;
+            }
+            if (st[TCA_STATS_PKT64]) c.packets = nla_get_u64(st[TCA_STATS_PKT64]);
+            if (st[TCA_STATS_QUEUE]) {
+                gnet_stats_queue q{};
+                nla_memcpy(&q, st[TCA_STATS_QUEUE], sizeof q);
+                c.drops = q.drops;
+                c.overlimits = q.overlimits;
+                c.backlog = q.backlog;
+            }
+        }, &extack);
+        if (err < 0)
+            return fail("lanes: ifindex " + std::to_string(ifindex) + ": class " + handle_text(classid) + ": " +
+                        describe_error(err, extack));
+        if (!found) return fail("lanes: ifindex " + std::to_string(ifindex) + ": class " + handle_text(classid) +
+                                ": no statistics reported");
+        return c;
+    }
+
+    Result<std::vector<uint32_t>> classes(int ifindex, uint16_t major) override {
+        auto msg = tc_msg(RTM_GETTCLASS, 0, ifindex, 0, 0);
+        std::vector<uint32_t> out;
+        std::string extack;
+        int err = sock_.request(msg.get(), true, [&](nlmsghdr* h) {
+            if (h->nlmsg_type != RTM_NEWTCLASS) return;
+            auto* t = static_cast<tcmsg*>(nlmsg_data(h));
+            if (t->tcm_ifindex == ifindex && (t->tcm_handle >> 16) == major) out.push_back(t->tcm_handle);
+        }, &extack);
+        if (err < 0) return fail("lanes: ifindex " + std::to_string(ifindex) + ": classes: " + describe_error(err, extack));
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+
+private:
+    NetlinkSocket sock_;
+};
+
+}  // namespace
+
+uint32_t htb_buffer_ticks(uint32_t bytes, uint64_t rate_bits) {
+    if (rate_bits == 0) return ~0u;
+    // ns = bytes * 8e9 / rate; one psched tick is 64 ns.
+    unsigned __int128 ns = static_cast<unsigned __int128>(bytes) * 8'000'000'000ull / rate_bits;
+    unsigned __int128 ticks = ns >> 6;
+    return ticks > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(std::max<unsigned __int128>(ticks, 1));
+}
+
+std::vector<uint8_t> htb_class_message(const AddClass& op) {
+    auto msg = tc_msg(RTM_NEWTCLASS, NLM_F_CREATE, op.ifindex, op.classid, op.parent);
+    if (!put_htb_class(msg.get(), op.htb)) return {};
+    nlmsghdr* h = nlmsg_hdr(msg.get());
+    auto* p = reinterpret_cast<const uint8_t*>(h);
+    return std::vector<uint8_t>(p, p + h->nlmsg_len);
+}
+
+Result<std::unique_ptr<TrafficControl>> make_netlink_traffic_control() {
+    auto tc = std::make_unique<NetlinkTrafficControl>();
+    auto r = tc->open();
+    if (!r) return std::unexpected(r.error());
+    return std::unique_ptr<TrafficControl>(std::move(tc));
+}
+
+}  // namespace lanes

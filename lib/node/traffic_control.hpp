@@ -1,0 +1,71 @@
+// The tc side of shaping, behind a small interface: one real implementation over
+// rtnetlink (libnl-3 socket and message helpers; one socket per object, opened
+// once), and the recording fake in the unit tests.
+//
+// Messages are built here, iproute2-style: HTB classes carry TCA_HTB_PARMS with the
+// 32-bit fields saturated plus TCA_HTB_RATE64/CEIL64 when a rate is 2^32 bytes/s or
+// more (100-400 GbE); quantum, burst and cburst are always explicit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "node/shaping_plan.hpp"
+
+namespace lanes {
+
+// Per device, from a job's HTB class (lanesctl status).
+struct ClassCounters {
+    uint64_t bytes = 0;
+    uint64_t packets = 0;
+    uint64_t drops = 0;
+    uint64_t overlimits = 0;
+    uint64_t backlog = 0;       // bytes queued now
+};
+
+struct RootQdisc {
+    std::string kind;           // "htb", "mq", "noqueue", ...; "" = none reported
+    uint32_t handle = 0;        // 0 for the kernel's default root
+};
+
+class TrafficControl {
+public:
+    virtual ~TrafficControl() = default;
+
+    // Devices of this network namespace, by name.
+    virtual Result<std::vector<std::string>> devices() = 0;
+    virtual Result<int> ifindex(const std::string& device) = 0;
+    // The device the kernel routes `prefix` ("10.1.0.0/16", "fd00::/8") through.
+    virtual Result<std::string> route_device(const std::string& prefix) = 0;
+    // /sys/class/net/DEV/speed in bits/s; nullopt when unknown (-1, unreadable).
+    virtual std::optional<uint64_t> link_speed_bits(const std::string& device) = 0;
+    virtual Result<RootQdisc> root_qdisc(int ifindex) = 0;
+    // Whether the kernel can create a qdisc of `kind` (probed without side effects).
+    virtual bool qdisc_kind_available(const std::string& kind) = 0;
+
+    virtual Result<void> ensure_root(const EnsureRoot& op) = 0;
+    virtual Result<void> add_class(const AddClass& op) = 0;
+    virtual Result<void> add_leaf_qdisc(const AddLeafQdisc& op) = 0;
+    virtual Result<void> delete_class(const DeleteClass& op) = 0;   // absent = success
+    virtual Result<void> delete_root(const DeleteRoot& op) = 0;     // absent/not ours = success
+    virtual Result<ClassCounters> class_counters(int ifindex, uint32_t classid) = 0;
+    // classids of the HTB classes under root major `major` on the device.
+    virtual Result<std::vector<uint32_t>> classes(int ifindex, uint16_t major) = 0;
+};
+
+// The real one. Fails if the netlink socket cannot be opened.
+Result<std::unique_ptr<TrafficControl>> make_netlink_traffic_control();
+
+// The HTB buffer field is a time: bytes at `rate_bits` in psched ticks (64 ns),
+// saturated at UINT32_MAX. Exposed for tests.
+uint32_t htb_buffer_ticks(uint32_t bytes, uint64_t rate_bits);
+
+// The RTM_NEWTCLASS message add_class() sends, as bytes (unit tests parse it).
+std::vector<uint8_t> htb_class_message(const AddClass& op);
+
+}  // namespace lanes
