@@ -25,5 +25,5 @@ if ((${#missing[@]})); then
   created_policy=0
   if [[ ! -e $policy ]]; then printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod 755 "$policy"; created_policy=1; fi
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  ((created_policy)) && rm -f "$policy"
+  if ((created_policy)); then rm -f "$policy"; fi
 fi
