@@ -15,7 +15,10 @@
 //                                                      exec; NCCL/UCX traffic-class variables
 // epilog (root)      job_epilog                        remove everything of the job
 //
-// Every callback is noexcept, logs "lanes: ..." and never lets an exception out.
+// Every callback logs "lanes: ..." and never lets an exception out: each body runs
+// inside guarded(), which is noexcept. The definitions themselves carry no noexcept
+// because spank.h (Slurm 23.02 and later) declares them, with C linkage and no
+// exception specification, and a definition must match that declaration exactly.
 
 extern "C" {
 #include <slurm/slurm.h>
@@ -305,7 +308,7 @@ int reconcile_on_slurmd_start(const lanes::SpankArgs& args) {
 
 }  // namespace
 
-extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) noexcept {
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
     return guarded("init", -1, [&]() -> int {
         switch (spank_context()) {
             case S_CTX_LOCAL:
@@ -342,7 +345,7 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) noexcept {
     });
 }
 
-extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) noexcept {
+extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
     return guarded("init_post_opt", -1, [&]() -> int {
         auto context = spank_context();
         if (context != S_CTX_LOCAL && context != S_CTX_ALLOCATOR) return 0;
@@ -362,7 +365,7 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) noexcept {
     });
 }
 
-extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) noexcept {
+extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
     return guarded("prolog", -1, [&]() -> int {
         auto job_id = job_id_of(sp);
         if (!job_id) {
@@ -408,7 +411,7 @@ extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) noexcept {
     });
 }
 
-extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) noexcept {
+extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
     return guarded("task init", -1, [&]() -> int {
         if (!g_step_config) return 0;
         auto job_id = job_id_of(sp);
@@ -443,7 +446,7 @@ extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) noexcep
     });
 }
 
-extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av) noexcept {
+extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
     return guarded("epilog", 0, [&]() -> int {
         auto job_id = job_id_of(sp);
         if (!job_id) {
