@@ -178,6 +178,16 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
 
 namespace {
 
+// The job id of an update request (NO_VAL when only job_id_str names the job).
+// Slurm 26.05 moved it from job_desc_msg_t.job_id into job_desc_msg_t.step_id.
+uint32_t desc_job_id(const job_desc_msg_t& desc) {
+#ifdef HAVE_JOB_DESC_MSG_T_STEP_ID
+    return desc.step_id.job_id;
+#else
+    return desc.job_id;
+#endif
+}
+
 // What a non-admin may not change on an existing job: every field Lanes routes,
 // and the SPANK environment that carries the decision to the nodes.
 int check_modify(const job_desc_msg_t& desc, uint32_t submit_uid, std::string& why) {
@@ -203,7 +213,7 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t 
         int rc = check_modify(*job_desc, submit_uid, why);
         if (rc != SLURM_SUCCESS) {
             slurm_info("lanes: refused update of job %s by uid %u: %s",
-                       job_desc->job_id_str ? job_desc->job_id_str : std::to_string(job_desc->job_id).c_str(),
+                       job_desc->job_id_str ? job_desc->job_id_str : std::to_string(desc_job_id(*job_desc)).c_str(),
                        submit_uid, why.c_str());
             set_err_msg(err_msg, why);
         }

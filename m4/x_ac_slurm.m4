@@ -13,6 +13,8 @@ AC_DEFUN([X_AC_SLURM], [
     AC_COMPUTE_INT([slurm_vnum], [SLURM_VERSION_NUMBER], [#include <slurm/slurm_version.h>],
       [AC_MSG_ERROR([cannot read SLURM_VERSION_NUMBER from slurm/slurm_version.h])])
     lanes_cv_slurm_version=$(printf "%d.%02d.%d" $(( (slurm_vnum >> 16) & 255 )) $(( (slurm_vnum >> 8) & 255 )) $(( slurm_vnum & 255 )))])
+  # Slurm 26.05 moved job_desc_msg_t.job_id into job_desc_msg_t.step_id.job_id.
+  AC_CHECK_MEMBERS([job_desc_msg_t.step_id], [], [], [[#include <slurm/slurm.h>]])
   CPPFLAGS="$save_CPPFLAGS"
   SLURM_VERSION_STRING="$lanes_cv_slurm_version"
   AS_CASE([$SLURM_VERSION_STRING],
