@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything Lanes needs to build, test and run its demo on Debian 12.
-# Idempotent; run as root.
+# Idempotent; run as root. `install-deps.sh --list` prints the packages and
+# installs nothing (tests/roots/make_root.sh builds Debian roots from it).
 set -euo pipefail
 packages=(
   build-essential autoconf automake libtool pkg-config
@@ -10,7 +11,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
+  mmdebstrap zstd
 )
+if [[ ${1:-} == --list ]]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
