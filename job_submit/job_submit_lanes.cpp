@@ -24,15 +24,11 @@ extern "C" {
 
 #include "ctld/classifier.hpp"
 #include "config.h"
-#include "core/entry_guard.hpp"
+#include "glue/slurm_glue.hpp"
 #include "job_submit/job_desc_translate.hpp"
 #include "ctld/user_names.hpp"
 
 extern "C" {
-// Exported by slurmctld / libslurmfull (plain info()/error() are not).
-void slurm_info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void slurm_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void slurm_debug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 char* slurm_xstrdup(const char* str);
 
 extern const char plugin_name[] = "Lanes job_submit plugin: classify and route training/inference jobs";
@@ -83,15 +79,7 @@ struct PluginState {
 std::unique_ptr<PluginState> g_state;
 std::mutex g_init_mutex;
 
-void log_sink(lanes::LogLevel level, const std::string& message) {
-    // lib/ lines usually start "lanes: " already; keep exactly one prefix.
-    const char* prefix = message.rfind("lanes: ", 0) == 0 ? "" : "lanes: ";
-    switch (level) {
-        case lanes::LogLevel::Error: slurm_error("%s%s", prefix, message.c_str()); break;
-        case lanes::LogLevel::Info: slurm_info("%s%s", prefix, message.c_str()); break;
-        case lanes::LogLevel::Debug: slurm_debug("%s%s", prefix, message.c_str()); break;
-    }
-}
+using lanes::glue::log_sink;
 
 bool is_admin(uint32_t uid) {
     if (uid == 0) return true;
