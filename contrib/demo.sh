@@ -136,6 +136,7 @@ measure 7001 floor
 say "done"
 
 step "Phase 2: training without Lanes (the same load, started by hand, unmarked and uncapped)"
+fabric_qos dscp >/dev/null  # fresh counters on the switch's uplink classes
 clients=()
 for node in train1 train2; do
     port=$([[ $node == train1 ]] && echo 5201 || echo 5202)
@@ -146,6 +147,7 @@ done
 sleep 1
 measure 7001 nolanes
 wait "${clients[@]}"
+fabric_uplink_stats sw >"$CLUSTER_WORK_DIR/uplink-nolanes.txt"
 say "done"
 
 step "Phase 3: training with Lanes (both jobs submitted through Slurm)"
@@ -159,6 +161,7 @@ cat >"$CLUSTER_WORK_DIR/train.sh" <<SH
 srun --ntasks-per-node=1 bash -c 'iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P 4 -t $((seconds + 2)) -J >"$CLUSTER_WORK_DIR/lanes-\$SLURMD_NODENAME.json" 2>/dev/null'
 SH
 chmod 755 "$CLUSTER_WORK_DIR/serve.sh" "$CLUSTER_WORK_DIR/train.sh"
+fabric_qos dscp >/dev/null
 serve_out=$(cd "$CLUSTER_WORK_DIR" && cluster_run_ctl sbatch -J serve-llm -o /dev/null "$CLUSTER_WORK_DIR/serve.sh" 2>&1)
 serve_id=$(grep -oE '[0-9]+$' <<<"$serve_out" | tail -1)
 train_out=$(cd "$CLUSTER_WORK_DIR" && cluster_run_ctl sbatch -J train-llama -N2 --lanes-class=training -t 30 \
@@ -177,6 +180,7 @@ cluster_run_node train1 tc class show dev fab0 | grep -E "1a4e:[0-9a-f]+ parent 
 cluster_run_node train1 nft list chain inet lanes "job_$train_id" 2>/dev/null | grep -E 'priority|dscp' | sed 's/^ */     /'
 measure 7000 lanes
 cluster_wait_job "$train_id" COMPLETED $((seconds + 30)) >/dev/null
+fabric_uplink_stats sw >"$CLUSTER_WORK_DIR/uplink-lanes.txt"
 cluster_run_ctl scancel "$serve_id"
 say "done"
 
@@ -200,6 +204,31 @@ for name, r, mbit in rows:
     lost = r.get("errors", 0) + r.get("timeouts", 0)
     print(f"   {name:<24} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['p999_ms']:>9.2f} {lost:>5} {mbit:>16}")
 floor, without, with_ = rows[0][1], rows[1][1], rows[2][1]
+# What the switch saw: bytes per uplink class toward the far side (1:10 priority
+# for AF4x/EF, 1:20 best effort, 1:30 scavenger for CS1/LE), and the training
+# payload that arrived.
+def uplink(name):
+    c = {}
+    try:
+        for line in open(f"{work}/uplink-{name}.txt"):
+            f = line.split()
+            c[f[0]] = int(f[1])
+    except Exception:
+        pass
+    return c
+def received(*names):
+    total = 0
+    for n in names:
+        try:
+            total += json.load(open(f"{work}/{n}.json"))["end"]["sum_received"]["bytes"]
+        except Exception:
+            pass
+    return total
+print(f"\n   {'switch uplink, bytes':<24} {'priority':>12} {'best effort':>12} {'scavenger':>12} {'training got':>13}")
+for name, label, got in (("nolanes", "training without Lanes", received("plain-train1", "plain-train2")),
+                         ("lanes", "training with Lanes", received("lanes-train1", "lanes-train2"))):
+    c = uplink(name)
+    print(f"   {label:<24} {c.get('1:10', 0):>12} {c.get('1:20', 0):>12} {c.get('1:30', 0):>12} {got:>13}")
 if floor and without and with_:
     print(f"\n   inference p99 vs no load: without Lanes x{without['p99_ms'] / floor['p99_ms']:.1f}, "
           f"with Lanes x{with_['p99_ms'] / floor['p99_ms']:.1f}")
