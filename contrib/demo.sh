@@ -50,16 +50,12 @@ done
 say "built in $build"
 
 export LANES_SRCDIR=$src LANES_BUILDDIR=$build
-source "$src/tests/cluster/cluster.sh"
 source "$src/bench/fabric.sh"
+source "$src/bench/lanes_cluster.sh"
 lanesctl=$build/lanesctl/lanesctl
 probe=$build/bench/inference_probe
 rt=()
 [[ ${DEMO_RT:-1} != 0 ]] && chrt -f 50 true 2>/dev/null && rt=(chrt -f 50)
-tag=demo$$
-state_root=/run/lanes-$tag
-cgroup_root=/sys/fs/cgroup/unified/lanes-$tag
-[[ -d /sys/fs/cgroup/unified ]] || cgroup_root=/sys/fs/cgroup/lanes-$tag
 conf_src=$(mktemp -d)
 
 teardown() {
@@ -67,9 +63,8 @@ teardown() {
     trap - EXIT INT TERM
     printf '\n== Tearing down\n'
     fabric_destroy
-    cluster_stop "$rc" >/dev/null 2>&1
-    rm -rf "$state_root" "$conf_src"
-    find "$cgroup_root" -depth -type d -exec rmdir {} + 2>/dev/null
+    lanes_cluster_stop "$rc"
+    rm -rf "$conf_src"
     say "cluster, fabric, namespaces and Lanes state removed"
     exit "$rc"
 }
@@ -80,26 +75,8 @@ trap 'exit 143' TERM
 step "Starting the fabric and a real Slurm cluster with both Lanes plugins"
 FABRIC_HOSTS="" FABRIC_RATE=${DEMO_FABRIC_RATE:-200mbit} fabric_create >/dev/null || die "fabric failed"
 fabric_qos dscp >/dev/null || die "fabric QoS failed"
-hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }
-sed -e "s|@PEAK_START@|$(hhmm 180)|" -e "s|@PEAK_END@|$(hhmm 360)|" \
-    -e "s|@TRAIN_RATE@|${DEMO_TRAIN_RATE:-80Mbit}|" -e "s|@TRAIN_CEIL@|${DEMO_TRAIN_CEIL:-94Mbit}|" \
-    -e "s|@STATE_ROOT@|$state_root|" -e "s|@CGROUP_ROOT@|$cgroup_root|" \
-    -e "s|@FABRIC_SUBNET@|$FABRIC_SUBNET.0/24|" \
-    "$src/contrib/demo/lanes.toml.in" >"$conf_src/lanes.toml"
-cp "$src/policies/default.lua" "$conf_src/lanes.lua"
-export LANES_CLUSTER_TOML=$conf_src/lanes.toml LANES_CLUSTER_FILES=$conf_src/lanes.lua
-export LANES_CLUSTER_PLUGINDIR=$build/job_submit/.libs
-export LANES_CLUSTER_CONF_EXTRA="JobSubmitPlugins=lanes"
-cluster_hook_pre_start() {
-    printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
-        "$build/spank/.libs/spank_lanes.so" "$1" "$state_root" >"$1/plugstack.conf"
-}
-cluster_start >/dev/null 2>&1 || { cluster_dump_logs; die "cluster did not start"; }
-for node in train1 train2 infer1; do
-    n=${node: -1}; [[ $node == infer1 ]] && n=3
-    fabric_attach "$(cluster_netns "$node")" "$([[ $node == infer1 ]] && echo infer || echo train)" \
-        "$FABRIC_SUBNET.1$n" "" fab0 "$node" >/dev/null || die "cannot attach $node to the fabric"
-done
+lanes_cluster_start "demo$$" "${DEMO_TRAIN_RATE:-80Mbit}" "${DEMO_TRAIN_CEIL:-94Mbit}" ||
+    die "cluster did not start, or cannot attach it to the fabric"
 far=$(fabric_ip far)
 infer=$(fabric_ip infer1)
 say "slurmctld + slurmd train1 train2 infer1 up in ${CLUSTER_START_SECONDS}s; fabric uplink ${FABRIC_RATE:-200mbit}, switch trusts DSCP"
