@@ -45,7 +45,7 @@ std::string format_status_parsable(const StatusReport& report, bool header) {
         const auto& st = job.state;
         const std::string head = std::to_string(st.job_id) + "|" + field(st.class_name) + "|";
         if (!job.error.empty() || st.devices.empty()) {
-            out += head + "|||" + field(dscp_text(st.net.dscp)) + "|||||" + field(job.error) + "\n";
+            out += head + "|||" + field(dscp_text(st.net.dscp)) + "||||||" + field(job.error) + "\n";
             continue;
         }
         for (const auto& dev : st.devices) {

@@ -186,7 +186,7 @@ TEST(LanesctlStatusOutput, NoheaderAndParsable) {
     EXPECT_EQ(p,
               "JOBID|CLASS|DEVICE|RATE|CEIL|DSCP|BYTES|PACKETS|DROPS|OVERLIMITS|BACKLOG|ERROR\n"
               "7|training|eth0|10Gbit|25Gbit|CS1|123456|100|2|5|1500|\n"
-              "9|inf\"erence||||-|||||lanes: eth0: no such device\n");
+              "9|inf\"erence||||-||||||lanes: eth0: no such device\n");
     const std::string ph = lanes::ctl::format_status_human(status_report(), TableStyle{false, true});
     EXPECT_EQ(ph.rfind("7|training|", 0), 0u) << ph;
     // Every line has the same number of fields.
