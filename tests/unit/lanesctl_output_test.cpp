@@ -9,6 +9,7 @@
 
 #include "lanesctl/json.hpp"
 #include "lanesctl/node_report.hpp"
+#include "node/node_facts.hpp"
 #include "lanesctl/policy_report.hpp"
 
 namespace {
@@ -245,7 +246,7 @@ TEST(LanesctlStatusOutput, Prometheus) {
 }
 
 TEST(LanesctlGc, StepdProcessTitle) {
-    using lanes::ctl::stepd_job_id;
+    using lanes::stepd_job_id;
     EXPECT_EQ(stepd_job_id(std::string("slurmstepd: [1234.batch]\0\0", 27)), 1234u);
     EXPECT_EQ(stepd_job_id("slurmstepd: [77.extern]"), 77u);
     EXPECT_EQ(stepd_job_id("slurmstepd: [77.0]"), 77u);
