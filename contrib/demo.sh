@@ -131,7 +131,7 @@ fabric_qos dscp >/dev/null  # fresh counters on the switch's uplink classes
 clients=()
 for node in train1 train2; do
     port=$([[ $node == train1 ]] && echo 5201 || echo 5202)
-    fabric_exec "$node" timeout $((seconds + 8)) iperf3 -c "$far" -p "$port" -P 4 -C "$cc" -t $((seconds + 2)) -J \
+    fabric_exec "$node" timeout $((seconds + 10)) iperf3 -c "$far" -p "$port" -P 4 -C "$cc" -t $((seconds + 4)) -J \
         >"$CLUSTER_WORK_DIR/plain-$node.json" 2>/dev/null &
     clients+=($!)
 done
@@ -149,7 +149,7 @@ SH
 cat >"$CLUSTER_WORK_DIR/train.sh" <<SH
 #!/bin/bash
 # Gradient sync stand-in: 4 bulk TCP streams from each training node to the far side.
-srun --ntasks-per-node=1 bash -c 'iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P 4 -C $cc -t $((seconds + 2)) -J >"$CLUSTER_WORK_DIR/lanes-\$SLURMD_NODENAME.json" 2>/dev/null'
+srun --ntasks-per-node=1 bash -c 'iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P 4 -C $cc -t $((seconds + 5)) -J >"$CLUSTER_WORK_DIR/lanes-\$SLURMD_NODENAME.json" 2>/dev/null'
 SH
 chmod 755 "$CLUSTER_WORK_DIR/serve.sh" "$CLUSTER_WORK_DIR/train.sh"
 fabric_qos dscp >/dev/null
@@ -163,7 +163,13 @@ say "sbatch -J serve-llm serve.sh          -> job $serve_id  class $(cluster_run
 say "sbatch -J train-llama -N2 --lanes-class=training train.sh -> job $train_id  $(cluster_run_ctl scontrol show job "$train_id" | grep -oE 'Partition=[^ ]+')"
 cluster_wait_job "$serve_id" RUNNING 30 >/dev/null || die "inference service did not start"
 cluster_wait_job "$train_id" RUNNING 30 >/dev/null || die "training did not start"
-sleep 1.5
+# Measure under the full load: both nodes' 4 streams (and iperf3's control
+# connections) established, then a second for TCP to ramp up.
+for _ in $(seq 150); do
+    (($(fabric_exec far ss -Htn state established '( sport = :5211 or sport = :5212 )' | wc -l) >= 10)) && break
+    sleep 0.1
+done
+sleep 1
 say "on train1, what spank_lanes applied (lanesctl status):"
 cluster_run_node train1 env SLURMD_NODENAME=train1 "$lanesctl" status --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1 2>&1 | sed 's/^/     /'
 say "tc class / nft chain for the job on train1:"
