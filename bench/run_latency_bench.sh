@@ -25,6 +25,9 @@
 #               through Slurm (--lanes-class=training: spank_lanes caps it at
 #               --cap per node, bounds its GSO by lanes.toml's gso_burst and
 #               marks it CS1); DSCP-aware switch. Nothing is set by hand.
+#   lanes-nocap the same training load as a job of class "batch" (no cap, no
+#               marks): what the GSO bound costs where nothing is capped (not
+#               in the default list; compare runs with --gso-burst off)
 # and, by hand on the bench's own hosts (comparisons: what each part of the
 # mechanism contributes):
 #   cap         node caps on the training hosts only (with --gso)
@@ -49,6 +52,7 @@
 #                      connections requests pipeline and TCP holds replies back
 #                      on a congested path, which would inflate the no-QoS case)
 #   --link RATE        uplink rate (default 200mbit)
+#   --mtu N            MTU of every fabric link (default 1500; 9000: jumbo frames)
 #   --cap PCT          node cap per training host, % of the link (default 47.5:
 #                      both hosts together 95%)
 #   --cap-burst BYTES  HTB burst of the node cap (default 3028: two frames)
@@ -63,6 +67,8 @@
 #   --ipv6             inference over IPv6
 #   --no-rt            the probe without SCHED_FIFO (see docs/benchmark.md)
 #   --no-slurm         leave lanes-idle and lanes out of the default scenarios
+#   --gso-burst T      lanes.toml [nodes] gso_burst for the Slurm scenarios
+#                      (default 250us; "off" turns the GSO bound off)
 #   --json FILE        every measurement, the medians and the ratios as JSON
 #   --plot FILE.png    a chart of the medians (gnuplot)
 #   --replot JSON      no measurements: draw --plot from an earlier --json file
@@ -87,7 +93,8 @@ while (($#)); do
     case $1 in
         --quick) reps=1 duration=2 warmup=1.5 ;;
         --reps | --duration | --rate | --connections | --link | --cap | --cap-burst | --cap-limit | --gso | \
-            --burst-rate | --burst-bytes | --cc | --window | --scenarios | --json | --plot | --probe | --replot)
+            --burst-rate | --burst-bytes | --cc | --window | --scenarios | --json | --plot | --probe | --replot | \
+            --gso-burst | --mtu)
             (($# >= 2)) || die "$1 needs a value"
             v=$2
             case $1 in
@@ -97,6 +104,8 @@ while (($#)); do
                 --burst-rate) burst_rate=$v ;; --burst-bytes) burst_bytes=$v ;; --cc) cc=$v ;;
                 --window) window=$v ;; --scenarios) scenarios=$v ;; --json) json_out=$v ;;
                 --plot) plot_out=$v ;; --probe) probe=$v ;; --replot) replot=$v ;;
+                --gso-burst) export LANES_DEMO_GSO_BURST=$v ;;
+                --mtu) export FABRIC_MTU=$v ;;
             esac
             shift ;;
         --ipv6) ipv6=1 ;;
@@ -119,7 +128,7 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 short = {"floor": "floor (idle)", "noqos": "no QoS", "cap": "hand: cap", "cap-gso64k": "hand: cap, 64K GSO",
          "dscp": "hand: DSCP", "both": "hand: cap+GSO+DSCP", "borrow": "hand: + burst",
-         "lanes-idle": "Lanes, idle", "lanes": "WITH LANES",
+         "lanes-idle": "Lanes, idle", "lanes": "WITH LANES", "lanes-nocap": "Lanes, no cap",
          "client-ef": "client EF", "server-ef": "server EF"}
 with open(sys.argv[2], "w") as f:
     for s, v in j["summary"].items():
@@ -185,7 +194,7 @@ use_slurm=0
 for s in "${scen_list[@]}"; do
     case $s in
         floor | noqos | cap | cap-gso64k | dscp | both | borrow | client-ef | server-ef) ;;
-        lanes | lanes-idle) use_slurm=1 ;;
+        lanes | lanes-idle | lanes-nocap) use_slurm=1 ;;
         *) die "unknown scenario '$s'" ;;
     esac
 done
@@ -449,8 +458,10 @@ print(b, o)' "$1" 2>/dev/null || echo 0 0)
 measure_lanes() {
     local s=$1 rep=$2 tag="$1-$2" m0 m1 tm="" im id="" caps=(0 0 65536) saved=$target
     configure dscp off default off
-    if [[ $s == lanes ]]; then
-        id=$(lanes_cluster_submit -J "train-bench-$rep" -N2 -w train1,train2 --lanes-class=training -t 10 \
+    if [[ $s == lanes || $s == lanes-nocap ]]; then
+        local class=training
+        [[ $s == lanes-nocap ]] && class=batch
+        id=$(lanes_cluster_submit -J "train-bench-$rep" -N2 -w train1,train2 --lanes-class=$class -t 10 \
             --export=ALL,BENCH_TRAIN_SECS="$(awk "BEGIN { printf \"%d\", $warmup + $duration + 4 }")" -o "$work/$tag.out" \
             "$work/train-lanes.sh") || { say "cannot submit the training job"; return 1; }
         cluster_wait_job "$id" RUNNING 60 >/dev/null || { say "training job $id did not start"; return 1; }
@@ -520,7 +531,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     for s in "${scen_list[@]}"; do
         case $s in
             borrow) measure_borrow "$rep" ;;
-            lanes | lanes-idle) measure_lanes "$s" "$rep" ;;
+            lanes | lanes-idle | lanes-nocap) measure_lanes "$s" "$rep" ;;
             *) measure "$s" "$rep" ;;
         esac
     done
@@ -532,12 +543,14 @@ python3 - "$results" "$json_out" <<EOF
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 link = $link_bits / 1e6
-# TCP goodput over Ethernet at MTU 1500 with timestamps: 1448 of every 1514 bytes.
-eff = 1448.0 / 1514.0
-order = ["floor", "lanes-idle", "noqos", "lanes", "cap", "cap-gso64k", "dscp", "both", "borrow", "client-ef",
+# TCP goodput over Ethernet with timestamps: MTU - 52 of every MTU + 14 bytes
+# (1448 of 1514 at MTU 1500).
+eff = ($FABRIC__MTU - 52.0) / ($FABRIC__MTU + 14.0)
+order = ["floor", "lanes-idle", "noqos", "lanes", "lanes-nocap", "cap", "cap-gso64k", "dscp", "both", "borrow", "client-ef",
          "server-ef"]
 label = {"floor": "unloaded floor", "noqos": "no QoS (without Lanes)", "cap": "by hand: node cap only",
          "lanes-idle": "Lanes plugins, no training", "lanes": "WITH LANES (real plugins)",
+         "lanes-nocap": "Lanes, training uncapped",
          "cap-gso64k": "by hand: cap, 64 KB GSO", "dscp": "by hand: DSCP + switch only",
          "both": "by hand: cap+GSO+DSCP", "borrow": "by hand: c+G+D, burst",
          "client-ef": "client marks requests EF", "server-ef": "server marks replies EF"}
@@ -589,7 +602,7 @@ if "both" in summary and summary["both"]["train_vs_leftover"] is not None:
 if "borrow" in summary and summary["borrow"]["train_vs_leftover"] is not None:
     ratios["training_during_burst_vs_leftover"] = summary["borrow"]["train_vs_leftover"]
     ratios["training_idle_vs_link"] = med([r.get("train_idle_vs_link") for r in rows if r["scenario"] == "borrow"])
-out = {"link_mbit": link, "rate": $rate, "connections": $connections, "cap_pct": $cap_pct, "cap_burst": $cap_burst,
+out = {"link_mbit": link, "mtu": $FABRIC__MTU, "rate": $rate, "connections": $connections, "cap_pct": $cap_pct, "cap_burst": $cap_burst,
        "cap_limit": $cap_limit, "gso": "$gso", "reps": $reps, "duration_s": $duration, "cc": "$cc",
        "elapsed_s": $elapsed, "summary": summary, "ratios": ratios, "runs": rows}
 json.dump(out, open(sys.argv[2], "w"), indent=1)
@@ -613,7 +626,8 @@ for s, v in summary.items():
           fmt(None if v["train_vs_leftover"] is None else 100 * v["train_vs_leftover"], "%.0f%%")))
     if v["timeouts"] or v["errors"]:
         print("%-29s   ! %d timeouts, %d errors of %d requests" % ("", v["timeouts"], v["errors"], v["scheduled"]))
-print("(leftover = what training could have had: (link - inference's wire rate) x 1448/1514 TCP goodput)")
+print("(leftover = what training could have had: (link - inference's wire rate) x %d/%d TCP goodput)" % (
+    $FABRIC__MTU - 52, $FABRIC__MTU + 14))
 if "borrow" in summary:
     b = summary["borrow"]
     print()

@@ -15,6 +15,8 @@
 # per second, default 200), DEMO_CONNECTIONS (inference client connections,
 # default 16), DEMO_CC (TCP congestion control of training and inference,
 # default cubic, Linux's default), DEMO_RT=0 (the probe without SCHED_FIFO),
+# DEMO_FABRIC_MTU (default 9000, jumbo frames as on AI fabrics; 1500 makes the
+# 2 vCPUs forward six times the packets, see docs/benchmark.md),
 # LANES_BUILD_DIR (default ./build), DEMO_NO_BUILD=1, DEMO_DEBUG=1 (kernel and
 # TCP counters of the inference path after the "with Lanes" phase).
 #
@@ -73,13 +75,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 step "Starting the fabric and a real Slurm cluster with both Lanes plugins"
-FABRIC_HOSTS="" FABRIC_RATE=${DEMO_FABRIC_RATE:-200mbit} fabric_create >/dev/null || die "fabric failed"
+FABRIC_HOSTS="" FABRIC_RATE=${DEMO_FABRIC_RATE:-200mbit} FABRIC_MTU=${DEMO_FABRIC_MTU:-9000} fabric_create >/dev/null || die "fabric failed"
 fabric_qos dscp >/dev/null || die "fabric QoS failed"
 lanes_cluster_start "demo$$" "${DEMO_TRAIN_RATE:-80Mbit}" "${DEMO_TRAIN_CEIL:-94Mbit}" ||
     die "cluster did not start, or cannot attach it to the fabric"
 far=$(fabric_ip far)
 infer=$(fabric_ip infer1)
-say "slurmctld + slurmd train1 train2 infer1 up in ${CLUSTER_START_SECONDS}s; fabric uplink ${FABRIC_RATE:-200mbit}, switch trusts DSCP"
+say "slurmctld + slurmd train1 train2 infer1 up in ${CLUSTER_START_SECONDS}s; fabric uplink $FABRIC__RATE, MTU $FABRIC__MTU, switch trusts DSCP"
 say "lanes.toml: $CLUSTER_CONF_DIR/lanes.toml   policy: $CLUSTER_CONF_DIR/lanes.lua (policies/default.lua)"
 
 step "Checking the configuration and dry-running the policy (lanesctl)"
@@ -195,10 +197,11 @@ cluster_run_ctl scancel "$serve_id"
 say "done"
 
 step "Results (inference: $rate req/s open-loop, 1 KB replies; training: 2 nodes x 4 TCP streams)"
-python3 - "$CLUSTER_WORK_DIR" "$seconds" "$(fabric__tc_rate_bits "$FABRIC__RATE")" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
+python3 - "$CLUSTER_WORK_DIR" "$seconds" "$(fabric__tc_rate_bits "$FABRIC__RATE")" "$FABRIC__MTU" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
     "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" <<'PY'
 import json, sys
-work, seconds, link_bits, plain_mbit, lanes_mbit = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+work, seconds, link_bits, mtu = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+plain_mbit, lanes_mbit = sys.argv[5], sys.argv[6]
 def load(name):
     try:
         return json.load(open(f"{work}/{name}.json"))
@@ -243,9 +246,10 @@ if floor and without and with_:
     print(f"\n   inference p99 vs no load: without Lanes x{without['p99_ms'] / floor['p99_ms']:.1f}, "
           f"with Lanes x{with_['p99_ms'] / floor['p99_ms']:.2f}  (goal <= 1.5)")
 # What training could have had with Lanes: the link minus inference's bytes on
-# the wire (the priority class), as TCP goodput (1448 of every 1514 bytes).
+# the wire (the priority class), as TCP goodput (MTU - 52 of every MTU + 14
+# bytes: IP and TCP headers with timestamps, Ethernet header).
 inference_mbit = uplink("lanes").get("1:10", 0) * 8 / seconds / 1e6
-leftover = (link_bits / 1e6 - inference_mbit) * 1448 / 1514
+leftover = (link_bits / 1e6 - inference_mbit) * (mtu - 52) / (mtu + 14)
 try:
     print(f"   training with Lanes / capacity inference leaves: {100 * float(lanes_mbit) / leftover:.1f} %  "
           f"({lanes_mbit} of {leftover:.1f} Mbit/s; goal >= 90 %)")
