@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
+  dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
+  prometheus prometheus-node-exporter mmdebstrap
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -61,7 +61,7 @@ cluster_run_ctl scancel "$id" 2>/dev/null
 
 # 2b. lanesctl gc on a node whose job died without an epilog (stepd and tasks
 #     killed, slurmd not restarted): gc removes exactly that job and says so.
-lanesctl=$LANES_BUILDDIR/lanesctl/lanesctl
+lanesctl=$E2E_LANESCTL
 id=$(cluster_sbatch -J train-gc -w train1 -p training -o /dev/null --wrap 'sleep 300')
 cluster_wait_job "$id" RUNNING 30 >/dev/null
 for _ in $(seq 50); do [[ -n $(node_state train1) ]] && break; sleep 0.1; done

@@ -68,7 +68,7 @@ e2e_check "task sees NCCL_IB_SL=1" grep -qx 'NCCL_IB_SL=1' <<<"$env_out"
 
 # lanesctl on the node sees the live job with its class and counters, and gc
 # keeps it (its slurmstepd is alive).
-lanesctl=$LANES_BUILDDIR/lanesctl/lanesctl
+lanesctl=$E2E_LANESCTL
 status_json=$(cluster_run_node train1 "$lanesctl" --json status --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1)
 e2e_check "lanesctl status shows job $id as training with traffic counted" python3 -c '
 import json, sys
