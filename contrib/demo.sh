@@ -17,6 +17,7 @@
 # default cubic, Linux's default), DEMO_RT=0 (the probe without SCHED_FIFO),
 # DEMO_FABRIC_MTU (default 9000, jumbo frames as on AI fabrics; 1500 makes the
 # 2 vCPUs forward six times the packets, see docs/benchmark.md),
+# DEMO_JSON=FILE (the results as JSON, for bench/demo_runs.sh),
 # LANES_BUILD_DIR (default ./build), DEMO_NO_BUILD=1, DEMO_DEBUG=1 (kernel and
 # TCP counters of the inference path after the "with Lanes" phase).
 #
@@ -198,10 +199,11 @@ say "done"
 
 step "Results (inference: $rate req/s open-loop, 1 KB replies; training: 2 nodes x 4 TCP streams)"
 python3 - "$CLUSTER_WORK_DIR" "$seconds" "$(fabric__tc_rate_bits "$FABRIC__RATE")" "$FABRIC__MTU" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
-    "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" <<'PY'
+    "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" \
+    "${DEMO_JSON:-}" <<'PY'
 import json, sys
 work, seconds, link_bits, mtu = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-plain_mbit, lanes_mbit = sys.argv[5], sys.argv[6]
+plain_mbit, lanes_mbit, json_out = sys.argv[5], sys.argv[6], sys.argv[7]
 def load(name):
     try:
         return json.load(open(f"{work}/{name}.json"))
@@ -255,5 +257,11 @@ try:
           f"({lanes_mbit} of {leftover:.1f} Mbit/s; goal >= 90 %)")
 except ValueError:
     pass
+if json_out:
+    num = lambda v: float(v) if v not in ("", "-") else None
+    json.dump({"seconds": seconds, "link_mbit": link_bits / 1e6, "mtu": mtu, "floor": floor, "nolanes": without,
+               "lanes": with_, "train_mbit_nolanes": num(plain_mbit), "train_mbit_lanes": num(lanes_mbit),
+               "leftover_mbit": leftover, "uplink_nolanes": uplink("nolanes"), "uplink_lanes": uplink("lanes")},
+              open(json_out, "w"), indent=1)
 PY
 say "total demo time: $(($(date +%s) - t_start)) s"
