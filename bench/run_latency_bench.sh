@@ -233,7 +233,25 @@ meter_mbit() {
     awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { split(a, x, " "); split(b, y, " ")
         printf "%.2f", (y[f] - x[f]) * 8 / (y[1] - x[1]) / 1e6 }'
 }
+# meter_bytes "READING0" "READING1" FIELD: bytes counted between the readings.
+meter_bytes() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", y[f] - x[f] }'; }
 uplink_drops() { fabric_exec sw tc -s qdisc show dev up0 | awk '/^qdisc pfifo/ { f = 1; next } f && /dropped/ { gsub(/[(),]/, " "); d += $7; f = 0 } END { print d + 0 }'; }
+# uplink_classes: "1:10=BYTES,1:20=BYTES,..." sent by each uplink class toward
+# the far side (the congested way) since the last fabric_qos.
+uplink_classes() { fabric_uplink_stats sw | awk '{ printf "%s%s=%s", n++ ? "," : "", $1, $2 }'; }
+# node_caps: "BYTES OVERLIMITS GSO" summed over the training hosts' by-hand
+# caps (HTB class 1:10 on their fabric NIC), and the smallest gso_max_size.
+node_caps() {
+    local h b=0 o=0 g=65536 x y z
+    for h in $(fabric_members train); do
+        read -r x y < <(fabric_exec "$h" tc -s class show dev "$(fabric_dev "$h")" classid 1:10 2>/dev/null |
+            awk '/Sent/ { gsub(/[(),]/, " "); print $2, $9; f = 1 } END { if (!f) print 0, 0 }')
+        z=$(fabric_exec "$h" ip -d link show dev "$(fabric_dev "$h")" | grep -o 'gso_max_size [0-9]*' | awk '{ print $2 }')
+        b=$((b + ${x:-0})) o=$((o + ${y:-0}))
+        ((${z:-65536} < g)) && g=$z
+    done
+    printf '%s %s %s\n' "$b" "$o" "$g"
+}
 
 # configure QOS CAP(on|off) GSO(bytes|default) MARK(dscp|off)
 configure() {
@@ -288,6 +306,9 @@ for kv in sys.argv[1:]:
         except Exception:
             r[k] = {}
         continue
+    if k == "uplink_classes":
+        r[k] = {c: int(b) for c, b in (x.split("=") for x in v.split(",") if "=" in x)}
+        continue
     try:
         r[k] = int(v)
     except ValueError:
@@ -325,8 +346,12 @@ measure() {
     ((train)) && tm=$(meter_mbit "$m0" "$m1" 2)
     im=$(meter_mbit "$m0" "$m1" 3)
     ((train)) && wait "${train_pids[@]}"
+    local caps
+    read -r -a caps < <(node_caps)
     record scenario="$s" rep="$rep" train_mbit="$tm" inference_wire_mbit="$im" \
-        uplink_drops=$(($(uplink_drops) - d0)) probe="$work/$tag.probe"
+        train_bytes="$(meter_bytes "$m0" "$m1" 2)" inference_wire_bytes="$(meter_bytes "$m0" "$m1" 3)" \
+        uplink_drops=$(($(uplink_drops) - d0)) uplink_classes="$(uplink_classes)" \
+        cap_bytes="${caps[0]}" cap_overlimits="${caps[1]}" gso_max_size="${caps[2]}" probe="$work/$tag.probe"
     python3 - "$results" <<'EOF' >&2
 import json, sys
 r = json.loads(open(sys.argv[1]).read().splitlines()[-1]); p = r["probe"]
