@@ -191,9 +191,9 @@ std::string prometheus_text(const StatusReport& report) {
     size_t errors = 0;
     for (const auto& job : report.jobs)
         if (!job.error.empty()) ++errors;
-    out += "# HELP lanes_job_counter_errors Jobs whose counters could not be read.\n"
-           "# TYPE lanes_job_counter_errors gauge\n";
-    out += "lanes_job_counter_errors{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) +
+    out += "# HELP lanes_jobs_unreadable Jobs whose counters could not be read.\n"
+           "# TYPE lanes_jobs_unreadable gauge\n";
+    out += "lanes_jobs_unreadable{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) +
            "\n";
     for (const auto& m : metrics) {
         out += std::string("# HELP ") + m.name + " " + m.help + "\n# TYPE " + m.name + " " + m.type + "\n";
