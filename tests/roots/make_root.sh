@@ -12,16 +12,17 @@
 #
 # Packages: Slurm (slurmctld slurmd slurm-client munge libslurm-dev
 # slurm-wlm-basic-plugins-dev) and the build and test dependencies listed by
-# contrib/install-deps.sh, plus $LANES_ROOT_EXTRA_PACKAGES (space separated; a
+# contrib/install-deps.sh (less what only the host needs), plus $LANES_ROOT_EXTRA_PACKAGES (space separated; a
 # VM image adds its kernel here). Recommends are not installed.
 #
 # Cache ($LANES_CACHE_DIR, default /var/cache/lanes), kept across runs:
 #   debs/SUITE/*.deb          every .deb downloaded for SUITE; later builds
 #                             copy them in, so apt downloads only what changed
 #   roots/SUITE-KEY.tar.zst   the finished root; KEY hashes the suite, the
-#                             mirror, the package list and this script, so a
-#                             changed list builds a new root (older ones of the
-#                             suite are removed)
+#                             mirror, the package list and $recipe (bumped when
+#                             the way roots are made changes), so a changed
+#                             list builds a new root (older ones of the suite
+#                             are removed)
 # A second run with the same KEY only unpacks the tarball. sid moves daily:
 # LANES_ROOT_REFRESH=1 rebuilds even when a cached root exists. Concurrent runs
 # for one suite wait for each other (flock), so a root is built once.
@@ -44,9 +45,17 @@ usage() {
     exit 2
 }
 
+# What only the host needs (packaging, monitoring, making roots, plotting)
+# stays out of a root: it builds and tests Lanes, nothing more.
+host_only=" dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion "
+host_only+=" prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox "
+
 root_packages() {
-    local -a pkgs
-    mapfile -t pkgs < <(bash "$src/contrib/install-deps.sh" --list)
+    local -a pkgs=()
+    local p
+    while read -r p; do
+        [[ -n $p && $host_only != *" $p "* ]] && pkgs+=("$p")
+    done < <(bash "$src/contrib/install-deps.sh" --list)
     ((${#pkgs[@]})) || die "contrib/install-deps.sh --list printed nothing"
     # shellcheck disable=SC2206 # word splitting is the point
     # What minbase lacks and the tests use (useradd, hostname, ping), and ccache
@@ -71,12 +80,14 @@ default_mirror() {
     printf '%s\n' "${m%/}"
 }
 
+# Bump when the way a root is made changes (the mmdebstrap call, the hooks).
+recipe=1
+
 cache_key() {
     local suite=$1 mirror=$2
     {
-        printf 'suite=%s\nmirror=%s\n' "$suite" "$mirror"
+        printf 'recipe=%s\nsuite=%s\nmirror=%s\n' "$recipe" "$suite" "$mirror"
         root_packages
-        cat "$0"
     } | sha256sum | cut -c1-16
 }
 
