@@ -52,6 +52,8 @@ slurm_versions__enter() {
     unshare --mount --pid --fork --uts --propagation private -- /bin/bash -c '
         set -e
         root=$1; shift
+        # The root must be a mount point: ip -n/ip netns exec remount "/" rslave.
+        mount --bind "$root" "$root"
         mount --rbind /dev "$root/dev"
         mount --make-rslave "$root/dev"
         mount --rbind /sys "$root/sys"
