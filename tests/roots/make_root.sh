@@ -158,7 +158,7 @@ mv -f "$work/root.tar.zst" "$tarball"
 find "$cache/roots" -maxdepth 1 -name "$suite-*.tar.zst" ! -name "$suite-$key.tar.zst" -delete
 # Old .debs of packages that moved on are dead weight: keep the newest version
 # of each package only.
-(cd "$debs" && ls -1 ./*.deb 2>/dev/null | sed 's|^\./||' | sort -t_ -k1,1 -k2,2V |
+(cd "$debs" && find . -maxdepth 1 -name '*.deb' -printf '%f\n' | sort -t_ -k1,1 -k2,2V |
     awk -F_ '{ if ($1 == prev) print last; prev = $1; last = $0 }' | xargs -r rm -f --)
 [[ -d $dest ]] && rmdir "$dest"
 mv "$work/root" "$dest" || die "cannot move the root to $dest"

@@ -64,10 +64,10 @@ grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.log
 count() { sed -n "s/^# $1: *\([0-9][0-9]*\)$/\1/p" check.log | tail -1; }
 pass=$(count PASS) fail=$(count FAIL) err=$(count ERROR) skip=$(count SKIP) total=$(count TOTAL)
 pass=${pass:-0} fail=$((${fail:-0} + ${err:-0})) skip=${skip:-0}
-for log in $(grep -lE '^:test-result: (FAIL|ERROR|SKIP)' $(find . -name '*.trs') 2>/dev/null); do
+while IFS= read -r log; do
     echo "==== ${log%.trs}.log (Slurm $have)"
     tail -80 "${log%.trs}.log"
-done
+done < <(find . -name '*.trs' -exec grep -lE '^:test-result: (FAIL|ERROR|SKIP)' {} +)
 if [[ $rc != 0 || $fail != 0 || $skip != 0 || ${total:-0} != "${#tests[@]}" ]]; then
     [[ $rc != 0 && $fail == 0 && $skip == 0 ]] && tail -30 check.log
     say "FAIL: Slurm $have: $pass passed, $fail failed, $skip skipped of ${total:-0} ($(since))"

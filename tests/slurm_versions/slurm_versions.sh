@@ -72,7 +72,6 @@ slurm_versions__enter() {
 slurm_versions_run() {
     local suite=$1 want=$2
     local src=${LANES_SRCDIR:?run through make check (LANES_SRCDIR unset)}
-    local here=$src/tests/slurm_versions
     local cache=${LANES_CACHE_DIR:-/var/cache/lanes}
     local t0 scratch rc
     t0=$(date +%s)
