@@ -64,7 +64,7 @@ slurm_versions__enter() {
         mkdir -p "$root/lanes/ccache"
         mount --bind "$CCACHE_HOST_DIR" "$root/lanes/ccache"
         hostname lanes-root
-        exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root "$@"
+        exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root LANES_FULL_BUILD="${LANES_FULL_BUILD:-0}" "$@"
     ' slurm-versions "$root" "$@"
 }
 
