@@ -44,12 +44,14 @@ slurm_versions__copy_source() {
 }
 
 # slurm_versions__enter ROOT CMD...: CMD chrooted in ROOT, in new mount, PID and
-# UTS namespaces. Everything mounted here lives only as long as the namespace.
+# UTS namespaces. Everything mounted here lives only as long as the namespace;
+# --kill-child: if unshare itself is killed (Ctrl-C, a timeout), the namespace's
+# first process gets SIGKILL, and with it every process in the namespace.
 slurm_versions__enter() {
     local root=$1
     shift
     # shellcheck disable=SC2016 # expanded by the inner shell
-    unshare --mount --pid --fork --uts --propagation private -- /bin/bash -c '
+    unshare --mount --pid --fork --kill-child --uts --propagation private -- /bin/bash -c '
         set -e
         root=$1; shift
         # The root must be a mount point: ip -n/ip netns exec remount "/" rslave.
