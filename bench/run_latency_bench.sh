@@ -67,8 +67,9 @@
 #   --ipv6             inference over IPv6
 #   --no-rt            the probe without SCHED_FIFO (see docs/benchmark.md)
 #   --no-slurm         leave lanes-idle and lanes out of the default scenarios
-#   --gso-burst T      lanes.toml [nodes] gso_burst for the Slurm scenarios
-#                      (default 250us; "off" turns the GSO bound off)
+#   --gso-burst T      add gso_burst = "T" to lanes.toml's [nodes] for the Slurm
+#                      scenarios (spank_lanes' GSO bound; "off" turns it off;
+#                      default: what contrib/demo/lanes.toml.in says)
 #   --json FILE        every measurement, the medians and the ratios as JSON
 #   --plot FILE.png    a chart of the medians (gnuplot)
 #   --replot JSON      no measurements: draw --plot from an earlier --json file
