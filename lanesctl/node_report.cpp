@@ -191,9 +191,9 @@ std::string prometheus_text(const StatusReport& report) {
     size_t errors = 0;
     for (const auto& job : report.jobs)
         if (!job.error.empty()) ++errors;
-    out += "# HELP lanes_job_counter_errors Jobs whose counters could not be read.\n"
-           "# TYPE lanes_job_counter_errors gauge\n";
-    out += "lanes_job_counter_errors{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) +
+    out += "# HELP lanes_jobs_unreadable Jobs whose counters could not be read.\n"
+           "# TYPE lanes_jobs_unreadable gauge\n";
+    out += "lanes_jobs_unreadable{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) +
            "\n";
     for (const auto& m : metrics) {
         out += std::string("# HELP ") + m.name + " " + m.help + "\n# TYPE " + m.name + " " + m.type + "\n";
@@ -211,19 +211,6 @@ std::string prometheus_text(const StatusReport& report) {
         }
     }
     return out;
-}
-
-std::optional<uint32_t> stepd_job_id(std::string_view cmdline) {
-    // The title is argv[0]; what follows a NUL is other arguments.
-    cmdline = cmdline.substr(0, cmdline.find('\0'));
-    constexpr std::string_view prefix = "slurmstepd: [";
-    if (!cmdline.starts_with(prefix)) return std::nullopt;
-    cmdline.remove_prefix(prefix.size());
-    uint32_t id = 0;
-    auto [end, ec] = std::from_chars(cmdline.data(), cmdline.data() + cmdline.size(), id);
-    if (ec != std::errc() || end == cmdline.data() || end == cmdline.data() + cmdline.size()) return std::nullopt;
-    if (*end != '.' && *end != ']') return std::nullopt;
-    return id;
 }
 
 std::string format_gc_human(const GcReport& report) {

@@ -86,6 +86,7 @@ struct LuaState {
     int env_ref = LUA_NOREF;
     bool tainted = false;  // budget exceeded: discard rather than reuse
     uint64_t calls = 0;    // function calls seen by the hook this call
+    int unplaced = 0;      // aborts seen in calls with no Lua line to name yet
     StringMeter meter{};   // the metered string functions' link to the budgets
 
     ~LuaState() {
@@ -321,13 +322,21 @@ void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
         const char* src = "?";
         char caller_src[LUA_IDSIZE];
         if (is_call) {
-            // The function being called has not started: name its caller's line.
+            // The function being called has not started (and may be C called
+            // from C, as gsub calls string.lower): name the nearest Lua line.
             lua_Debug caller;
-            if (lua_getstack(L, 1, &caller) && lua_getinfo(L, "Sl", &caller) && caller.currentline > 0) {
-                line = caller.currentline;
-                std::memcpy(caller_src, caller.short_src, sizeof caller_src);
-                src = caller_src;
+            for (int level = 1; lua_getstack(L, level, &caller); ++level) {
+                if (lua_getinfo(L, "Sl", &caller) && caller.currentline > 0) {
+                    line = caller.currentline;
+                    std::memcpy(caller_src, caller.short_src, sizeof caller_src);
+                    src = caller_src;
+                    break;
+                }
             }
+            // None (a __close of the C library's own buffers runs with no
+            // visible caller): the next event, one instruction after the C
+            // code returns to Lua, names the line; a bounded number of times.
+            if (line == 0 && ++s->unplaced < 64) return;
         } else if (lua_getinfo(L, "Sl", ar)) {
             line = ar->currentline;
             src = ar->short_src;
@@ -360,6 +369,7 @@ void arm_budget(LuaState* s, int factor) {
     uint64_t budget = s->instruction_budget * static_cast<uint64_t>(factor);
     s->hook_chunk = static_cast<int>(std::clamp<uint64_t>(budget / 100, 1, 1000));
     s->calls = 0;
+    s->unplaced = 0;
     lua_sethook(s->L, budget_hook, LUA_MASKCOUNT | LUA_MASKRET | LUA_MASKCALL, s->hook_chunk);
 }
 
@@ -1397,7 +1407,7 @@ PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowO
         if (s->rejected) {
             out.kind = PolicyOutcome::Kind::Reject;
             if (out.reject_message.empty()) out.reject_message = "rejected by the site policy";
-        } else if (s->abort != Abort::None) {
+        } else if (s->abort != Abort::None && status != LUA_ERRMEM) {
             out.kind = PolicyOutcome::Kind::Error;
             out.error = error_text(L, status);
         } else if (status == LUA_ERRMEM || (status != LUA_OK && s->mem_refused)) {

@@ -9,6 +9,7 @@
 
 #include "lanesctl/json.hpp"
 #include "lanesctl/node_report.hpp"
+#include "node/node_facts.hpp"
 #include "lanesctl/policy_report.hpp"
 
 namespace {
@@ -225,7 +226,7 @@ TEST(LanesctlStatusOutput, Prometheus) {
                                "lanes_job_backlog_bytes{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 1500\n"));
     EXPECT_TRUE(contains(text, "lanes_job_ceil_bytes_per_second{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 3125000000\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs{node=\"gpu1\"} 2\n"));
-    EXPECT_TRUE(contains(text, "lanes_job_counter_errors{node=\"gpu1\"} 1\n"));
+    EXPECT_TRUE(contains(text, "lanes_jobs_unreadable{node=\"gpu1\"} 1\n"));
     // The job without counters has no samples (not zeros that would reset rates).
     EXPECT_FALSE(contains(text, "hpc_job=\"9\""));
     // Every metric family has exactly one HELP and one TYPE, before its samples.
@@ -245,7 +246,7 @@ TEST(LanesctlStatusOutput, Prometheus) {
 }
 
 TEST(LanesctlGc, StepdProcessTitle) {
-    using lanes::ctl::stepd_job_id;
+    using lanes::stepd_job_id;
     EXPECT_EQ(stepd_job_id(std::string("slurmstepd: [1234.batch]\0\0", 27)), 1234u);
     EXPECT_EQ(stepd_job_id("slurmstepd: [77.extern]"), 77u);
     EXPECT_EQ(stepd_job_id("slurmstepd: [77.0]"), 77u);
