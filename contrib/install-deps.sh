@@ -8,6 +8,7 @@ packages=(
   liblua5.4-dev lua5.4 libtomlplusplus-dev
   libnl-3-dev libnl-route-3-dev libnftables-dev nftables
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-16 libclang-rt-16-dev
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
 )
