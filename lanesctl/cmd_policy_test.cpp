@@ -46,7 +46,7 @@ Result<Input> load_input(const std::string& path) {
     auto value = json::parse(*text);
     if (!value) return fail(path + ":" + value.error().message);
     Input input;
-    const json::Value* job = value->is_object() ? value->find("job") : nullptr;
+    const json::Value* job = value->is_object() ? json::find(*value, "job") : nullptr;
     if (job && job->is_object()) {
         auto fixture = parse_fixture(*text, path);
         if (!fixture) return std::unexpected(fixture.error());
