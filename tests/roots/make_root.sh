@@ -45,16 +45,23 @@ usage() {
     exit 2
 }
 
-# What only the host needs (packaging, monitoring, making roots, plotting)
-# stays out of a root: it builds and tests Lanes, nothing more.
-host_only=" dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion "
-host_only+=" prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox "
+# What only the host needs (packaging, monitoring, making roots, plotting, the
+# sanitizer and fuzzer toolchain, which is pinned to bookworm's clang) stays
+# out of a root: it builds and tests Lanes, nothing more. Shell patterns.
+host_only=(dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
+    prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox
+    'clang-[0-9]*' 'libclang-rt-[0-9]*' 'llvm-[0-9]*')
 
 root_packages() {
     local -a pkgs=()
-    local p
+    local p pattern
     while read -r p; do
-        [[ -n $p && $host_only != *" $p "* ]] && pkgs+=("$p")
+        [[ -n $p ]] || continue
+        for pattern in "${host_only[@]}"; do
+            # shellcheck disable=SC2053 # a pattern on purpose
+            [[ $p == $pattern ]] && continue 2
+        done
+        pkgs+=("$p")
     done < <(bash "$src/contrib/install-deps.sh" --list)
     ((${#pkgs[@]})) || die "contrib/install-deps.sh --list printed nothing"
     # shellcheck disable=SC2206 # word splitting is the point
