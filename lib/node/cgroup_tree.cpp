@@ -272,7 +272,7 @@ Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const C
     }
     p.parent = p.dir.substr(0, p.dir.find_last_of('/'));
     if (p.parent.empty()) p.parent = "/";
-    p.key = relative_path(p.dir, kNftCgroupBase);
+    p.key = relative_path(p.dir, mp);
     p.level = level_of(mount, p.dir);
     return p;
 }

@@ -30,7 +30,7 @@ Result<Cgroup2Mount> parse_mountinfo_cgroup2(std::string_view mountinfo);
 struct CgroupPlacement {
     std::string dir;           // absolute
     std::string parent;        // absolute; leftover pids go here at remove
-    std::string key;           // relative to /sys/fs/cgroup ("unified/lanes/job_7")
+    std::string key;           // relative to the cgroup2 mount ("lanes/job_7"; the marker's key)
     int level = 0;             // depth in the cgroup2 hierarchy (nft `socket cgroupv2 level`)
     bool owned = false;        // Lanes' own dir (created and removed by Lanes)
 };
