@@ -75,6 +75,8 @@ public:
     Result<void> delete_root(const DeleteRoot& o) override { return in_->delete_root(o); }
     Result<ClassCounters> class_counters(int i, uint32_t c) override { return in_->class_counters(i, c); }
     Result<std::vector<uint32_t>> classes(int i, uint16_t m) override { return in_->classes(i, m); }
+    Result<GsoSize> gso_size(int i) override { Timer t{"tc: get gso size"}; return in_->gso_size(i); }
+    Result<void> set_gso_size(int i, const GsoSize& g) override { Timer t{"tc: set gso size"}; return in_->set_gso_size(i, g); }
 private:
     std::unique_ptr<TrafficControl> in_;
 };

@@ -804,6 +804,25 @@ struct Parser {
                 r.error(*t.get(uceil ? "unclassified_ceil" : "unclassified_rate"), uceil ? "unclassified_ceil" : "unclassified_rate",
                         "unclassified_ceil is below unclassified_rate (defaults: \"5%\" and \"25%\")");
         }
+        if (const toml::node* n = r.get("gso_burst")) {
+            std::string text = n->is_string() ? n->as_string()->get() : std::string();
+            if (!n->is_string()) {
+                r.wrong_type(*n, "gso_burst", "a time such as \"250us\" or \"1ms\", or \"off\"");
+            } else if (text == "off") {
+                config.node.gso_burst_us = std::nullopt;
+            } else {
+                uint64_t scale = 0;
+                std::string digits = text;
+                if (text.ends_with("us")) scale = 1, digits = text.substr(0, text.size() - 2);
+                else if (text.ends_with("ms")) scale = 1000, digits = text.substr(0, text.size() - 2);
+                bool ok = scale && !digits.empty() && digits.size() <= 6 &&
+                          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+                uint64_t us = ok ? std::stoull(digits) * scale : 0;
+                if (!ok || us < 10 || us > 100000)
+                    r.error(*n, "gso_burst", "not a time between \"10us\" and \"100ms\" (write e.g. \"250us\"), or \"off\"");
+                else config.node.gso_burst_us = static_cast<uint32_t>(us);
+            }
+        }
         if (const toml::node* n = r.get("nic")) {
             const toml::array* arr = n->as_array();
             if (!arr || !arr->is_array_of_tables()) {

@@ -116,6 +116,9 @@ struct NodeConfig {
     std::optional<uint8_t> unclassified_dscp = 0;   // CS0
     Rate unclassified_rate{0, 5};                   // 5% of the link
     Rate unclassified_ceil{0, 25};                  // 25% of the link
+    // Bound the burst a capped NIC puts on the wire: GSO/TSO packets at most what
+    // the lowest ceil of a job on that NIC sends in this time (nullopt = "off").
+    std::optional<uint32_t> gso_burst_us = 250;
 };
 
 struct Config {

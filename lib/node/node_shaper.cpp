@@ -376,6 +376,12 @@ struct NodeShaper::Impl {
             r = execute(op, state);
             if (!r) break;
         }
+        if (r && !(*previous && **previous == state)) {
+            // The GSO bound follows the job's cap (a changed request: out with the old).
+            if (*previous) (void)gso_account(**previous, -1);
+            r = gso_account(state, +1);
+            if (!r) r = fail("node.gso_burst: " + r.error().message);
+        }
         if (!r) {
             if (!*previous) {
                 auto undo = plan_remove(state, effective.root_handle_major);
@@ -455,6 +461,8 @@ struct NodeShaper::Impl {
         r = store.erase(job_id);
         if (!r) return r;
         (void)store.release_minor(state.minor, job_id);
+        if (auto g = gso_account(state, -1); !g)
+            say(LogLevel::Error, "lanes: job " + std::to_string(job_id) + ": " + g.error().message);
         say(LogLevel::Info, "lanes: job " + std::to_string(job_id) + ": shaping removed");
         drop_unused_old_root(state);
         return {};
@@ -532,6 +540,123 @@ struct NodeShaper::Impl {
         if (!r) errors += (errors.empty() ? "" : "; ") + r.error().message;
         if (!errors.empty()) return fail("lanes: reapply: " + errors);
         return {};
+    }
+
+    // ---- the GSO/TSO burst bound (node.gso_burst) ------------------------------
+    // On a NIC with a capped job (ceil below the link), the largest GSO/TSO packet
+    // is what the lowest such ceil sends in gso_burst, so one skb never puts more
+    // than that on the wire at line rate in one go. state_dir/gso_<dev> holds the
+    // NIC's own sizes (restored when its last capped job ends) and how many capped
+    // jobs have each ceil; jobs without a cap never touch it (no file, no netlink).
+    struct GsoFile {
+        GsoSize orig;
+        uint32_t set = 0;
+        std::map<uint64_t, uint32_t> ceils;  // ceil bits/s -> capped jobs
+    };
+    std::string gso_path(const std::string& dev) const { return store.dir() + "/gso_" + dev; }
+    std::optional<GsoFile> load_gso(const std::string& dev) const {
+        std::ifstream in(gso_path(dev));
+        if (!in) return std::nullopt;
+        GsoFile f;
+        std::string key;
+        while (in >> key) {
+            if (key == "orig") in >> f.orig.max >> f.orig.ipv4_max;
+            else if (key == "set") in >> f.set;
+            else if (key == "ceil") {
+                uint64_t bits = 0;
+                uint32_t n = 0;
+                if (in >> bits >> n && n > 0) f.ceils[bits] = n;
+            } else break;
+        }
+        if (f.orig.max == 0) return std::nullopt;
+        return f;
+    }
+    Result<void> save_gso(const std::string& dev, const GsoFile& f) {
+        std::string text = "orig " + std::to_string(f.orig.max) + " " + std::to_string(f.orig.ipv4_max) + "\nset " +
+                           std::to_string(f.set) + "\n";
+        for (const auto& [bits, n] : f.ceils) text += "ceil " + std::to_string(bits) + " " + std::to_string(n) + "\n";
+        const std::string path = gso_path(dev), tmp = path + ".tmp";
+        int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) return fail("lanes: " + tmp + ": " + std::strerror(errno));
+        bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        ok = ::close(fd) == 0 && ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+        if (!ok) {
+            ::unlink(tmp.c_str());
+            return fail("lanes: " + path + ": cannot write");
+        }
+        return {};
+    }
+    uint32_t gso_target(uint64_t ceil_bits, const GsoSize& orig) const {
+        const uint64_t bytes = ceil_bits / 8 * *config.gso_burst_us / 1'000'000;
+        return static_cast<uint32_t>(std::clamp<uint64_t>(bytes, std::min<uint64_t>(kMinGsoBytes, orig.max), orig.max));
+    }
+    static constexpr uint64_t kMinGsoBytes = 3028;  // two full-size frames
+
+    // Count `st`'s capped NICs in (+1) or out (-1), then set or restore the size.
+    Result<void> gso_account(const JobState& st, int delta) {
+        if (!config.gso_burst_us) return {};
+        for (const auto& dev : st.devices) {
+            auto nic = std::find_if(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev.device; });
+            if (delta > 0 && (nic == nics.end() || dev.ceil_bits >= nic->link_speed_bits)) continue;
+            auto file = load_gso(dev.device);
+            if (!file && delta < 0) continue;
+            auto idx = tc->ifindex(dev.device);
+            if (!idx) {
+                if (delta < 0) {
+                    ::unlink(gso_path(dev.device).c_str());  // the NIC is gone
+                    continue;
+                }
+                return std::unexpected(idx.error());
+            }
+            GsoFile f;
+            if (file) {
+                f = *file;
+            } else {
+                auto now = tc->gso_size(*idx);
+                if (!now) return std::unexpected(now.error());
+                f.orig = *now;
+                f.set = now->max;
+            }
+            if (delta > 0) {
+                f.ceils[dev.ceil_bits] += 1;
+            } else {
+                auto it = f.ceils.find(dev.ceil_bits);
+                if (it == f.ceils.end()) continue;
+                if (--it->second == 0) f.ceils.erase(it);
+            }
+            if (f.ceils.empty()) {
+                auto r = tc->set_gso_size(*idx, f.orig);
+                if (!r) return r;
+                ::unlink(gso_path(dev.device).c_str());
+                say(LogLevel::Info, "lanes: NIC " + dev.device + ": gso_max_size back to " + std::to_string(f.orig.max) +
+                                        " (no capped job left)");
+                continue;
+            }
+            const uint32_t want = gso_target(f.ceils.begin()->first, f.orig);
+            if (want != f.set) {
+                GsoSize size{want, f.orig.ipv4_max ? std::min(want, f.orig.ipv4_max) : 0};
+                auto r = tc->set_gso_size(*idx, size);
+                if (!r) return r;
+                say(LogLevel::Info, "lanes: NIC " + dev.device + ": gso_max_size " + std::to_string(want) + " (lowest ceil " +
+                                        format_rate(f.ceils.begin()->first) + ", node.gso_burst " +
+                                        std::to_string(*config.gso_burst_us) + "us)");
+                f.set = want;
+            }
+            auto r = save_gso(dev.device, f);
+            if (!r) return r;
+        }
+        return {};
+    }
+
+    // Every NIC back to its own GSO size (remove_all).
+    void gso_restore_all() {
+        for (const auto& nic : nics) {
+            auto f = load_gso(nic.device);
+            if (!f) continue;
+            auto idx = tc->ifindex(nic.device);
+            if (idx) (void)tc->set_gso_size(*idx, f->orig);
+            ::unlink(gso_path(nic.device).c_str());
+        }
     }
 
     void drop_stale_claims() {
@@ -658,6 +783,7 @@ Result<void> NodeShaper::remove_all() {
     };
     for (const auto& st : impl_->store.load_all()) note(impl_->remove_locked(st.job_id));
     impl_->drop_stale_claims();
+    impl_->gso_restore_all();
     note(impl_->marker->remove_all());
     note(impl_->refresh_nic_facts());
     JobState none;

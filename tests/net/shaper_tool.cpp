@@ -8,7 +8,7 @@
 //   shaper_tool [options] list | remove-all | gc ALIVE_JOB... | check | reapply
 //   shaper_tool [options] churn N                      (N x apply+remove, leak report)
 // options: --state DIR --nic DEV --speed BITS [--adopt] [--major HEX] [--cgroup-root PATH]
-//          [--unclassified-dscp D|keep] [--unclassified-ceil RATE]
+//          [--unclassified-dscp D|keep] [--unclassified-ceil RATE] [--gso-burst US|off]
 // apply also takes --cgroup REL (the job's dir, relative to the cgroup2 mount)
 #include <dirent.h>
 #include <sys/stat.h>
@@ -97,6 +97,11 @@ int main(int argc, char** argv) {
                 if (!d) return usage();
                 config.unclassified_dscp = *d;
             }
+        } else if (a == "--gso-burst") {
+            const char* v = next();
+            if (!v) return usage();
+            if (std::string(v) == "off") config.gso_burst_us.reset();
+            else config.gso_burst_us = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
         } else if (a == "--unclassified-ceil") {
             const char* v = next();
             if (!v) return usage();

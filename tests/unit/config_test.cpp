@@ -335,6 +335,7 @@ TEST(Config, ReportsEveryKindOfError) {
          "lanes.toml:9:21: nodes.unclassified_ceil: unclassified_ceil is below unclassified_rate"},
         {"unclassified rate unit", BASE "[nodes]\nunclassified_rate = 100\n",
          "lanes.toml:8:21: nodes.unclassified_rate: a rate needs a unit"},
+        {"gso_burst", BASE "[nodes]\ngso_burst = \"5s\"\n", "lanes.toml:8:13: nodes.gso_burst: not a time"},
         {"foreign_qdisc", BASE "[nodes]\nforeign_qdisc = \"replace\"\n",
          "lanes.toml:8:17: nodes.foreign_qdisc: unknown value \"replace\" (expected \"refuse\" or \"adopt\")"},
     };
@@ -354,22 +355,25 @@ TEST(Config, ReportsEveryKindOfError) {
     }
 }
 
-TEST(Config, UnclassifiedTraffic) {
+TEST(Config, UnclassifiedTrafficAndGsoBurst) {
     auto d = parse_config("[classes.a]\n", "lanes.toml");
     ASSERT_TRUE(d) << d.error().message;
     EXPECT_EQ(d->node.unclassified_dscp, std::optional<uint8_t>(0));  // CS0
     EXPECT_EQ(d->node.unclassified_rate, (lanes::Rate{0, 5}));
     EXPECT_EQ(d->node.unclassified_ceil, (lanes::Rate{0, 25}));
+    EXPECT_EQ(d->node.gso_burst_us, std::optional<uint32_t>(250));
     auto c = parse_config("[classes.a]\n[nodes]\nunclassified_dscp = \"keep\"\nunclassified_rate = \"1Gbit\"\n"
-                          "unclassified_ceil = \"100%\"\n",
+                          "unclassified_ceil = \"100%\"\ngso_burst = \"off\"\n",
                           "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_FALSE(c->node.unclassified_dscp);
     EXPECT_EQ(c->node.unclassified_rate, (lanes::Rate{1'000'000'000, 0}));
     EXPECT_EQ(c->node.unclassified_ceil, (lanes::Rate{0, 100}));
-    c = parse_config("[classes.a]\n[nodes]\nunclassified_dscp = \"AF11\"\n", "lanes.toml");
+    EXPECT_FALSE(c->node.gso_burst_us);
+    c = parse_config("[classes.a]\n[nodes]\nunclassified_dscp = \"AF11\"\ngso_burst = \"2ms\"\n", "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_EQ(c->node.unclassified_dscp, std::optional<uint8_t>(10));
+    EXPECT_EQ(c->node.gso_burst_us, std::optional<uint32_t>(2000));
 }
 
 TEST(Config, CollectsAllErrorsInFileOrder) {

@@ -29,6 +29,7 @@ struct FakeKernel {
     std::map<uint32_t, NftEnsureJob> nft_jobs;
     std::set<int> nft_levels;
     bool nft_table = false;
+    std::map<int, GsoSize> gso;
     std::optional<uint8_t> unclassified;
     std::set<std::string> dirs;
     std::map<std::string, std::vector<pid_t>> procs;
@@ -112,6 +113,12 @@ public:
         for (const auto& [id, p] : k_.classes[i])
             if ((id >> 16) == major) out.push_back(id);
         return out;
+    }
+    Result<GsoSize> gso_size(int i) override { return k_.gso.count(i) ? k_.gso[i] : GsoSize{65536, 65536}; }
+    Result<void> set_gso_size(int i, const GsoSize& g) override {
+        k_.log.push_back("gso " + std::to_string(i) + " " + std::to_string(g.max) + " " + std::to_string(g.ipv4_max));
+        k_.gso[i] = g;
+        return {};
     }
 
 private:
@@ -448,6 +455,41 @@ TEST_F(NodeShaperTest, SlurmCgroupDirIsUsedOnAUnifiedNode) {
     EXPECT_TRUE(k_.dirs.count("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7"));  // not ours to remove
     auto attach = NodeShaper::attach_task(config_, 8, 5);  // real cgroup tree: fails for a fake path
     EXPECT_FALSE(attach);
+}
+
+TEST_F(NodeShaperTest, GsoFollowsTheLowestCeilAndIsRestoredWithTheLastCappedJob) {
+    config_.gso_burst_us = 250;
+    auto s = open();
+    ASSERT_TRUE(s);
+    auto uncapped = req(5, kGbit);
+    uncapped.net.ceil = Rate{0, 100};  // ceil = the link: no cap, nothing touched
+    ASSERT_TRUE(s->apply(uncapped));
+    EXPECT_TRUE(k_.gso.empty());
+    auto a = req(7, kGbit);
+    a.net.ceil = Rate{8 * kGbit, 0};  // 1 GB/s x 250 us = 250000 -> the NIC's own 65536
+    ASSERT_TRUE(s->apply(a));
+    EXPECT_TRUE(k_.gso.empty()) << "a bound above the NIC's own size changes nothing";
+    auto b = req(8, 100'000'000);
+    b.net.ceil = Rate{400'000'000, 0};  // 50 MB/s x 250 us = 12500 bytes
+    ASSERT_TRUE(s->apply(b));
+    EXPECT_EQ(k_.gso[2], (GsoSize{12500, 12500}));
+    EXPECT_EQ(k_.gso[3], (GsoSize{12500, 12500}));
+    auto c = req(9, 10'000'000);
+    c.net.ceil = Rate{20'000'000, 0};  // 2.5 MB/s x 250 us = 625 -> floor of two frames
+    ASSERT_TRUE(s->apply(c));
+    EXPECT_EQ(k_.gso[2].max, 3028u);
+    ASSERT_TRUE(s->remove(9));
+    EXPECT_EQ(k_.gso[2].max, 12500u);  // the next lowest ceil
+    ASSERT_TRUE(s->remove(8));
+    EXPECT_EQ(k_.gso[2], (GsoSize{65536, 65536}));  // restored
+    ASSERT_TRUE(s->remove(7));
+    ASSERT_TRUE(s->remove(5));
+    EXPECT_FALSE(std::filesystem::exists(config_.state_dir + "/gso_eth0"));
+    config_.gso_burst_us.reset();  // "off": never touched
+    k_.gso.clear();
+    auto off = open();
+    ASSERT_TRUE(off->apply(b));
+    EXPECT_TRUE(k_.gso.empty());
 }
 
 TEST_F(NodeShaperTest, AMissingTableIsRebuiltWithEveryJobByTheNextApply) {
