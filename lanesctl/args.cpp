@@ -41,7 +41,7 @@ const std::vector<OptionSpec>& option_table() {
         {"--help", A::None, {}, false, [](Options& o, const std::string&) -> Result<void> { o.help = true; return {}; }},
         {"--version", A::None, {}, false,
          [](Options& o, const std::string&) -> Result<void> { o.version = true; return {}; }},
-        {"--node", A::Required, {C::Status, C::Gc}, false,
+        {"--node", A::Required, {C::Status, C::Gc, C::Reapply}, false,
          [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }},
         {"--job", A::Required, {C::PolicyTest}, true,
          [](Options& o, const std::string& v) -> Result<void> {
@@ -93,7 +93,7 @@ const std::vector<OptionSpec>& option_table() {
          [](Options& o, const std::string&) -> Result<void> { o.noheader = true; return {}; }},
         {"--parsable", A::None, {C::Status, C::Windows}, false,
          [](Options& o, const std::string&) -> Result<void> { o.parsable = true; return {}; }},
-        {"--dry-run", A::None, {C::Gc}, false,
+        {"--dry-run", A::None, {C::Gc, C::Reapply}, false,
          [](Options& o, const std::string&) -> Result<void> { o.dry_run = true; return {}; }},
         {"--all", A::None, {C::Gc}, false,
          [](Options& o, const std::string&) -> Result<void> { o.all = true; return {}; }},
@@ -128,6 +128,7 @@ const char* command_name(Command command) {
         case Command::Windows: return "windows";
         case Command::Status: return "status";
         case Command::Gc: return "gc";
+        case Command::Reapply: return "reapply";
         case Command::None: break;
     }
     return "";
@@ -201,6 +202,8 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                     options.command = Command::Status;
                 } else if (arg == "gc") {
                     options.command = Command::Gc;
+                } else if (arg == "reapply") {
+                    options.command = Command::Reapply;
                 } else if (arg == "policy") {
                     if (i + 1 >= args.size() || args[i + 1] != "test")
                         return fail(i + 1 >= args.size() ? "'policy' needs a subcommand: 'policy test'"
@@ -217,6 +220,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                         else if (topic == "windows") options.command = Command::Windows;
                         else if (topic == "status") options.command = Command::Status;
                         else if (topic == "gc") options.command = Command::Gc;
+                        else if (topic == "reapply") options.command = Command::Reapply;
                         else if (topic == "policy") {
                             options.command = Command::PolicyTest;
                             if (i + 1 < args.size() && args[i + 1] == "test") ++i;
@@ -237,7 +241,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
         }
     }
     if (options.help || options.version) return options;
-    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc)");
+    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply)");
     if (options.command == Command::PolicyTest) {
         int modes = (options.job_files.empty() ? 0 : 1) + (options.job_ids.empty() ? 0 : 1) +
                     (options.fixtures_dir.empty() ? 0 : 1);
@@ -297,6 +301,11 @@ std::string usage_text(Command command) {
             return "usage: lanesctl gc [--config FILE] [--node NAME] [--dry-run] [--all] [--json]\n"
                    "  Remove Lanes' tc classes, nft rules, cgroups and state of jobs that no longer run\n"
                    "  here (root). --all removes everything, including the root qdisc and nft table.\n";
+        case Command::Reapply:
+            return "usage: lanesctl reapply [--config FILE] [--node NAME] [--dry-run] [--json]\n"
+                   "  Put back the nft table and the tc classes of every job with a state file, after\n"
+                   "  `nft flush ruleset` or `systemctl reload nftables` took them (root). Does nothing\n"
+                   "  when all is in place; --dry-run only checks (exit 1 when something is missing).\n";
         case Command::None: break;
     }
     return "usage: lanesctl [--config FILE] [--json] SUBCOMMAND [OPTIONS]\n"
@@ -307,6 +316,7 @@ std::string usage_text(Command command) {
            "  windows         upcoming time window occurrences, reservation commands\n"
            "  status          jobs shaped on this node, with counters (root)\n"
            "  gc              remove shaping state of jobs that are gone (root)\n"
+           "  reapply         put back the marks and classes of running jobs (root)\n"
            "\n"
            "Global options:\n"
            "  --config FILE   lanes.toml (default: $LANES_CONFIG, else lanes.toml next to\n"

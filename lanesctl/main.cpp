@@ -54,6 +54,7 @@ int run(int argc, char** argv) {
         case Command::Windows: return run_windows(options, context);
         case Command::Status: return run_status(options, context);
         case Command::Gc: return run_gc(options, context);
+        case Command::Reapply: return run_reapply(options, context);
         case Command::None: break;
     }
     return kExitUsage;

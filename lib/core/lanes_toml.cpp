@@ -777,6 +777,52 @@ struct Parser {
             else config.node.cgroup_root = *v;
         }
         if (auto rate = read_rate(r, "default_link_speed", true)) config.node.default_link_speed_bits = rate->bits_per_second;
+        if (const toml::node* n = r.get("unclassified_dscp")) {
+            if (n->is_integer()) {
+                const int64_t v = n->as_integer()->get();
+                if (v < 0 || v > 63)
+                    r.error(*n, "unclassified_dscp", "value " + std::to_string(v) + " is out of range (0..63)");
+                else config.node.unclassified_dscp = static_cast<uint8_t>(v);
+            } else if (n->is_string() && n->as_string()->get() == "keep") {
+                config.node.unclassified_dscp = std::nullopt;
+            } else if (n->is_string()) {
+                auto d = parse_dscp(n->as_string()->get());
+                if (!d) r.error(*n, "unclassified_dscp", d.error().message + " (or \"keep\")");
+                else config.node.unclassified_dscp = *d;
+            } else {
+                r.wrong_type(*n, "unclassified_dscp", "a DSCP name such as \"CS0\", a number 0..63, or \"keep\"");
+            }
+        }
+        auto urate = read_rate(r, "unclassified_rate", false);
+        auto uceil = read_rate(r, "unclassified_ceil", false);
+        if (urate) config.node.unclassified_rate = *urate;
+        if (uceil) config.node.unclassified_ceil = *uceil;
+        if ((urate || uceil) && config.node.unclassified_rate.is_relative() == config.node.unclassified_ceil.is_relative()) {
+            const Rate& a = config.node.unclassified_rate;
+            const Rate& b = config.node.unclassified_ceil;
+            if (a.is_relative() ? b.percent < a.percent : b.bits_per_second < a.bits_per_second)
+                r.error(*t.get(uceil ? "unclassified_ceil" : "unclassified_rate"), uceil ? "unclassified_ceil" : "unclassified_rate",
+                        "unclassified_ceil is below unclassified_rate (defaults: \"5%\" and \"25%\")");
+        }
+        if (const toml::node* n = r.get("gso_burst")) {
+            std::string text = n->is_string() ? n->as_string()->get() : std::string();
+            if (!n->is_string()) {
+                r.wrong_type(*n, "gso_burst", "a time such as \"250us\" or \"1ms\", or \"off\"");
+            } else if (text == "off") {
+                config.node.gso_burst_us = std::nullopt;
+            } else {
+                uint64_t scale = 0;
+                std::string digits = text;
+                if (text.ends_with("us")) scale = 1, digits = text.substr(0, text.size() - 2);
+                else if (text.ends_with("ms")) scale = 1000, digits = text.substr(0, text.size() - 2);
+                bool ok = scale && !digits.empty() && digits.size() <= 6 &&
+                          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+                uint64_t us = ok ? std::stoull(digits) * scale : 0;
+                if (!ok || us < 10 || us > 100000)
+                    r.error(*n, "gso_burst", "not a time between \"10us\" and \"100ms\" (write e.g. \"250us\"), or \"off\"");
+                else config.node.gso_burst_us = static_cast<uint32_t>(us);
+            }
+        }
         if (const toml::node* n = r.get("nic")) {
             const toml::array* arr = n->as_array();
             if (!arr || !arr->is_array_of_tables()) {

@@ -111,6 +111,14 @@ struct NodeConfig {
     std::string state_dir = "/run/lanes";
     std::string cgroup_root = "auto";      // auto: Slurm's cgroup v2 job dir, else own dir
     std::optional<uint64_t> default_link_speed_bits;
+    // Traffic not in any job's cgroup: its DSCP (nullopt = "keep", leave it as the
+    // sender set it) and its HTB class M:fffe (rate guaranteed, ceil its cap).
+    std::optional<uint8_t> unclassified_dscp = 0;   // CS0
+    Rate unclassified_rate{0, 5};                   // 5% of the link
+    Rate unclassified_ceil{0, 25};                  // 25% of the link
+    // Bound the burst a capped NIC puts on the wire: GSO/TSO packets at most what
+    // the lowest ceil of a job on that NIC sends in this time (nullopt = "off").
+    std::optional<uint32_t> gso_burst_us = 250;
 };
 
 struct Config {

@@ -34,6 +34,13 @@ TEST(LanesctlArgs, Subcommands) {
     EXPECT_EQ(ok({"windows"}).command, Command::Windows);
     EXPECT_EQ(ok({"status"}).command, Command::Status);
     EXPECT_EQ(ok({"gc"}).command, Command::Gc);
+    EXPECT_EQ(ok({"reapply"}).command, Command::Reapply);
+    auto r = ok({"reapply", "--node", "n1", "--dry-run"});
+    EXPECT_EQ(r.command, Command::Reapply);
+    EXPECT_TRUE(r.dry_run);
+    EXPECT_EQ(r.node, "n1");
+    EXPECT_FALSE(lanes::ctl::parse_args({"reapply", "--all"}));
+    EXPECT_FALSE(lanes::ctl::parse_args({"reapply", "extra"}));
     auto o = ok({"policy", "test", "a.json", "b.json"});
     EXPECT_EQ(o.command, Command::PolicyTest);
     EXPECT_EQ(o.job_files, (std::vector<std::string>{"a.json", "b.json"}));
@@ -103,7 +110,8 @@ TEST(LanesctlArgs, HelpAndVersion) {
     EXPECT_EQ(h2.command, Command::PolicyTest);
     // Help needs no mode options.
     EXPECT_TRUE(ok({"policy", "test", "--help"}).help);
-    for (auto c : {Command::None, Command::Check, Command::PolicyTest, Command::Windows, Command::Status, Command::Gc})
+    for (auto c : {Command::None, Command::Check, Command::PolicyTest, Command::Windows, Command::Status, Command::Gc,
+                   Command::Reapply})
         EXPECT_NE(lanes::ctl::usage_text(c).find("usage: lanesctl"), std::string::npos);
 }
 
