@@ -23,6 +23,7 @@ extern "C" {
 #include <string>
 
 #include "ctld/classifier.hpp"
+#include "core/text.hpp"
 #include "config.h"
 #include "glue/slurm_glue.hpp"
 #include "job_submit/job_desc_translate.hpp"
@@ -30,6 +31,7 @@ extern "C" {
 
 extern "C" {
 char* slurm_xstrdup(const char* str);
+void slurm_xfree(void** ptr);
 
 extern const char plugin_name[] = "Lanes job_submit plugin: classify and route training/inference jobs";
 extern const char plugin_type[] = "job_submit/lanes";
@@ -105,9 +107,19 @@ bool is_admin(uint32_t uid) {
     return false;
 }
 
-void set_err_msg(char** err_msg, const std::string& text) {
+// Adds text to what the user sees. With JobSubmitPlugins=lua,lanes an earlier
+// plugin's message (slurm.user_msg) is already in *err_msg: keep it, above
+// ours, and free the old string with Slurm's allocator.
+void add_err_msg(char** err_msg, const std::string& text) noexcept {
     if (!err_msg || text.empty()) return;
-    *err_msg = slurm_xstrdup(text.c_str());
+    try {
+        char* old = *err_msg;
+        std::string combined = old && *old ? std::string(old) + "\n" + text : text;
+        *err_msg = slurm_xstrdup(combined.c_str());
+        if (old) slurm_xfree(reinterpret_cast<void**>(&old));
+    } catch (...) {
+        // Out of memory: the earlier message stays as it was.
+    }
 }
 
 // Every entry point runs through here: an exception is logged ("lanes: WHERE
@@ -116,12 +128,54 @@ template <typename Body>
 int guarded(const char* where, int on_error, char** err_msg, Body&& body) noexcept {
     return lanes::guard_entry(on_error, [&](const char* what) {
         slurm_error("lanes: %s failed: %s", where, what);
-        if (err_msg) *err_msg = slurm_xstrdup((std::string("lanes: internal error: ") + what).c_str());
+        add_err_msg(err_msg, std::string("lanes: internal error: ") + what);
     }, body);
 }
 template <typename Body>
 int guarded(const char* where, int on_error, Body&& body) noexcept {
     return guarded(where, on_error, nullptr, std::forward<Body>(body));
+}
+
+// slurmctld's parsed slurm.conf (libslurmfull's global); null where no
+// slurm.conf was read into it (outside slurmctld, e.g. a test that dlopens us).
+const slurm_conf_t* slurmctld_conf() {
+    auto* conf = static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
+    return conf && conf->slurm_conf ? conf : nullptr;
+}
+
+constexpr uint16_t kEnforceAssociations = 0x0001;  // Slurm's ACCOUNTING_ENFORCE_ASSOCS
+
+// The first setting of `config` that decides by account, or "".
+std::string account_rule_of(const lanes::Config& config) {
+    auto named = [](const std::vector<std::string>& accounts) {
+        for (const auto& a : accounts)
+            if (a != "*") return true;
+        return false;
+    };
+    for (const auto& [name, cls] : config.classes) {
+        if (named(cls.allowed_accounts)) return "classes." + name + ".allowed_accounts";
+        if (named(cls.exempt_accounts)) return "classes." + name + ".exempt_accounts";
+    }
+    for (const auto& rule : config.rules)
+        if (named(rule.accounts)) return "[[rules]] accounts (line " + std::to_string(rule.line) + ")";
+    return "";
+}
+
+// What Lanes needs from slurm.conf, checked at start and before each reload.
+std::string check_slurm_conf(const lanes::Config& config) {
+    const slurm_conf_t* conf = slurmctld_conf();
+    if (!conf) return "";
+    if (!(conf->prolog_flags & PROLOG_FLAG_ALLOC))
+        return "slurm.conf lacks PrologFlags=Alloc: without it the prolog of every node but the batch "
+               "host runs from srun's copy of the job, which users can forge, so the nodes cannot trust the "
+               "class slurmctld decided; add PrologFlags=Alloc and restart slurmctld and the slurmds";
+    std::string rule = account_rule_of(config);
+    if (!rule.empty() && !(conf->accounting_storage_enforce & kEnforceAssociations))
+        return config.path + ": " + rule +
+               " decides by account, but slurm.conf's AccountingStorageEnforce does not include "
+               "associations, so any user may name any account with -A; set "
+               "AccountingStorageEnforce=associations (with slurmdbd) or remove the account rules";
+    return "";
 }
 
 lanes::SysSeconds now_seconds() {
@@ -139,6 +193,7 @@ extern "C" int init(void) noexcept {
         lanes::ClassifierOptions options;
         PluginState* raw = state.get();
         options.wake_maintainer = [raw] { raw->wake_maintainer(); };
+        options.check_config = check_slurm_conf;
         auto classifier = Classifier::create(state->config_path, log_sink, options);
         if (!classifier) {
             slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(),
@@ -171,16 +226,17 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         if (decision.verdict == Decision::Verdict::Reject) {
             std::string text = decision.reason.empty() ? "lanes: job rejected by policy" : decision.reason;
             for (const auto& line : decision.user_messages) text += "\n" + line;
-            set_err_msg(err_msg, text);
-            slurm_info("lanes: rejected job '%s' of %s: %s", job.name.c_str(), job.user.c_str(), decision.reason.c_str());
+            add_err_msg(err_msg, text);
+            slurm_info("lanes: rejected job '%s' of %s: %s", lanes::printable(job.name, 256).c_str(), job.user.c_str(),
+                       lanes::printable(decision.reason, 4096).c_str());
             // Strip any forged LANES_* entries even on reject; nothing of it will run.
             lanes::strip_lanes_env(*job_desc);
             return lanes::reject_code(decision);
         }
         std::string message = lanes::apply_decision_to_desc(*job_desc, decision);
-        set_err_msg(err_msg, message);
-        slurm_debug("lanes: job %s of %s -> class %s (%s)", job.name.c_str(), job.user.c_str(),
-                    decision.class_name.c_str(), decision.reason.c_str());
+        add_err_msg(err_msg, message);
+        slurm_debug("lanes: job %s of %s -> class %s (%s)", lanes::printable(job.name, 256).c_str(), job.user.c_str(),
+                    decision.class_name.c_str(), lanes::printable(decision.reason, 4096).c_str());
         return SLURM_SUCCESS;
     });
 }
@@ -224,7 +280,7 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t 
             slurm_info("lanes: refused update of job %s by uid %u: %s",
                        job_desc->job_id_str ? job_desc->job_id_str : std::to_string(desc_job_id(*job_desc)).c_str(),
                        submit_uid, why.c_str());
-            set_err_msg(err_msg, why);
+            add_err_msg(err_msg, why);
         }
         return rc;
     });

@@ -15,6 +15,9 @@ struct OptionSpec {
     std::vector<Command> commands;  // empty: global (every subcommand, and before it)
     bool repeatable;
     std::function<Result<void>(Options&, const std::string& value)> store;
+    // A global option (lanesctl(8), GLOBAL OPTIONS) that only some subcommands
+    // use (--node): it may come before the subcommand, checked once that is known.
+    bool global_for_some = false;
 };
 
 Result<uint32_t> parse_job_id(std::string_view option, const std::string& text) {
@@ -42,7 +45,7 @@ const std::vector<OptionSpec>& option_table() {
         {"--version", A::None, {}, false,
          [](Options& o, const std::string&) -> Result<void> { o.version = true; return {}; }},
         {"--node", A::Required, {C::Status, C::Gc, C::Reapply}, false,
-         [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }},
+         [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }, true},
         {"--job", A::Required, {C::PolicyTest}, true,
          [](Options& o, const std::string& v) -> Result<void> {
              auto id = parse_job_id("--job", v);
@@ -137,6 +140,7 @@ const char* command_name(Command command) {
 Result<Options> parse_args(const std::vector<std::string>& args) {
     Options options;
     std::set<std::string_view> seen;
+    std::vector<const OptionSpec*> early;  // global_for_some options seen before the subcommand
     bool options_ended = false;  // after "--" everything is positional
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
@@ -158,8 +162,12 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
             std::string name = arg.substr(0, eq);
             const OptionSpec* spec = find_option(name);
             if (!spec) return fail("unknown option '" + name + "' " + where(options.command));
-            // Subcommand options are accepted only after their subcommand.
-            if (!accepts(*spec, options.command) || (!spec->commands.empty() && options.command == Command::None))
+            // Subcommand options are accepted only after their subcommand; a
+            // global one used by some subcommands only is checked at the end.
+            if (spec->global_for_some && options.command == Command::None)
+                early.push_back(spec);
+            else if (!accepts(*spec, options.command) ||
+                     (!spec->commands.empty() && options.command == Command::None))
                 return fail("option '" + name + "' is not valid " + where(options.command));
             if (!spec->repeatable && !seen.insert(spec->name).second)
                 return fail("option '" + name + "' given twice");
@@ -242,6 +250,10 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
     }
     if (options.help || options.version) return options;
     if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply)");
+    for (const OptionSpec* spec : early)
+        if (!accepts(*spec, options.command))
+            return fail("option '" + std::string(spec->name) + "' is not valid for '" + command_name(options.command) +
+                        "'");
     if (options.command == Command::PolicyTest) {
         int modes = (options.job_files.empty() ? 0 : 1) + (options.job_ids.empty() ? 0 : 1) +
                     (options.fixtures_dir.empty() ? 0 : 1);

@@ -54,7 +54,8 @@ std::string with_lanes_prefix(const std::string& msg) {
 std::string describe_rate(const Rate& r) { return format_rate(r) + (r.is_relative() ? " of the link" : ""); }
 
 std::string job_label(const JobView& job) {
-    return "job '" + job.name + "' of " + (job.user.empty() ? "uid " + std::to_string(job.uid) : job.user);
+    return "job '" + printable(job.name, 256) + "' of " +
+           (job.user.empty() ? "uid " + std::to_string(job.uid) : job.user);
 }
 
 // Builds a generation from files: config, then the policy it names, then a self-check.
@@ -64,6 +65,10 @@ Result<std::shared_ptr<Generation>> build_generation(const std::string& config_p
     config_stamp = stamp_of(config_path);
     auto config = load_config(config_path);
     if (!config) return fail(config.error().message);
+    if (options.check_config) {
+        std::string refused = options.check_config(*config);
+        if (!refused.empty()) return fail(refused);
+    }
     auto gen = std::make_shared<Generation>();
     gen->config_stamp = config_stamp;
     script_path = config->policy.script;

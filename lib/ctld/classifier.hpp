@@ -26,6 +26,9 @@ struct ClassifierOptions {
     // Set (slurmctld): policies build and close their lua_States only in
     // maintain(), never inside classify(); called when maintain() has work.
     std::function<void()> wake_maintainer;
+    // Checks a configuration against the host (slurmctld's slurm.conf) before
+    // it is used, at start and on every reload: an error text refuses it.
+    std::function<std::string(const Config&)> check_config;
 };
 
 class Classifier {

@@ -17,6 +17,7 @@
 
 #include "ctld/bounded_strings.hpp"
 #include "ctld/builtin_rules.hpp"
+#include "core/text.hpp"
 
 namespace lanes {
 
@@ -181,7 +182,8 @@ bool assign_opt(std::optional<std::string>& dst, const char* p, size_t n) noexce
 bool add_user_message(LuaState* s, const char* p, size_t n) noexcept {
     try {
         if (s->out.user_messages.size() >= kMaxUserMessages) return true;  // silently capped
-        s->out.user_messages.emplace_back(p, std::min(n, kMaxUserMessageBytes));
+        // Kept a little longer than shown, so printable() marks the cut.
+        s->out.user_messages.emplace_back(p, std::min(n, 4 * kMaxUserMessageBytes));
         return true;
     } catch (...) {
         return false;
@@ -195,7 +197,7 @@ void emit_log(LuaState* s, LogLevel level, const char* where, int line, const ch
         text += where;
         if (line > 0) text += ":" + std::to_string(line);
         text += ": ";
-        text.append(msg, n);
+        text += printable(std::string_view(msg, n), kMaxUserMessageBytes);
         (*s->log)(level, text);
     } catch (...) {
     }
@@ -1476,6 +1478,12 @@ PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowO
         lua_settop(L, 0);
         s->job = nullptr;
         s->windows = nullptr;
+        // What the script wrote reaches users' terminals and slurmctld's log:
+        // one line each, no control characters, at most 1 KiB.
+        out.reject_message = printable(out.reject_message, kMaxUserMessageBytes);
+        out.reason = printable(out.reason, kMaxUserMessageBytes);
+        out.error = printable(out.error, kMaxUserMessageBytes);
+        for (auto& m : out.user_messages) m = printable(m, kMaxUserMessageBytes);
         return out;
     } catch (const std::exception& e) {
         PolicyOutcome out;
