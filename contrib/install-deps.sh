@@ -11,7 +11,7 @@ packages=(
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
   dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
-  prometheus prometheus-node-exporter mmdebstrap
+  prometheus prometheus-node-exporter mmdebstrap zstd
 )
 missing=()
 for p in "${packages[@]}"; do
