@@ -15,6 +15,9 @@
 # per second, default 200), DEMO_CONNECTIONS (inference client connections,
 # default 16), DEMO_CC (TCP congestion control of training and inference,
 # default cubic, Linux's default), DEMO_RT=0 (the probe without SCHED_FIFO),
+# DEMO_FABRIC_MTU (default 9000, jumbo frames as on AI fabrics; 1500 makes the
+# 2 vCPUs forward six times the packets, see docs/benchmark.md),
+# DEMO_JSON=FILE (the results as JSON, for bench/demo_runs.sh),
 # LANES_BUILD_DIR (default ./build), DEMO_NO_BUILD=1, DEMO_DEBUG=1 (kernel and
 # TCP counters of the inference path after the "with Lanes" phase).
 #
@@ -73,13 +76,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 step "Starting the fabric and a real Slurm cluster with both Lanes plugins"
-FABRIC_HOSTS="" FABRIC_RATE=${DEMO_FABRIC_RATE:-200mbit} fabric_create >/dev/null || die "fabric failed"
+FABRIC_HOSTS="" FABRIC_RATE=${DEMO_FABRIC_RATE:-200mbit} FABRIC_MTU=${DEMO_FABRIC_MTU:-9000} fabric_create >/dev/null || die "fabric failed"
 fabric_qos dscp >/dev/null || die "fabric QoS failed"
 lanes_cluster_start "demo$$" "${DEMO_TRAIN_RATE:-80Mbit}" "${DEMO_TRAIN_CEIL:-94Mbit}" ||
     die "cluster did not start, or cannot attach it to the fabric"
 far=$(fabric_ip far)
 infer=$(fabric_ip infer1)
-say "slurmctld + slurmd train1 train2 infer1 up in ${CLUSTER_START_SECONDS}s; fabric uplink ${FABRIC_RATE:-200mbit}, switch trusts DSCP"
+say "slurmctld + slurmd train1 train2 infer1 up in ${CLUSTER_START_SECONDS}s; fabric uplink $FABRIC__RATE, MTU $FABRIC__MTU, switch trusts DSCP"
 say "lanes.toml: $CLUSTER_CONF_DIR/lanes.toml   policy: $CLUSTER_CONF_DIR/lanes.lua (policies/default.lua)"
 
 step "Checking the configuration and dry-running the policy (lanesctl)"
@@ -131,7 +134,7 @@ fabric_qos dscp >/dev/null  # fresh counters on the switch's uplink classes
 clients=()
 for node in train1 train2; do
     port=$([[ $node == train1 ]] && echo 5201 || echo 5202)
-    fabric_exec "$node" timeout $((seconds + 8)) iperf3 -c "$far" -p "$port" -P 4 -C "$cc" -t $((seconds + 2)) -J \
+    fabric_exec "$node" timeout $((seconds + 10)) iperf3 -c "$far" -p "$port" -P 4 -C "$cc" -t $((seconds + 4)) -J \
         >"$CLUSTER_WORK_DIR/plain-$node.json" 2>/dev/null &
     clients+=($!)
 done
@@ -149,7 +152,7 @@ SH
 cat >"$CLUSTER_WORK_DIR/train.sh" <<SH
 #!/bin/bash
 # Gradient sync stand-in: 4 bulk TCP streams from each training node to the far side.
-srun --ntasks-per-node=1 bash -c 'iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P 4 -C $cc -t $((seconds + 2)) -J >"$CLUSTER_WORK_DIR/lanes-\$SLURMD_NODENAME.json" 2>/dev/null'
+srun --ntasks-per-node=1 bash -c 'iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P 4 -C $cc -t $((seconds + 5)) -J >"$CLUSTER_WORK_DIR/lanes-\$SLURMD_NODENAME.json" 2>/dev/null'
 SH
 chmod 755 "$CLUSTER_WORK_DIR/serve.sh" "$CLUSTER_WORK_DIR/train.sh"
 fabric_qos dscp >/dev/null
@@ -163,7 +166,13 @@ say "sbatch -J serve-llm serve.sh          -> job $serve_id  class $(cluster_run
 say "sbatch -J train-llama -N2 --lanes-class=training train.sh -> job $train_id  $(cluster_run_ctl scontrol show job "$train_id" | grep -oE 'Partition=[^ ]+')"
 cluster_wait_job "$serve_id" RUNNING 30 >/dev/null || die "inference service did not start"
 cluster_wait_job "$train_id" RUNNING 30 >/dev/null || die "training did not start"
-sleep 1.5
+# Measure under the full load: both nodes' 4 streams (and iperf3's control
+# connections) established, then a second for TCP to ramp up.
+for _ in $(seq 150); do
+    (($(fabric_exec far ss -Htn state established '( sport = :5211 or sport = :5212 )' | wc -l) >= 10)) && break
+    sleep 0.1
+done
+sleep 1
 say "on train1, what spank_lanes applied (lanesctl status):"
 cluster_run_node train1 env SLURMD_NODENAME=train1 "$lanesctl" status --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1 2>&1 | sed 's/^/     /'
 say "tc class / nft chain for the job on train1:"
@@ -189,10 +198,12 @@ cluster_run_ctl scancel "$serve_id"
 say "done"
 
 step "Results (inference: $rate req/s open-loop, 1 KB replies; training: 2 nodes x 4 TCP streams)"
-python3 - "$CLUSTER_WORK_DIR" "$seconds" "$(fabric__tc_rate_bits "$FABRIC__RATE")" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
-    "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" <<'PY'
+python3 - "$CLUSTER_WORK_DIR" "$seconds" "$(fabric__tc_rate_bits "$FABRIC__RATE")" "$FABRIC__MTU" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
+    "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" \
+    "${DEMO_JSON:-}" <<'PY'
 import json, sys
-work, seconds, link_bits, plain_mbit, lanes_mbit = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+work, seconds, link_bits, mtu = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+plain_mbit, lanes_mbit, json_out = sys.argv[5], sys.argv[6], sys.argv[7]
 def load(name):
     try:
         return json.load(open(f"{work}/{name}.json"))
@@ -237,13 +248,20 @@ if floor and without and with_:
     print(f"\n   inference p99 vs no load: without Lanes x{without['p99_ms'] / floor['p99_ms']:.1f}, "
           f"with Lanes x{with_['p99_ms'] / floor['p99_ms']:.2f}  (goal <= 1.5)")
 # What training could have had with Lanes: the link minus inference's bytes on
-# the wire (the priority class), as TCP goodput (1448 of every 1514 bytes).
+# the wire (the priority class), as TCP goodput (MTU - 52 of every MTU + 14
+# bytes: IP and TCP headers with timestamps, Ethernet header).
 inference_mbit = uplink("lanes").get("1:10", 0) * 8 / seconds / 1e6
-leftover = (link_bits / 1e6 - inference_mbit) * 1448 / 1514
+leftover = (link_bits / 1e6 - inference_mbit) * (mtu - 52) / (mtu + 14)
 try:
     print(f"   training with Lanes / capacity inference leaves: {100 * float(lanes_mbit) / leftover:.1f} %  "
           f"({lanes_mbit} of {leftover:.1f} Mbit/s; goal >= 90 %)")
 except ValueError:
     pass
+if json_out:
+    num = lambda v: float(v) if v not in ("", "-") else None
+    json.dump({"seconds": seconds, "link_mbit": link_bits / 1e6, "mtu": mtu, "floor": floor, "nolanes": without,
+               "lanes": with_, "train_mbit_nolanes": num(plain_mbit), "train_mbit_lanes": num(lanes_mbit),
+               "leftover_mbit": leftover, "uplink_nolanes": uplink("nolanes"), "uplink_lanes": uplink("lanes")},
+              open(json_out, "w"), indent=1)
 PY
 say "total demo time: $(($(date +%s) - t_start)) s"

@@ -213,19 +213,6 @@ std::string prometheus_text(const StatusReport& report) {
     return out;
 }
 
-std::optional<uint32_t> stepd_job_id(std::string_view cmdline) {
-    // The title is argv[0]; what follows a NUL is other arguments.
-    cmdline = cmdline.substr(0, cmdline.find('\0'));
-    constexpr std::string_view prefix = "slurmstepd: [";
-    if (!cmdline.starts_with(prefix)) return std::nullopt;
-    cmdline.remove_prefix(prefix.size());
-    uint32_t id = 0;
-    auto [end, ec] = std::from_chars(cmdline.data(), cmdline.data() + cmdline.size(), id);
-    if (ec != std::errc() || end == cmdline.data() || end == cmdline.data() + cmdline.size()) return std::nullopt;
-    if (*end != '.' && *end != ']') return std::nullopt;
-    return id;
-}
-
 std::string format_gc_human(const GcReport& report) {
     std::string out;
     const char* verb = report.dry_run ? "would remove" : "removed";

@@ -50,10 +50,6 @@ std::string prometheus_text(const StatusReport& report);
 // A label value with \\, \" and \n escaped.
 std::string prometheus_label(std::string_view value);
 
-// gc: which job a process belongs to. `cmdline` is /proc/PID/cmdline (NUL-separated);
-// slurmstepd renames itself "slurmstepd: [1234.batch]" ("[1234.extern]", "[1234.0]").
-std::optional<uint32_t> stepd_job_id(std::string_view cmdline);
-
 struct GcJob {
     JobState state;
     std::string why;   // kept: "slurmstepd pid 812"; removed: "no slurmstepd, cgroup empty"

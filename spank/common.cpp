@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "core/job_env.hpp"
+#include "node/node_facts.hpp"
 
 namespace lanes::spank {
 namespace {
@@ -44,12 +45,8 @@ void remember_good_config(const std::string& path, const std::string& copy) {
         slurm_error("lanes: %s is not a root-only directory; not keeping a last good config there", dir.c_str());
         return;
     }
-    std::string tmp = copy + ".tmp." + std::to_string(getpid());
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return;
-    bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    close(fd);
-    if (!written || rename(tmp.c_str(), copy.c_str()) != 0) unlink(tmp.c_str());
+    if (auto r = write_file_atomically(copy, text, 0600); !r)
+        slurm_error("lanes: cannot keep the last good lanes.toml: %s", r.error().message.c_str());
 }
 
 }  // namespace
@@ -90,13 +87,6 @@ std::optional<uint32_t> job_id_of(spank_t sp) {
         if (end && *end == '\0' && v > 0 && v <= 0xffffffffUL) return static_cast<uint32_t>(v);
     }
     return std::nullopt;
-}
-
-std::string node_name() {
-    if (const char* env = std::getenv("SLURMD_NODENAME"); env && *env) return env;
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    return host;
 }
 
 std::map<std::string, std::string> lanes_environment() {

@@ -17,6 +17,7 @@ extern "C" {
 #include "core/lanes_toml.hpp"
 #include "core/result.hpp"
 #include "glue/slurm_glue.hpp"
+#include "node/node_facts.hpp"  // node_name(): one rule for spank and lanesctl
 #include "node/node_shaper.hpp"
 #include "spank/spank_args.hpp"
 
@@ -33,10 +34,6 @@ std::optional<Config> load(const SpankArgs& args);
 
 // S_JOB_ID, or in the prolog/epilog (S_CTX_JOB_SCRIPT) slurmd's SLURM_JOB_ID.
 std::optional<uint32_t> job_id_of(spank_t sp);
-
-// The node's name from the environment slurmd/slurmstepd set for themselves, else
-// the host name. Never the job's environment.
-std::string node_name();
 
 // The job's decision, as slurmctld put it in the prolog's environment.
 std::map<std::string, std::string> lanes_environment();

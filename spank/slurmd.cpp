@@ -3,45 +3,10 @@
 //   prolog     SPANK_LANES_* (slurmctld's copy, with PrologFlags=Alloc) -> HTB
 //              class, nft marks, job cgroup, state file
 //   epilog     remove everything of the job; never fails (that would drain the node)
-#include <dirent.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cctype>
-#include <fstream>
-
 #include "core/job_env.hpp"
 #include "spank/common.hpp"
 
 namespace lanes::spank {
-namespace {
-
-// Jobs with a live slurmstepd in this network namespace ("slurmstepd: [123.0]").
-bool job_has_stepd(uint32_t job_id) {
-    struct stat own_ns{};
-    if (stat("/proc/self/ns/net", &own_ns) != 0) return true;  // unsure: keep
-    std::unique_ptr<DIR, int (*)(DIR*)> proc(opendir("/proc"), closedir);
-    if (!proc) return true;
-    const std::string needle = "slurmstepd: [" + std::to_string(job_id) + ".";
-    while (auto* entry = readdir(proc.get())) {
-        if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
-        std::string base = std::string("/proc/") + entry->d_name;
-        std::ifstream cmdline(base + "/cmdline");
-        std::string title;
-        std::getline(cmdline, title, '\0');
-        if (title.rfind(needle, 0) != 0) continue;
-        // Any user can set a process title; only root runs slurmstepd.
-        struct stat owner{};
-        if (stat(base.c_str(), &owner) != 0 || owner.st_uid != 0) continue;
-        struct stat ns{};
-        if (stat((base + "/ns/net").c_str(), &ns) == 0 && ns.st_ino == own_ns.st_ino && ns.st_dev == own_ns.st_dev)
-            return true;
-    }
-    return false;
-}
-
-}  // namespace
-
 int slurmd_start(int ac, char** av) {
     auto args = parse_args(ac, av);
     if (!args) return -1;
@@ -59,7 +24,14 @@ int slurmd_start(int ac, char** av) {
         slurm_info("lanes: not shaping on %s: %s", node_name().c_str(), shaper.error().message.c_str());
         return 0;
     }
-    auto removed = (*shaper)->reconcile(job_has_stepd);
+    // Alive until its epilog: only state from an earlier boot goes here (slurmctld
+    // runs the epilog of every job that ended while slurmd was down).
+    LivenessProbe probe;
+    auto removed = (*shaper)->reconcile([&](const JobState& st) {
+        auto alive = probe.check(st);
+        if (!alive.alive) slurm_info("lanes: JobId=%u: %s", st.job_id, alive.why.c_str());
+        return alive.alive;
+    });
     if (!removed) {
         slurm_error("lanes: reconcile at slurmd start: %s", removed.error().message.c_str());
         return 0;  // leftovers are not worth keeping slurmd down; lanesctl gc can retry

@@ -21,13 +21,8 @@ std::optional<Config> g_step_config;
 std::optional<std::string> slurm_job_cgroup(uint32_t job_id) {
     std::ifstream in("/proc/self/cgroup");
     std::string line;
-    const std::string component = "/job_" + std::to_string(job_id) + "/";
-    while (std::getline(in, line)) {
-        if (line.rfind("0::", 0) != 0) continue;
-        std::string path = line.substr(3) + "/";
-        if (path.find("slurmstepd.scope/") != std::string::npos && path.find(component) != std::string::npos)
-            return line.substr(3);
-    }
+    while (std::getline(in, line))
+        if (line.rfind("0::", 0) == 0) return slurm_job_dir_of(line.substr(3), job_id);
     return std::nullopt;
 }
 

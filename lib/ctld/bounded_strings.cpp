@@ -563,7 +563,7 @@ int l_rep(lua_State* L) noexcept {
     // total = n*l + (n-1)*lsep, in 128 bits against overflow.
     unsigned __int128 total = static_cast<unsigned __int128>(n) * l + static_cast<unsigned __int128>(n - 1) * lsep;
     if (total > meter->max_string_bytes) meter->too_large(L, "string.rep", total > INT64_MAX ? INT64_MAX : static_cast<int64_t>(total));
-    meter->charge(L, static_cast<uint64_t>(total) / 16 + static_cast<uint64_t>(n));
+    meter->charge(L, static_cast<uint64_t>(total) / 64 + static_cast<uint64_t>(n) / 8 + 1);
     lua_pushvalue(L, lua_upvalueindex(2));  // the library's rep
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, 1);

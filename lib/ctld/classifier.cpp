@@ -51,14 +51,7 @@ std::string with_lanes_prefix(const std::string& msg) {
     return msg.rfind("lanes:", 0) == 0 ? msg : "lanes: " + msg;
 }
 
-std::string describe_rate(const Rate& r) {
-    if (r.is_relative()) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g%%", r.percent);
-        return std::string(buf) + " of the link";
-    }
-    return format_rate(r.bits_per_second);
-}
+std::string describe_rate(const Rate& r) { return format_rate(r) + (r.is_relative() ? " of the link" : ""); }
 
 std::string job_label(const JobView& job) {
     return "job '" + job.name + "' of " + (job.user.empty() ? "uid " + std::to_string(job.uid) : job.user);
