@@ -47,8 +47,10 @@ if [[ -z $debs ]]; then
         PATH=/usr/lib/ccache:$PATH DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
             dpkg-buildpackage -us -uc -b >"$work/dpkg-buildpackage.log" 2>&1) ||
         { tail -40 "$work/dpkg-buildpackage.log"; echo "FAIL: dpkg-buildpackage -us -uc -b"; exit 1; }
-    mv "$pkgbuild"/*.deb "$work/src/"
-    rm -rf --one-file-system "${pkgbuild:?}"/*
+    # The .debs stay in $pkgbuild until the next run (LANES_DEB_DIR=$pkgbuild
+    # reuses them); the build tree goes.
+    rm -rf --one-file-system "${pkgbuild:?}/lanes-$version"
+    cp "$pkgbuild"/*.deb "$work/src/"
     flock -u 8
     debs=$work/src
     ok "dpkg-buildpackage -us -uc -b built $(cd "$debs" && ls ./*.deb | tr '\n' ' ')"
@@ -58,7 +60,7 @@ shopt -s nullglob
 pkgs=("$debs"/lanes-slurm-plugins_*.deb "$debs"/lanesctl_*.deb)
 ((${#pkgs[@]} == 2)) || { echo "FAIL: want lanes-slurm-plugins and lanesctl .debs in $debs, have: ${pkgs[*]}"; exit 1; }
 
-lintian_out=$(lintian --fail-on error --no-tag-display-limit "${pkgs[@]}" 2>&1)
+lintian_out=$(lintian --fail-on error --tag-display-limit 0 "${pkgs[@]}" 2>&1)
 lintian_rc=$?
 printf '%s\n' "$lintian_out" | sed 's/^/  lintian: /'
 if ((lintian_rc == 0)) && ! grep -q '^E: ' <<<"$lintian_out"; then ok "lintian: no errors"; else bad "lintian reports errors"; fi
@@ -76,7 +78,7 @@ root=$work/root
 bash "$LANES_SRCDIR/tests/pkg/make_root.sh" "$root" || { echo "FAIL: make_root.sh"; exit 1; }
 t_root=$(now)
 mkdir -p "$root/tmp/debs" && cp "${pkgs[@]}" "$root/tmp/debs/"
-if chroot "$root" dpkg -i /tmp/debs/lanes-slurm-plugins_*.deb /tmp/debs/lanesctl_*.deb >"$work/dpkg-i.log" 2>&1; then
+if chroot "$root" dpkg -i "/tmp/debs/${pkgs[0]##*/}" "/tmp/debs/${pkgs[1]##*/}" >"$work/dpkg-i.log" 2>&1; then
     ok "dpkg -i installs both packages into a clean Debian 12 root with Debian's Slurm"
 else
     cat "$work/dpkg-i.log"
