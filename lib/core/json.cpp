@@ -1,4 +1,4 @@
-#include "lanesctl/json.hpp"
+#include "core/json.hpp"
 
 #include <cerrno>
 #include <charconv>
