@@ -27,6 +27,7 @@ extern "C" {
 #include "core/entry_guard.hpp"
 #include "job_submit/job_desc_translate.hpp"
 #include "ctld/user_names.hpp"
+#include "signals/signal_monitor.hpp"
 
 extern "C" {
 // Exported by slurmctld / libslurmfull (plain info()/error() are not).
@@ -47,6 +48,10 @@ using lanes::Decision;
 
 struct PluginState {
     std::unique_ptr<Classifier> classifier;
+    // [signals.NAME]: refreshed by the monitor's own threads; job_submit only
+    // reads its latest snapshot (a pointer copy), never the network.
+    std::shared_ptr<lanes::SignalMonitor> signals;
+    std::shared_ptr<const lanes::Config> signals_config;  // what the monitor follows
     lanes::UserNames user_names;
     std::string config_path;
     // validate_operator() lives in slurmctld; resolved at init when present.
@@ -65,10 +70,22 @@ struct PluginState {
             while (!reloader_wake.wait_for(lock, std::chrono::seconds(1), [this] { return stopping; })) {
                 lock.unlock();
                 lanes::guard_entry(0, [](const char* what) { slurm_error("lanes: reload failed: %s", what); },
-                                   [this] { return classifier->reload_if_changed() ? 1 : 0; });
+                                   [this] {
+                                       const int reloaded = classifier->reload_if_changed() ? 1 : 0;
+                                       follow_signals();
+                                       return reloaded;
+                                   });
                 lock.lock();
             }
         });
+    }
+    // (Re)start the signal threads when lanes.toml's signals changed. Reloader
+    // thread and init only.
+    void follow_signals() {
+        auto config = classifier->config();
+        if (config == signals_config) return;
+        signals_config = config;
+        signals->configure(config->signals, config->signal_windows);
     }
     ~PluginState() {
         {
@@ -77,6 +94,7 @@ struct PluginState {
         }
         reloader_wake.notify_all();
         if (reloader.joinable()) reloader.join();
+        if (signals) signals->stop();
     }
 };
 
@@ -130,13 +148,17 @@ extern "C" int init(void) noexcept {
         auto state = std::make_unique<PluginState>();
         state->config_path = lanes::default_config_path(true);  // $LANES_CONFIG, next to $SLURM_CONF, default
         state->validate_operator = reinterpret_cast<bool (*)(uid_t)>(dlsym(RTLD_DEFAULT, "validate_operator"));
-        auto classifier = Classifier::create(state->config_path, log_sink);
+        state->signals = std::make_shared<lanes::SignalMonitor>(log_sink);
+        lanes::ClassifierOptions options;
+        options.signals = state->signals;
+        auto classifier = Classifier::create(state->config_path, log_sink, options);
         if (!classifier) {
             slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(),
                         classifier.error().message.c_str());
             return SLURM_ERROR;
         }
         state->classifier = std::move(*classifier);
+        state->follow_signals();
         g_state = std::move(state);
         g_state->start_reloader();
         slurm_info("lanes: loaded %s", g_state->config_path.c_str());
