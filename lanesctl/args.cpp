@@ -41,7 +41,7 @@ const std::vector<OptionSpec>& option_table() {
         {"--help", A::None, {}, false, [](Options& o, const std::string&) -> Result<void> { o.help = true; return {}; }},
         {"--version", A::None, {}, false,
          [](Options& o, const std::string&) -> Result<void> { o.version = true; return {}; }},
-        {"--node", A::Required, {C::Status, C::Gc}, false,
+        {"--node", A::Required, {C::Status, C::Gc, C::Agent}, false,
          [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }},
         {"--job", A::Required, {C::PolicyTest}, true,
          [](Options& o, const std::string& v) -> Result<void> {
@@ -124,6 +124,8 @@ const char* command_name(Command command) {
         case Command::Windows: return "windows";
         case Command::Status: return "status";
         case Command::Gc: return "gc";
+        case Command::Signals: return "signals";
+        case Command::Agent: return "agent";
         case Command::None: break;
     }
     return "";
@@ -197,6 +199,10 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                     options.command = Command::Status;
                 } else if (arg == "gc") {
                     options.command = Command::Gc;
+                } else if (arg == "signals") {
+                    options.command = Command::Signals;
+                } else if (arg == "agent") {
+                    options.command = Command::Agent;
                 } else if (arg == "policy") {
                     if (i + 1 >= args.size() || args[i + 1] != "test")
                         return fail(i + 1 >= args.size() ? "'policy' needs a subcommand: 'policy test'"
@@ -213,6 +219,8 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                         else if (topic == "windows") options.command = Command::Windows;
                         else if (topic == "status") options.command = Command::Status;
                         else if (topic == "gc") options.command = Command::Gc;
+                        else if (topic == "signals") options.command = Command::Signals;
+                        else if (topic == "agent") options.command = Command::Agent;
                         else if (topic == "policy") {
                             options.command = Command::PolicyTest;
                             if (i + 1 < args.size() && args[i + 1] == "test") ++i;
@@ -233,7 +241,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
         }
     }
     if (options.help || options.version) return options;
-    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc)");
+    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, signals, agent)");
     if (options.command == Command::PolicyTest) {
         int modes = (options.job_files.empty() ? 0 : 1) + (options.job_ids.empty() ? 0 : 1) +
                     (options.fixtures_dir.empty() ? 0 : 1);
@@ -282,6 +290,16 @@ std::string usage_text(Command command) {
             return "usage: lanesctl gc [--config FILE] [--node NAME] [--dry-run] [--all] [--json]\n"
                    "  Remove Lanes' tc classes, nft rules, cgroups and state of jobs that no longer run\n"
                    "  here (root). --all removes everything, including the root qdisc and nft table.\n";
+        case Command::Signals:
+            return "usage: lanesctl signals [--config FILE] [--json]\n"
+                   "  Query every [signals.NAME] once now and show its value, its age, the last error\n"
+                   "  and the state of the windows that follow it. Exit 1 when a signal has no fresh value.\n";
+        case Command::Agent:
+            return "usage: lanesctl agent [--config FILE] [--node NAME]\n"
+                   "  The node agent (root, long-running; contrib/lanes-agent.service): follows the\n"
+                   "  signal windows and moves the HTB ceil of running jobs of each class with\n"
+                   "  busy_window/busy_ceil between its normal and its busy value. On SIGTERM or\n"
+                   "  SIGINT it restores every normal ceil before it exits.\n";
         case Command::None: break;
     }
     return "usage: lanesctl [--config FILE] [--json] SUBCOMMAND [OPTIONS]\n"
@@ -292,6 +310,8 @@ std::string usage_text(Command command) {
            "  windows         upcoming time window occurrences, reservation commands\n"
            "  status          jobs shaped on this node, with counters (root)\n"
            "  gc              remove shaping state of jobs that are gone (root)\n"
+           "  signals         live values of [signals.NAME] and the windows that follow them\n"
+           "  agent           node agent: shift job ceils while signal windows hold (root)\n"
            "\n"
            "Global options:\n"
            "  --config FILE   lanes.toml (default: $LANES_CONFIG, else lanes.toml next to\n"
