@@ -9,7 +9,7 @@ packages=(
   libnl-3-dev libnl-route-3-dev libnftables-dev nftables libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
-  ethtool gnuplot-nox prometheus
+  ethtool gnuplot-nox prometheus curl openssl
 )
 missing=()
 for p in "${packages[@]}"; do
