@@ -5,7 +5,11 @@
 #   start_fake NAME [--tls CERT KEY]   -> FAKE_PORT_<NAME>, value file $T/value
 #   start_prometheus TARGET...         -> PROM_URL (scrapes every 1s)
 #   wait_for DESC SECONDS CMD...       retries CMD until it succeeds
+# With IN_NS set (e.g. "nsenter --net=/run/netns/X"), the servers run in that
+# network namespace. A `cleanup` function defined before (tests/net/common.sh)
+# runs after ours.
 set -u
+IN_NS=${IN_NS:-}
 BUILDDIR=${LANES_BUILDDIR:-.}
 SRCDIR=${LANES_SRCDIR:-.}
 LANESCTL=$BUILDDIR/lanesctl/lanesctl
@@ -14,11 +18,12 @@ command -v prometheus >/dev/null || { echo "FAIL: prometheus not installed (Debi
 command -v python3 >/dev/null || { echo "FAIL: python3 not installed"; exit 1; }
 T=$(mktemp -d /tmp/lsig$$.XXXXXX)
 STARTED_PIDS=""
-fail() { echo "FAIL: $*"; exit 1; }
+fail() { echo "FAIL: $*"; [ -f "$T/agent.log" ] && tail -20 "$T/agent.log"; exit 1; }
 cleanup_signals() {
   for pid in $STARTED_PIDS; do kill "$pid" 2>/dev/null; done
   for pid in $STARTED_PIDS; do wait "$pid" 2>/dev/null; done
   rm -rf "$T"
+  if declare -F cleanup >/dev/null; then cleanup; fi
 }
 trap cleanup_signals EXIT
 trap 'exit 1' INT TERM
@@ -37,7 +42,7 @@ wait_for() {  # DESC SECONDS CMD...
 start_fake() {  # NAME [--tls CERT KEY]
   local name=$1
   shift
-  python3 "$SRCDIR/tests/signals/fake_api.py" --port-file "$T/port.$name" --value-file "$T/value" "$@" \
+  $IN_NS python3 "$SRCDIR/tests/signals/fake_api.py" --port-file "$T/port.$name" --value-file "$T/value" "$@" \
     2>>"$T/fake.$name.log" &
   STARTED_PIDS="$STARTED_PIDS $!"
   wait_for "fake API $name" 10 test -s "$T/port.$name"
@@ -62,12 +67,13 @@ scrape_configs:
       - targets: [${targets%,}]
 YML
   mkdir -p "$T/prom-data"
-  prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom-data" \
+  $IN_NS prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom-data" \
     --web.listen-address="127.0.0.1:$port" --log.level=warn >"$T/prometheus.log" 2>&1 &
   STARTED_PIDS="$STARTED_PIDS $!"
   PROM_URL=http://127.0.0.1:$port
-  wait_for "prometheus to be ready" 60 curl -sf "$PROM_URL/-/ready"
+  PROM_PID=$!
+  wait_for "prometheus to be ready" 60 $IN_NS curl -sf "$PROM_URL/-/ready"
 }
 
 # The value of a PromQL expression as Prometheus itself answers it.
-prom_query() { curl -sf --get "$PROM_URL/api/v1/query" --data-urlencode "query=$1"; }
+prom_query() { $IN_NS curl -sf --get "$PROM_URL/api/v1/query" --data-urlencode "query=$1"; }
