@@ -6,10 +6,12 @@ packages=(
   build-essential autoconf automake libtool pkg-config
   libslurm-dev slurm-wlm-basic-plugins-dev slurmctld slurmd slurm-client munge
   liblua5.4-dev lua5.4 libtomlplusplus-dev
-  libnl-3-dev libnl-route-3-dev libnftables-dev nftables libcurl4-openssl-dev
+  libnl-3-dev libnftables-dev nftables libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
-  ethtool gnuplot-nox prometheus curl openssl
+  ethtool gnuplot-nox
+  dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
+  prometheus prometheus-node-exporter mmdebstrap curl openssl
 )
 missing=()
 for p in "${packages[@]}"; do

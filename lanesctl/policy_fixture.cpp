@@ -33,14 +33,7 @@ const char* reject_kind_name(Decision::RejectKind k) {
     return "policy";
 }
 
-std::string rate_text(const Rate& r) {
-    if (r.is_relative()) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g%%", r.percent);
-        return buf;
-    }
-    return format_rate(r.bits_per_second);
-}
+std::string rate_text(const Rate& r) { return format_rate(r); }
 
 Result<std::string> string_of(const json::Value& v, const std::string& key) {
     if (!v.is_string()) return fail(key + ": expected a string, got " + v.type_name());

@@ -27,6 +27,9 @@ struct ClassifierOptions {
     // Live signals for signal windows and lanes.signal(); null: every signal is
     // unknown (windows follow their when_unknown setting).
     std::shared_ptr<const SignalSource> signals;
+    // Set (slurmctld): policies build and close their lua_States only in
+    // maintain(), never inside classify(); called when maintain() has work.
+    std::function<void()> wake_maintainer;
 };
 
 class Classifier {
@@ -54,6 +57,10 @@ public:
     virtual bool reload_if_changed() = 0;
 
     virtual std::shared_ptr<const Config> config() const = 0;
+
+    // With options.wake_maintainer: close the policy's discarded lua_States and
+    // build its pool back up. Call from a thread that holds no slurmctld lock.
+    virtual void maintain() = 0;
 };
 
 }  // namespace lanes

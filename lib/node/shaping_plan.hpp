@@ -77,6 +77,10 @@ struct JobState {
     std::string cgroup_key;             // the same, relative to /sys/fs/cgroup (nft key)
     bool cgroup_owned = false;          // Lanes made the dir (and removes it)
     uint64_t cgroup_id = 0;             // inode of the dir (the nft map key); 0 = unknown
+    std::string boot_id;                // boot the prolog ran in ("" = unknown): older = gone
+    // Why the prolog shaped nothing for this job here ("" = shaped). The prolog
+    // records it so a missing state at task launch is an error, not "nothing to do".
+    std::string unshaped;
     bool operator==(const JobState&) const = default;
 };
 

@@ -11,12 +11,18 @@ set -uo pipefail
 export TZ=UTC
 
 : "${LANES_SRCDIR:?run through make check (LANES_SRCDIR unset)}"
-: "${LANES_BUILDDIR:?run through make check (LANES_BUILDDIR unset)}"
+# What is tested: this build's plugins and lanesctl, unless E2E_JOB_SUBMIT_SO,
+# E2E_SPANK_SO and E2E_LANESCTL name other files (tests/pkg/install_test.sh
+# runs these tests on a Debian root with the .deb installed and no build tree).
+if [[ -z ${E2E_JOB_SUBMIT_SO:-} || -z ${E2E_SPANK_SO:-} || -z ${E2E_LANESCTL:-} ]]; then
+    : "${LANES_BUILDDIR:?run through make check (LANES_BUILDDIR unset)}"
+fi
 # shellcheck source=../cluster/cluster.sh
 source "$LANES_SRCDIR/tests/cluster/cluster.sh"
 
-E2E_JOB_SUBMIT_SO=$LANES_BUILDDIR/job_submit/.libs/job_submit_lanes.so
-E2E_SPANK_SO=$LANES_BUILDDIR/spank/.libs/spank_lanes.so
+E2E_JOB_SUBMIT_SO=${E2E_JOB_SUBMIT_SO:-$LANES_BUILDDIR/job_submit/.libs/job_submit_lanes.so}
+E2E_SPANK_SO=${E2E_SPANK_SO:-$LANES_BUILDDIR/spank/.libs/spank_lanes.so}
+E2E_LANESCTL=${E2E_LANESCTL:-$LANES_BUILDDIR/lanesctl/lanesctl}
 E2E_FAILED=0
 
 e2e_require_root() {
@@ -24,7 +30,7 @@ e2e_require_root() {
         echo "SKIP: $(basename "$0") needs root (it starts slurmctld, slurmd, munged and network namespaces)"
         exit 77
     fi
-    for so in "$E2E_JOB_SUBMIT_SO" "$E2E_SPANK_SO"; do
+    for so in "$E2E_JOB_SUBMIT_SO" "$E2E_SPANK_SO" "$E2E_LANESCTL"; do
         [[ -f $so ]] || { echo "FAIL: $so is not built"; exit 1; }
     done
 }
@@ -147,7 +153,7 @@ e2e_start_cluster() {
     e2e_write_config "$conf_src" "${E2E_MODE:-peak}"
     export LANES_CLUSTER_TOML=$conf_src/lanes.toml
     export LANES_CLUSTER_FILES="$conf_src/policy.lua ${E2E_EXTRA_FILES:-}"
-    export LANES_CLUSTER_PLUGINDIR="$LANES_BUILDDIR/job_submit/.libs"
+    export LANES_CLUSTER_PLUGINDIR="${E2E_JOB_SUBMIT_SO%/*}"
     local extra="JobSubmitPlugins=${E2E_JOB_SUBMIT_PLUGINS:-lanes}"
     local line
     for line in "$@"; do extra+=$'\n'"$line"; done
