@@ -8,8 +8,8 @@ http://HOST:PORT/<mode>, lanes appends /api/v1/query):
   /huge/api/v1/query     streams a 100 MB body (the client must stop reading)
   /metrics               lanes_test_demand <the number in --value-file>
 
-usage: fake_api.py --port-file FILE --value-file FILE [--tls CERT KEY]
-Binds 127.0.0.1 on a free port and writes it to --port-file.
+usage: fake_api.py --port-file FILE --value-file FILE [--tls CERT KEY] [--port N]
+Binds 127.0.0.1 on --port (default: a free one) and writes it to --port-file.
 """
 import argparse
 import http.server
@@ -24,6 +24,7 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--value-file", required=True)
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
 
     def value():
@@ -75,7 +76,7 @@ def main():
         daemon_threads = True
         allow_reuse_address = True
 
-    srv = Server(("127.0.0.1", 0), Handler)
+    srv = Server(("127.0.0.1", args.port), Handler)
     if args.tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(args.tls[0], args.tls[1])
