@@ -29,7 +29,7 @@ int run_signals(const Options& options, const Context& context) {
     monitor.configure(config->signals, config->signal_windows, /*start_threads=*/false);
     auto snap = monitor.refresh_all_now();
     bool all_fresh = true;
-    json::Array signals, windows;
+    json::Value signals = json::Value::array(), windows = json::Value::array();
     std::string text;
     if (config->signals.empty()) text += "no [signals.NAME] in " + context.config_path + "\n";
     for (const auto& [name, cfg] : config->signals) {
@@ -42,20 +42,29 @@ int run_signals(const Options& options, const Context& context) {
                       age_text(s.value).c_str(), source.c_str(),
                       s.state.last_error.empty() ? "" : ("error: " + s.state.last_error).c_str());
         text += line;
-        json::Object o{{"name", name}, {"url", signal_query_url(cfg)}, {"source", source}};
-        o.emplace_back("value", s.value.value ? json::Value(*s.value.value) : json::Value());
-        o.emplace_back("age_seconds", s.value.age ? json::Value(static_cast<int64_t>(s.value.age->count())) : json::Value());
-        o.emplace_back("last_error", s.state.last_error);
-        if (!s.value.fresh) o.emplace_back("why_unusable", s.value.why_unusable);
-        signals.push_back(json::Value(std::move(o)));
+        json::Value o = json::Value::object();
+        o["name"] = name;
+        o["url"] = signal_query_url(cfg);
+        o["source"] = source;
+        o["value"] = s.value.value ? json::Value(*s.value.value) : json::Value();
+        o["age_seconds"] = s.value.age ? json::Value(static_cast<int64_t>(s.value.age->count())) : json::Value();
+        o["last_error"] = s.state.last_error;
+        if (!s.value.fresh) o["why_unusable"] = s.value.why_unusable;
+        signals.push_back(std::move(o));
     }
     for (const auto& [name, w] : snap->windows) {
         text += "window " + name + ": " + (w.busy ? "busy" : "idle") + " (" + w.reason + ")\n";
-        windows.push_back(json::Value(json::Object{{"name", name}, {"busy", w.busy}, {"reason", w.reason}}));
+        json::Value o = json::Value::object();
+        o["name"] = name;
+        o["busy"] = w.busy;
+        o["reason"] = w.reason;
+        windows.push_back(std::move(o));
     }
     if (options.json) {
-        print_json(json::Value(json::Object{{"signals", json::Value(std::move(signals))},
-                                            {"windows", json::Value(std::move(windows))}}));
+        json::Value doc = json::Value::object();
+        doc["signals"] = std::move(signals);
+        doc["windows"] = std::move(windows);
+        print_json(doc);
     } else {
         std::fputs(text.c_str(), stdout);
     }

@@ -6,17 +6,19 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/json.hpp"
+#include <nlohmann/json.hpp>
 
 namespace lanes {
 
 namespace {
 
+using Json = nlohmann::json;
+
 // Prometheus sends sample values as strings: "0.31", "NaN", "+Inf", "-Inf".
-Result<double> sample_value(const json::Value& pair, const char* what) {
-    if (!pair.is_array() || pair.as_array().size() != 2 || !pair.as_array()[1].is_string())
+Result<double> sample_value(const Json& pair, const char* what) {
+    if (!pair.is_array() || pair.size() != 2 || !pair[1].is_string())
         return fail(std::string("malformed ") + what + " (expected [timestamp, \"value\"])");
-    const std::string& text = pair.as_array()[1].as_string();
+    const std::string& text = pair[1].get_ref<const std::string&>();
     if (text == "NaN") return fail("the query returned NaN");
     char* end = nullptr;
     errno = 0;
@@ -28,63 +30,72 @@ Result<double> sample_value(const json::Value& pair, const char* what) {
     return v;
 }
 
-std::string series_name(const json::Value& series) {
-    const json::Value* metric = series.find("metric");
-    if (!metric || !metric->is_object()) return "{}";
-    std::string out;
-    if (const json::Value* n = metric->find("__name__"); n && n->is_string()) out = n->as_string();
+std::string string_member(const Json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string series_name(const Json& series) {
+    auto metric = series.find("metric");
+    if (metric == series.end() || !metric->is_object()) return "{}";
+    std::string out = string_member(*metric, "__name__");
     std::string labels;
-    for (const auto& [k, v] : metric->as_object()) {
-        if (k == "__name__" || !v.is_string()) continue;
-        labels += (labels.empty() ? "" : ",") + k + "=\"" + v.as_string() + "\"";
+    for (auto it = metric->begin(); it != metric->end(); ++it) {
+        if (it.key() == "__name__" || !it.value().is_string()) continue;
+        labels += (labels.empty() ? "" : ",") + it.key() + "=\"" + it.value().get<std::string>() + "\"";
     }
     out += "{" + labels + "}";
     return out.size() > 120 ? out.substr(0, 117) + "..." : out;
 }
 
-}  // namespace
-
-Result<double> parse_prometheus_answer(long http_status, std::string_view body) {
-    auto doc = json::parse(body);
-    if (!doc) {
-        if (http_status != 200)
-            return fail("HTTP " + std::to_string(http_status) + " (not a Prometheus API answer)");
-        return fail("not a Prometheus API answer: " + doc.error().message);
+Result<double> parse_answer(long http_status, std::string_view body) {
+    Json doc = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+        if (http_status != 200) return fail("HTTP " + std::to_string(http_status) + " (not a Prometheus API answer)");
+        return fail("not a Prometheus API answer (not JSON)");
     }
-    if (!doc->is_object()) return fail("not a Prometheus API answer (a JSON " + std::string(doc->type_name()) + ")");
-    const json::Value* status = doc->find("status");
-    if (!status || !status->is_string()) return fail("not a Prometheus API answer (no \"status\")");
-    if (status->as_string() == "error") {
-        std::string type, text;
-        if (const json::Value* t = doc->find("errorType"); t && t->is_string()) type = t->as_string();
-        if (const json::Value* e = doc->find("error"); e && e->is_string()) text = e->as_string();
+    if (!doc.is_object()) return fail(std::string("not a Prometheus API answer (a JSON ") + doc.type_name() + ")");
+    auto status = doc.find("status");
+    if (status == doc.end() || !status->is_string()) return fail("not a Prometheus API answer (no \"status\")");
+    const std::string st = status->get<std::string>();
+    if (st == "error") {
+        std::string type = string_member(doc, "errorType"), text = string_member(doc, "error");
         if (text.size() > 200) text = text.substr(0, 197) + "...";
         return fail("Prometheus error" + (http_status ? " (HTTP " + std::to_string(http_status) + ")" : std::string()) +
                     (type.empty() ? "" : ": " + type) + (text.empty() ? "" : ": " + text));
     }
-    if (status->as_string() != "success") return fail("unknown status \"" + status->as_string().substr(0, 32) + "\"");
+    if (st != "success") return fail("unknown status \"" + st.substr(0, 32) + "\"");
     if (http_status != 200) return fail("HTTP " + std::to_string(http_status) + " with status \"success\"");
-    const json::Value* data = doc->find("data");
-    if (!data || !data->is_object()) return fail("answer has no \"data\"");
-    const json::Value* type = data->find("resultType");
-    const json::Value* result = data->find("result");
-    if (!type || !type->is_string() || !result) return fail("answer has no \"resultType\"/\"result\"");
-    const std::string& t = type->as_string();
+    auto data = doc.find("data");
+    if (data == doc.end() || !data->is_object()) return fail("answer has no \"data\"");
+    auto result = data->find("result");
+    const std::string t = string_member(*data, "resultType");
+    if (t.empty() || result == data->end()) return fail("answer has no \"resultType\"/\"result\"");
     if (t == "scalar") return sample_value(*result, "scalar");
     if (t == "vector") {
         if (!result->is_array()) return fail("malformed vector");
-        const auto& series = result->as_array();
-        if (series.empty()) return fail("the query returned an empty vector (no series matched)");
-        if (series.size() > 1)
-            return fail("the query returned " + std::to_string(series.size()) + " series (" + series_name(series[0]) +
-                        ", " + series_name(series[1]) + (series.size() > 2 ? ", ..." : "") +
+        if (result->empty()) return fail("the query returned an empty vector (no series matched)");
+        if (result->size() > 1)
+            return fail("the query returned " + std::to_string(result->size()) + " series (" + series_name((*result)[0]) +
+                        ", " + series_name((*result)[1]) + (result->size() > 2 ? ", ..." : "") +
                         "); aggregate it to one, e.g. max(...)");
-        const json::Value* value = series[0].find("value");
-        if (!value) return fail("malformed vector sample (no \"value\")");
+        const Json& first = (*result)[0];
+        auto value = first.is_object() ? first.find("value") : first.end();
+        if (!first.is_object() || value == first.end()) return fail("malformed vector sample (no \"value\")");
         return sample_value(*value, "vector sample");
     }
     if (t == "matrix") return fail("the query returned a range vector (matrix); use an instant query");
     return fail("unsupported resultType \"" + t.substr(0, 32) + "\"");
+}
+
+}  // namespace
+
+Result<double> parse_prometheus_answer(long http_status, std::string_view body) {
+    try {
+        return parse_answer(http_status, body);
+    } catch (const std::exception& e) {  // nothing leaves lib/ as an exception
+        return fail(std::string("cannot read the answer: ") + e.what());
+    }
 }
 
 Result<double> interpret_fetch(const FetchResult& result) {

@@ -38,8 +38,8 @@ TOML
   echo "ok: $name: $(grep -m1 -o '"last_error": "[^"]*"' "$T/$name.out" || true)"
 }
 
-check_case value "$PROM_URL" 'max(lanes_test_demand)' 0 '"value": 42'
-check_case scalar "$PROM_URL" 'scalar(max(lanes_test_demand)) / 2' 0 '"value": 21'
+check_case value "$PROM_URL" 'max(lanes_test_demand)' 0 '"value": 42.0'
+check_case scalar "$PROM_URL" 'scalar(max(lanes_test_demand)) / 2' 0 '"value": 21.0'
 check_case error "$PROM_URL" 'sum(' 1 'Prometheus error (HTTP 400): bad_data'
 check_case nan "$PROM_URL" 'NaN' 1 'the query returned NaN'
 check_case empty "$PROM_URL" 'no_such_metric_lanes' 1 'the query returned an empty vector'
@@ -49,11 +49,11 @@ check_case down "http://127.0.0.1:$DOWN_PORT" 'up' 1 '"last_error": "Failed to c
 check_case slow "http://127.0.0.1:$FAKE_PORT_plain/slow" 'up' 1 'no answer within the timeout of 1000 ms'
 check_case huge "http://127.0.0.1:$FAKE_PORT_plain/huge" 'up' 1 'answer larger than max_body (1 MiB); refused'
 check_case http404 "http://127.0.0.1:$FAKE_PORT_plain/nothing" 'up' 1 'HTTP 404'
-check_case tls_ok "https://127.0.0.1:$FAKE_PORT_tls/value" 'up' 0 '"value": 42' "ca_file = \"$T/server.pem\""
+check_case tls_ok "https://127.0.0.1:$FAKE_PORT_tls/value" 'up' 0 '"value": 42.0' "ca_file = \"$T/server.pem\""
 check_case wrong_ca "https://127.0.0.1:$FAKE_PORT_tls/value" 'up' 1 '"last_error": "TLS: ' "ca_file = \"$T/other.pem\""
 # A fault with a fallback: the fallback is the value, and the error is still shown.
 check_case fallback "$PROM_URL" 'NaN' 1 '"source": "fallback"' 'fallback = 7'
-grep -q '"value": 7' "$T/fallback.out" || fail "fallback: value 7 not used: $(cat "$T/fallback.out")"
+grep -q '"value": 7.0' "$T/fallback.out" || fail "fallback: value 7 not used: $(cat "$T/fallback.out")"
 # Bearer tokens reach the server (Prometheus ignores them; a missing file is an error).
 check_case token_missing "$PROM_URL" 'up' 1 'bearer_token_file /nonexistent/token: cannot open' \
   'bearer_token_file = "/nonexistent/token"'

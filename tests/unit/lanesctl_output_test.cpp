@@ -115,22 +115,22 @@ TEST(LanesctlPolicyOutput, JsonShape) {
     failing.checked = true;
     failing.diffs = {"class: want \"inference\", got \"training\""};
     auto v = lanes::ctl::policy_json({r, failing}, nullptr);
-    EXPECT_EQ(v.find("passed")->as_int(), 1);
-    EXPECT_EQ(v.find("failed")->as_int(), 1);
-    const auto& results = v.find("results")->as_array();
+    EXPECT_EQ(lanes::json::find(v, "passed")->get<int64_t>(), 1);
+    EXPECT_EQ(lanes::json::find(v, "failed")->get<int64_t>(), 1);
+    const auto& results = lanes::json::find(v, "results")->get_ref<const lanes::json::Array&>();
     ASSERT_EQ(results.size(), 2u);
-    EXPECT_EQ(results[0].find("source")->as_string(), "train.json");
-    EXPECT_EQ(results[0].find("at")->as_string(), "2026-12-01T08:00:00Z");
-    EXPECT_TRUE(results[0].find("ok")->as_bool());
-    EXPECT_TRUE(results[0].find("error")->is_null());
-    const auto* decision = results[0].find("decision");
+    EXPECT_EQ(lanes::json::find(results[0], "source")->get_ref<const std::string&>(), "train.json");
+    EXPECT_EQ(lanes::json::find(results[0], "at")->get_ref<const std::string&>(), "2026-12-01T08:00:00Z");
+    EXPECT_TRUE(lanes::json::find(results[0], "ok")->get<bool>());
+    EXPECT_TRUE(lanes::json::find(results[0], "error")->is_null());
+    const auto* decision = lanes::json::find(results[0], "decision");
     ASSERT_TRUE(decision && decision->is_object());
-    EXPECT_EQ(decision->find("class")->as_string(), "training");
-    EXPECT_EQ(decision->find("begin_time")->as_string(), "2026-12-01T19:00:00Z");
-    EXPECT_EQ(lanes::json::write(*decision->find("network")),
+    EXPECT_EQ(lanes::json::find(*decision, "class")->get_ref<const std::string&>(), "training");
+    EXPECT_EQ(lanes::json::find(*decision, "begin_time")->get_ref<const std::string&>(), "2026-12-01T19:00:00Z");
+    EXPECT_EQ(lanes::json::write(*lanes::json::find(*decision, "network")),
               R"({"dscp":8,"rate":"10Gbit","ceil":"40%","rdma_traffic_class":32,"rdma_service_level":1,"rank":0})");
-    EXPECT_FALSE(results[1].find("ok")->as_bool());
-    EXPECT_EQ(lanes::json::write(*results[1].find("diffs")), R"(["class: want \"inference\", got \"training\""])");
+    EXPECT_FALSE(lanes::json::find(results[1], "ok")->get<bool>());
+    EXPECT_EQ(lanes::json::write(*lanes::json::find(results[1], "diffs")), R"(["class: want \"inference\", got \"training\""])");
 }
 
 lanes::ctl::StatusReport status_report() {
