@@ -28,6 +28,7 @@ extern "C" {
 #include "glue/slurm_glue.hpp"
 #include "job_submit/job_desc_translate.hpp"
 #include "ctld/user_names.hpp"
+#include "signals/signal_monitor.hpp"
 
 extern "C" {
 char* slurm_xstrdup(const char* str);
@@ -45,6 +46,10 @@ using lanes::Decision;
 
 struct PluginState {
     std::unique_ptr<Classifier> classifier;
+    // [signals.NAME]: refreshed by the monitor's own threads; job_submit only
+    // reads its latest snapshot (a pointer copy), never the network.
+    std::shared_ptr<lanes::SignalMonitor> signals;
+    std::shared_ptr<const lanes::Config> signals_config;  // what the monitor follows
     lanes::UserNames user_names;
     std::string config_path;
     // validate_operator() lives in slurmctld; resolved at init when present.
@@ -80,11 +85,20 @@ struct PluginState {
                                    [this] {
                                        int changed = classifier->reload_if_changed() ? 1 : 0;
                                        classifier->maintain();
+                                       follow_signals();
                                        return changed;
                                    });
                 lock.lock();
             }
         });
+    }
+    // (Re)start the signal threads when lanes.toml's signals changed. Reloader
+    // thread and init only.
+    void follow_signals() {
+        auto config = classifier->config();
+        if (config == signals_config) return;
+        signals_config = config;
+        signals->configure(config->signals, config->signal_windows);
     }
     ~PluginState() {
         {
@@ -93,6 +107,7 @@ struct PluginState {
         }
         reloader_wake.notify_all();
         if (reloader.joinable()) reloader.join();
+        if (signals) signals->stop();
     }
 };
 
@@ -190,7 +205,9 @@ extern "C" int init(void) noexcept {
         auto state = std::make_unique<PluginState>();
         state->config_path = lanes::default_config_path(true);  // $LANES_CONFIG, next to $SLURM_CONF, default
         state->validate_operator = reinterpret_cast<bool (*)(uid_t)>(dlsym(RTLD_DEFAULT, "validate_operator"));
+        state->signals = std::make_shared<lanes::SignalMonitor>(log_sink);
         lanes::ClassifierOptions options;
+        options.signals = state->signals;
         PluginState* raw = state.get();
         options.wake_maintainer = [raw] { raw->wake_maintainer(); };
         options.check_config = check_slurm_conf;
@@ -201,6 +218,7 @@ extern "C" int init(void) noexcept {
             return SLURM_ERROR;
         }
         state->classifier = std::move(*classifier);
+        state->follow_signals();
         g_state = std::move(state);
         g_state->start_reloader();
         slurm_info("lanes: loaded %s", g_state->config_path.c_str());

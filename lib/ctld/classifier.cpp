@@ -13,6 +13,7 @@
 #include "ctld/builtin_rules.hpp"
 #include "ctld/policy.hpp"
 #include "ctld/router.hpp"
+#include "ctld/signal_oracle.hpp"
 
 namespace lanes {
 
@@ -74,7 +75,7 @@ Result<std::shared_ptr<Generation>> build_generation(const std::string& config_p
     script_path = config->policy.script;
     auto shared = std::make_shared<const Config>(std::move(*config));
     gen->config = shared;
-    gen->windows = std::make_shared<WindowSetOracle>(shared->windows);
+    gen->windows = with_signals(std::make_shared<WindowSetOracle>(shared->windows), shared, options.signals);
     if (!shared->policy.script.empty()) {
         script_stamp = stamp_of(shared->policy.script);
         gen->script_stamp = script_stamp;
@@ -447,7 +448,8 @@ Result<std::unique_ptr<Classifier>> Classifier::from_config(Config config, LogSi
         auto gen = std::make_shared<Generation>();
         auto shared = std::make_shared<const Config>(std::move(config));
         gen->config = shared;
-        gen->windows = windows ? std::move(windows) : std::make_shared<WindowSetOracle>(shared->windows);
+        gen->windows = windows ? std::move(windows)
+                               : with_signals(std::make_shared<WindowSetOracle>(shared->windows), shared, options.signals);
         if (!shared->policy.script.empty()) {
             auto policy = Policy::load_file(shared->policy.script, shared, log, options.max_lua_states);
             if (!policy) return fail(policy.error().message);

@@ -227,6 +227,22 @@ int query_window(LuaState* s, WindowOp op, const char* name, size_t n, int64_t a
     }
 }
 
+// lanes.signal(name): 1 known (fields filled), -1 unknown signal, -2 internal error.
+int query_signal(LuaState* s, const char* name, size_t n, std::optional<double>* value, std::optional<int64_t>* age,
+                 bool* fresh) noexcept {
+    try {
+        if (!s->windows) return -1;
+        auto v = s->windows->signal(std::string(name, n));
+        if (!v) return -1;
+        *value = v->value;
+        if (v->age) *age = v->age->count();
+        *fresh = v->fresh;
+        return 1;
+    } catch (...) {
+        return -2;
+    }
+}
+
 // 1 absolute (*bits), 2 relative (*percent), 0 error (message in err).
 int rate_of(const char* text, size_t n, int64_t* bits, double* percent, char* err, size_t errlen) noexcept {
     try {
@@ -763,6 +779,23 @@ int l_in_window(lua_State* L) noexcept { return window_query(L, WindowOp::In); }
 int l_next_start(lua_State* L) noexcept { return window_query(L, WindowOp::NextStart); }
 int l_next_end(lua_State* L) noexcept { return window_query(L, WindowOp::NextEnd); }
 
+// lanes.signal("name") -> value (nil when unusable), age in seconds of the last
+// good value (nil if none), fresh (boolean).
+int l_signal(lua_State* L) noexcept {
+    size_t n;
+    const char* name = luaL_checklstring(L, 1, &n);
+    std::optional<double> value;
+    std::optional<int64_t> age;
+    bool fresh = false;
+    int r = query_signal(state_of(L), name, n, &value, &age, &fresh);
+    if (r == -1) return luaL_error(L, "unknown signal '%s'", name);
+    if (r == -2) return luaL_error(L, "internal error in signal query");
+    if (value) lua_pushnumber(L, *value); else lua_pushnil(L);
+    if (age) lua_pushinteger(L, *age); else lua_pushnil(L);
+    lua_pushboolean(L, fresh);
+    return 3;
+}
+
 int l_parse_rate(lua_State* L) noexcept {
     size_t n;
     const char* text = luaL_checklstring(L, 1, &n);
@@ -979,6 +1012,7 @@ int setup_state(lua_State* L) noexcept {
         {"in_window", l_in_window},
         {"next_start", l_next_start},
         {"next_end", l_next_end},
+        {"signal", l_signal},
         {"parse_rate", l_parse_rate},
         {"parse_duration", l_parse_duration},
         {"rules", l_rules},
