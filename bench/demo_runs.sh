@@ -8,6 +8,11 @@
 #
 #   bench/demo_runs.sh [--runs N] [--out DIR] [--plot FILE.png] [--replot]
 #
+# "probe late by" is the most the open-loop client sent a request after its due
+# time in the no-load or with-Lanes phase: the probe runs SCHED_FIFO, so only
+# the machine (kernel work, other load) can delay it; it shows the runs in which
+# the machine stalled.
+#
 #   --runs N       demo runs (default 10)
 #   --out DIR      where each run's log and JSON go (default: a new temp dir)
 #   --plot FILE    the chart (gnuplot; default DIR/demo.png)
@@ -61,22 +66,23 @@ for p in sorted(glob.glob(os.path.join(out, "run-*.json")), key=key):
                      "floor50": f["p50_ms"], "without50": w["p50_ms"], "with50": l["p50_ms"],
                      "lost": sum(x.get("errors", 0) + x.get("timeouts", 0) for x in (f, w, l)),
                      "train": j["train_mbit_lanes"], "train_plain": j["train_mbit_nolanes"],
-                     "leftover": j["leftover_mbit"], "mtu": j.get("mtu")})
+                     "leftover": j["leftover_mbit"], "mtu": j.get("mtu"),
+                     "lag": max(x.get("max_send_lag_ms", 0) for x in (f, l))})
     except Exception as e:
         print("demo_runs: %s: no result (%s)" % (p, e), file=sys.stderr)
 if not rows:
     sys.exit("demo_runs: no results")
 print("| run | no load p99 ms | without Lanes p99 ms | with Lanes p99 ms | without / no load | with / no load "
-      "| training with Lanes, % of leftover | lost |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+      "| training with Lanes, % of leftover | lost | probe late by, ms |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 met = tmet = 0
 for r in rows:
     r["rw"], r["rl"] = r["without"] / r["floor"], r["with"] / r["floor"]
     r["share"] = 100 * r["train"] / r["leftover"] if r["train"] else 0.0
     met += r["rl"] <= 1.5
     tmet += r["share"] >= 90
-    print("| %d | %.2f | %.2f | %.2f | %.1fx | **%.2fx** | %.1f %% | %d |" % (
-        r["run"], r["floor"], r["without"], r["with"], r["rw"], r["rl"], r["share"], r["lost"]))
+    print("| %d | %.2f | %.2f | %.2f | %.1fx | **%.2fx** | %.1f %% | %d | %.1f |" % (
+        r["run"], r["floor"], r["without"], r["with"], r["rw"], r["rl"], r["share"], r["lost"], r["lag"]))
 med = lambda k: statistics.median(r[k] for r in rows)
 print()
 print("%d runs (MTU %s). p99 with Lanes / no load: median %.2fx, min %.2fx, max %.2fx; <= 1.5x in %d of %d runs. "

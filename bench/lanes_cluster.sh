@@ -11,7 +11,8 @@
 #       infer1 with JobSubmitPlugins=lanes and spank_lanes in plugstack.conf,
 #       and attaches the nodes to the fabric as members NAME_PREFIX+node (role
 #       "host": only a caller's own "train" hosts carry by-hand load) at
-#       $FABRIC_SUBNET.1N. LANES_DEMO_GSO_BURST sets [nodes] gso_burst.
+#       $FABRIC_SUBNET.1N. LANES_DEMO_GSO_BURST=T adds gso_burst = "T" to
+#       [nodes] (spank_lanes' GSO bound, lanes.toml(5)).
 #   lanes_cluster_stop                 stop the cluster, remove state and cgroups
 #   lanes_cluster_submit ARGS...       sbatch --parsable from the ctl namespace
 #
@@ -42,10 +43,12 @@ lanes_cluster_start() {
     hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }
     sed -e "s|@PEAK_START@|$(hhmm 180)|" -e "s|@PEAK_END@|$(hhmm 360)|" \
         -e "s|@TRAIN_RATE@|$rate|" -e "s|@TRAIN_CEIL@|$ceil|" \
-        -e "s|@GSO_BURST@|${LANES_DEMO_GSO_BURST:-250us}|" \
         -e "s|@STATE_ROOT@|$LANES_CLUSTER_STATE_ROOT|" -e "s|@CGROUP_ROOT@|$LANES_CLUSTER_CGROUP_ROOT|" \
         -e "s|@FABRIC_SUBNET@|$FABRIC_SUBNET.0/24|" \
         "$src/contrib/demo/lanes.toml.in" >"$conf/lanes.toml" || return 1
+    if [[ -n ${LANES_DEMO_GSO_BURST:-} ]]; then
+        sed -i "/^\[nodes\]\$/a gso_burst = \"$LANES_DEMO_GSO_BURST\"" "$conf/lanes.toml" || return 1
+    fi
     cp "$src/policies/default.lua" "$conf/lanes.lua" || return 1
     export LANES_CLUSTER_TOML=$conf/lanes.toml LANES_CLUSTER_FILES=$conf/lanes.lua
     export LANES_CLUSTER_PLUGINDIR=$build/job_submit/.libs

@@ -67,8 +67,9 @@
 #   --ipv6             inference over IPv6
 #   --no-rt            the probe without SCHED_FIFO (see docs/benchmark.md)
 #   --no-slurm         leave lanes-idle and lanes out of the default scenarios
-#   --gso-burst T      lanes.toml [nodes] gso_burst for the Slurm scenarios
-#                      (default 250us; "off" turns the GSO bound off)
+#   --gso-burst T      add gso_burst = "T" to lanes.toml's [nodes] for the Slurm
+#                      scenarios (spank_lanes' GSO bound; "off" turns it off;
+#                      default: what contrib/demo/lanes.toml.in says)
 #   --json FILE        every measurement, the medians and the ratios as JSON
 #   --plot FILE.png    a chart of the medians (gnuplot)
 #   --replot JSON      no measurements: draw --plot from an earlier --json file
@@ -126,9 +127,9 @@ plot_chart() {
     python3 - "$1" "$dat" <<'EOF' || return 1
 import json, sys
 j = json.load(open(sys.argv[1]))
-short = {"floor": "floor (idle)", "noqos": "no QoS", "cap": "hand: cap", "cap-gso64k": "hand: cap, 64K GSO",
-         "dscp": "hand: DSCP", "both": "hand: cap+GSO+DSCP", "borrow": "hand: + burst",
-         "lanes-idle": "Lanes, idle", "lanes": "WITH LANES", "lanes-nocap": "Lanes, no cap",
+short = {"floor": "floor", "noqos": "no QoS", "cap": "hand: cap", "cap-gso64k": "hand: 64K",
+         "dscp": "hand: DSCP", "both": "hand: all", "borrow": "hand: burst",
+         "lanes-idle": "Lanes idle", "lanes": "WITH LANES", "lanes-nocap": "Lanes no cap",
          "client-ef": "client EF", "server-ef": "server EF"}
 with open(sys.argv[2], "w") as f:
     for s, v in j["summary"].items():
@@ -137,7 +138,7 @@ with open(sys.argv[2], "w") as f:
 EOF
     floor=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"].get("floor", {}).get("p99_ms") or "NaN")' "$1")
     gnuplot <<EOF || return 1
-set terminal pngcairo size 900,600 font "Sans,10"
+set terminal pngcairo size 1000,600 font "Sans,10"
 set output "$2"
 set multiplot layout 2,1 title "Inference p99 and training throughput on a shared $link uplink (medians of $reps runs)"
 set style data histograms
@@ -631,7 +632,7 @@ print("(leftover = what training could have had: (link - inference's wire rate) 
 if "borrow" in summary:
     b = summary["borrow"]
     print()
-    print("Borrowing, with Lanes: training %s Mbit/s while inference idles (%s of the link's goodput); during a "
+    print("Borrowing, by hand (cap+GSO+DSCP): training %s Mbit/s while inference idles (%s of the link's goodput); during a "
           "%s Mbit/s inference burst %s Mbit/s (%s of what the burst leaves), burst p99 %s ms." % (
               fmt(b["train_mbit_idle"], "%.1f"), fmt(ratios.get("training_idle_vs_link") and
                                                       100 * ratios["training_idle_vs_link"], "%.0f%%"),

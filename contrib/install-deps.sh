@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything Lanes needs to build, test and run its demo on Debian 12.
-# Idempotent; run as root.
+# Idempotent; run as root. `install-deps.sh --list` prints the packages and
+# installs nothing (tests/roots/make_root.sh builds Debian roots from it).
 set -euo pipefail
 packages=(
   build-essential autoconf automake libtool pkg-config
@@ -12,8 +13,9 @@ packages=(
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
   dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
-  prometheus prometheus-node-exporter mmdebstrap
+  prometheus prometheus-node-exporter mmdebstrap zstd
 )
+if [[ ${1:-} == --list ]]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -15,6 +15,14 @@ AC_DEFUN([X_AC_SLURM], [
     lanes_cv_slurm_version=$(printf "%d.%02d.%d" $(( (slurm_vnum >> 16) & 255 )) $(( (slurm_vnum >> 8) & 255 )) $(( slurm_vnum & 255 )))])
   # Slurm 26.05 moved job_desc_msg_t.job_id into job_desc_msg_t.step_id.job_id.
   AC_CHECK_MEMBERS([job_desc_msg_t.step_id], [], [], [[#include <slurm/slurm.h>]])
+  # ... and slurm_load_job() takes a slurm_step_id_t instead of a job id.
+  AC_CACHE_CHECK([whether slurm_load_job takes a slurm_step_id_t], [lanes_cv_slurm_load_job_step_id], [
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[extern "C" {
+#include <slurm/slurm.h>
+}]], [[job_info_msg_t* m = nullptr; slurm_step_id_t id{}; return slurm_load_job(&m, id, 0);]])],
+      [lanes_cv_slurm_load_job_step_id=yes], [lanes_cv_slurm_load_job_step_id=no])])
+  AS_IF([test "x$lanes_cv_slurm_load_job_step_id" = xyes],
+    [AC_DEFINE([HAVE_SLURM_LOAD_JOB_STEP_ID], [1], [slurm_load_job() names the job by a slurm_step_id_t (Slurm 26.05)])])
   CPPFLAGS="$save_CPPFLAGS"
   SLURM_VERSION_STRING="$lanes_cv_slurm_version"
   # The supported range: the plugin APIs Lanes is written against (job_submit's

@@ -87,6 +87,8 @@ struct LuaState {
     bool tainted = false;  // budget exceeded: discard rather than reuse
     uint64_t calls = 0;    // function calls seen by the hook this call
     int unplaced = 0;      // aborts seen in calls with no Lua line to name yet
+    int last_line = 0;     // where the count hook last saw the script (names out-of-memory errors)
+    char last_src[LUA_IDSIZE] = {};
     StringMeter meter{};   // the metered string functions' link to the budgets
 
     ~LuaState() {
@@ -103,6 +105,20 @@ namespace {
 
 LuaState* state_of(lua_State* L) { return *static_cast<LuaState**>(lua_getextraspace(L)); }
 
+// Where the script is, for an out-of-memory error (which unwinds before
+// anyone can ask). Read-only debug queries: they allocate nothing.
+void note_position(LuaState* s) noexcept {
+    if (!s->L) return;
+    lua_Debug ar;
+    for (int level = 0; lua_getstack(s->L, level, &ar); ++level) {
+        if (lua_getinfo(s->L, "Sl", &ar) && ar.currentline > 0) {
+            s->last_line = ar.currentline;
+            std::memcpy(s->last_src, ar.short_src, sizeof s->last_src);
+            return;
+        }
+    }
+}
+
 void* counting_alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept {
     auto* s = static_cast<LuaState*>(ud);
     size_t old = ptr ? osize : 0;
@@ -113,6 +129,7 @@ void* counting_alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept {
     }
     if (nsize > old && s->mem_used - old + nsize > s->mem_limit) {
         s->mem_refused = true;
+        note_position(s);
         return nullptr;
     }
     void* p = std::realloc(ptr, nsize);
@@ -307,6 +324,10 @@ void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
             ++s->calls;
         } else {
             s->instructions += static_cast<uint64_t>(s->hook_chunk);
+            if (s->abort == Abort::None && lua_getinfo(L, "Sl", ar) && ar->currentline > 0) {
+                s->last_line = ar->currentline;
+                std::memcpy(s->last_src, ar->short_src, sizeof s->last_src);
+            }
         }
         if (s->abort == Abort::None) {
             if (s->instructions > s->instruction_budget)
@@ -370,6 +391,7 @@ void arm_budget(LuaState* s, int factor) {
     s->hook_chunk = static_cast<int>(std::clamp<uint64_t>(budget / 100, 1, 1000));
     s->calls = 0;
     s->unplaced = 0;
+    s->last_line = 0;
     lua_sethook(s->L, budget_hook, LUA_MASKCOUNT | LUA_MASKRET | LUA_MASKCALL, s->hook_chunk);
 }
 
@@ -821,7 +843,7 @@ const char kProtectedKey = 0;
 void string_too_large(lua_State* L, const char* function, int64_t bytes) {
     LuaState* s = state_of(L);
     s->mem_refused = true;
-    luaL_error(L, "%s: a result of %I bytes would exceed the memory limit of %I bytes", function,
+    luaL_error(L, "%s: a result of %I bytes: memory limit of %I bytes exceeded", function,
                static_cast<lua_Integer>(bytes),
                static_cast<lua_Integer>(s->mem_limit));
 }
@@ -1153,6 +1175,22 @@ void read_result(lua_State* L, LuaState* s, int idx) {
     out.kind = PolicyOutcome::Kind::Class;
 }
 
+// Message handler of the script's pcalls: an error object that is not a
+// string (error({}), error(nil)) gets the line it was raised at, which is
+// only known here, before the stack unwinds.
+int locate_error(lua_State* L) noexcept {
+    if (lua_type(L, 1) == LUA_TSTRING || lua_type(L, 1) == LUA_TNUMBER) return 1;
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); ++level) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+            lua_pushfstring(L, "%s:%d: error object is a %s value", ar.short_src, ar.currentline,
+                            luaL_typename(L, 1));
+            return 1;
+        }
+    }
+    return 1;
+}
+
 int run_classify(lua_State* L) noexcept {
     LuaState* s = state_of(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, s->classify_ref);
@@ -1250,7 +1288,9 @@ Result<std::unique_ptr<LuaState>> Policy::new_state() {
     status = luaL_loadbufferx(L, source_.data(), source_.size(), ("@" + chunk_name_).c_str(), "t");
     if (status != LUA_OK) return fail(error_text(L, status));
     arm_budget(s.get(), kLoadBudgetFactor);
-    status = lua_pcall(L, 0, 0, 0);
+    lua_pushcfunction(L, locate_error);
+    lua_insert(L, -2);
+    status = lua_pcall(L, 0, 0, lua_gettop(L) - 1);
     if (status != LUA_OK) {
         std::string msg = error_text(L, status);
         if (status == LUA_ERRMEM || s->mem_refused)
@@ -1394,8 +1434,9 @@ PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowO
         s->in_classify = true;
         lua_settop(L, 0);
         arm_budget(s.get(), 1);
+        lua_pushcfunction(L, locate_error);
         lua_pushcfunction(L, run_classify);
-        int status = lua_pcall(L, 0, 0, 0);
+        int status = lua_pcall(L, 0, 0, 1);
         s->in_classify = false;
 
         PolicyOutcome out = std::move(s->out);
@@ -1412,8 +1453,16 @@ PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowO
             out.error = error_text(L, status);
         } else if (status == LUA_ERRMEM || (status != LUA_OK && s->mem_refused)) {
             out.kind = PolicyOutcome::Kind::Error;
-            out.error = basename_of(chunk_name_) + ": memory limit of " + std::to_string(s->mem_limit) +
-                        " bytes exceeded";
+            std::string limit = "memory limit of " + std::to_string(s->mem_limit) + " bytes exceeded";
+            if (status != LUA_ERRMEM) {  // raised with a position (string.rep, or the script's own error)
+                std::string text = error_text(L, status);
+                out.error = text.find("memory limit") != std::string::npos ? text : text + " (" + limit + ")";
+            } else if (s->last_line > 0) {  // no frame left to ask: where the hook last saw the script
+                s->last_src[sizeof s->last_src - 1] = '\0';
+                out.error = basename_of(s->last_src) + ":" + std::to_string(s->last_line) + ": " + limit;
+            } else {
+                out.error = basename_of(chunk_name_) + ": " + limit;
+            }
         } else if (status != LUA_OK) {
             out.kind = PolicyOutcome::Kind::Error;
             out.error = error_text(L, status);

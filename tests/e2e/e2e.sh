@@ -159,8 +159,16 @@ e2e_start_cluster() {
     for line in "$@"; do extra+=$'\n'"$line"; done
     export LANES_CLUSTER_CONF_EXTRA=$extra
     cluster_hook_pre_start() {
-        printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
-            "$E2E_SPANK_SO" "$1" "$E2E_STATE_ROOT" >"$1/plugstack.conf"
+        if [[ ${E2E_INSTALLED_PLUGSTACK:-0} == 1 ]]; then
+            # Only in the install test's throw-away root: spank_lanes comes in
+            # through the package's /etc/slurm/plugstack.conf.d/lanes.conf,
+            # which reads /etc/slurm/lanes.toml.
+            cp -- "$1/lanes.toml" /etc/slurm/lanes.toml && cp -- "$1/policy.lua" /etc/slurm/policy.lua &&
+                cp -- /etc/slurm/plugstack.conf "$1/plugstack.conf" || return 1
+        else
+            printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
+                "$E2E_SPANK_SO" "$1" "$E2E_STATE_ROOT" >"$1/plugstack.conf"
+        fi
         if declare -F e2e_pre_start >/dev/null; then e2e_pre_start "$1"; fi
     }
     cluster_install_trap

@@ -338,7 +338,9 @@ TEST(Policy, MemoryCap) {
         ASSERT_TRUE(h.policy) << h.compile_error;
         JobView j = sample_job();
         j.name = "bomb";
-        expect_error(h.run(j), "memory limit of 4194304 bytes exceeded");
+        auto out = h.run(j);
+        expect_error(out, "memory limit of 4194304 bytes exceeded");
+        expect_error(out, "test.lua:1:");  // the line, even when memory ran out
         EXPECT_EQ(h.run().class_name, "batch");
     }
 }
@@ -579,6 +581,14 @@ TEST(PolicyHostile, MetatablesAreReadOnce) {
     Harness weak(with_body("setmetatable({}, {__mode = 'k'}) return 'batch'"));
     ASSERT_TRUE(weak.policy) << weak.compile_error;
     expect_error(weak.run(), "__mode is not allowed");
+}
+
+TEST(PolicyHostile, ErrorObjectsGetTheirLine) {
+    Harness h(with_body("if job.gpus > 0 then\n error(setmetatable({}, {__tostring = function() while true do end end}))\n end"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    expect_error(h.run(), "test.lua:3: error object is a table value");
+    Harness top("error({})\n" + with_body("return nil"));
+    EXPECT_NE(top.compile_error.find("test.lua:1: error object is a table value"), std::string::npos) << top.compile_error;
 }
 
 TEST(PolicyHostile, MetatablesStillWork) {
