@@ -106,13 +106,13 @@ Result<JobView> job_from_json(const json::Value& v) {
         const std::string k = "job." + key;
         auto str = [&](std::string& dst) -> Result<void> {
             auto s = string_of(val, k);
-            if (!s) return fail(s.error().message);
+            if (!s) return fail(s.error());
             dst = *s;
             return {};
         };
         auto num = [&](uint32_t& dst) -> Result<void> {
             auto n = u32_of(val, k);
-            if (!n) return fail(n.error().message);
+            if (!n) return fail(n.error());
             dst = *n;
             return {};
         };
@@ -162,12 +162,12 @@ Result<JobView> job_from_json(const json::Value& v) {
             (key == "lanes_class" ? j.requested_class : j.requested_cap) = s;
         } else if (key == "submit_time" || key == "begin_time") {
             auto t = time_of(val, k);
-            if (!t) return fail(t.error().message);
+            if (!t) return fail(t.error());
             if (key == "submit_time") j.submit_time = *t; else j.begin_time = *t;
         } else {
             return fail(k + ": unknown key");
         }
-        if (!r) return fail(r.error().message);
+        if (!r) return fail(r.error());
     }
     // Counted from the TRES strings as job_submit/lanes counts them, unless given.
     if (!gpus_given) j.gpus = requested_gpus(j.tres_per_job, j.tres_per_node, tres_per_task, j.min_nodes, j.num_tasks);

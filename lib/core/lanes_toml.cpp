@@ -31,12 +31,6 @@ constexpr size_t kMaxConfigBytes = 4u << 20;
 // Slurm accepts --nice values in this range.
 constexpr int64_t kMaxNice = 2147483645;
 
-struct Diagnostic {
-    uint32_t line;
-    uint32_t column;
-    std::string text;
-};
-
 // Collects every problem with its position.
 class Errors {
 public:
@@ -47,21 +41,15 @@ public:
             line = 1;
             column = 1;
         }
-        list_.push_back(Diagnostic{line, column,
-                                   path_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + key +
-                                       ": " + what});
+        list_.push_back(Diagnostic{path_, static_cast<int>(line), static_cast<int>(column), key, what});
     }
     bool empty() const { return list_.empty(); }
-    std::string joined() {
+    // Sorted by position.
+    std::vector<Diagnostic> sorted() {
         std::stable_sort(list_.begin(), list_.end(), [](const Diagnostic& a, const Diagnostic& b) {
             return std::tie(a.line, a.column) < std::tie(b.line, b.column);
         });
-        std::string out;
-        for (const auto& d : list_) {
-            if (!out.empty()) out += "\n";
-            out += d.text;
-        }
-        return out;
+        return list_;
     }
 
 private:
@@ -1197,8 +1185,8 @@ Result<Config> parse_config(std::string_view text, const std::string& path) {
         root = toml::parse(text, path);
     } catch (const toml::parse_error& e) {
         const auto& b = e.source().begin;
-        return fail(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
-                    ": syntax error: " + std::string(e.description()));
+        return fail(std::vector<Diagnostic>{Diagnostic{path, static_cast<int>(b.line), static_cast<int>(b.column), "",
+                                                       "syntax error: " + std::string(e.description())}});
     } catch (const std::exception& e) {
         return fail(path + ": cannot parse: " + e.what());
     }
@@ -1207,7 +1195,7 @@ Result<Config> parse_config(std::string_view text, const std::string& path) {
     } catch (const std::exception& e) {  // out of memory and the like: never leave lib/ as an exception
         return fail(path + ": internal error while validating: " + e.what());
     }
-    if (!p.errors.empty()) return fail(p.errors.joined());
+    if (!p.errors.empty()) return fail(p.errors.sorted());
     p.config.path = path;
     return std::move(p.config);
 }

@@ -1278,7 +1278,7 @@ Result<std::shared_ptr<Policy>> Policy::compile(std::string source, std::string 
     std::shared_ptr<Policy> policy(
         new Policy(std::move(source), std::move(chunk_name), std::move(config), std::move(log), max_states));
     auto state = policy->new_state();
-    if (!state) return fail(state.error().message);
+    if (!state) return fail(state.error());
     policy->idle_.push_back(std::move(*state));
     policy->total_ = 1;
     return policy;
