@@ -100,6 +100,8 @@ std::string format_timestamp_utc(SysSeconds t) {
 Result<JobView> job_from_json(const json::Value& v) {
     if (!v.is_object()) return fail("job: expected an object");
     JobView j;
+    bool gpus_given = false;
+    std::string tres_per_task;
     for (const auto& [key, val] : v.get_ref<const json::Object&>()) {
         const std::string k = "job." + key;
         auto str = [&](std::string& dst) -> Result<void> {
@@ -125,7 +127,11 @@ Result<JobView> job_from_json(const json::Value& v) {
         else if (key == "tres_per_job") r = str(j.tres_per_job);
         else if (key == "features") r = str(j.features);
         else if (key == "uid") r = num(j.uid);
-        else if (key == "gpus") r = num(j.gpus);
+        else if (key == "tres_per_task") r = str(tres_per_task);
+        else if (key == "gpus") {
+            r = num(j.gpus);
+            gpus_given = true;
+        }
         else if (key == "min_nodes") r = num(j.min_nodes);
         else if (key == "max_nodes") r = num(j.max_nodes);
         else if (key == "num_tasks") r = num(j.num_tasks);
@@ -163,6 +169,8 @@ Result<JobView> job_from_json(const json::Value& v) {
         }
         if (!r) return fail(r.error());
     }
+    // Counted from the TRES strings as job_submit/lanes counts them, unless given.
+    if (!gpus_given) j.gpus = requested_gpus(j.tres_per_job, j.tres_per_node, tres_per_task, j.min_nodes, j.num_tasks);
     return j;
 }
 
