@@ -108,6 +108,7 @@ public:
     Result<void> attach(const std::string& d, pid_t p) override { return in_->attach(d, p); }
     Result<void> remove_dir(const std::string& d, const std::string& p) override { Timer t{"cgroup: rmdir"}; return in_->remove_dir(d, p); }
     Result<std::vector<pid_t>> pids(const std::string& d) override { return in_->pids(d); }
+    std::vector<std::string> slurm_stepd_scopes() override { return in_->slurm_stepd_scopes(); }
 private:
     std::unique_ptr<CgroupTree> in_;
 };

@@ -11,44 +11,10 @@
 #include "lanesctl/commands.hpp"
 #include "core/lanes_toml.hpp"
 #include "lanesctl/node_report.hpp"
+#include "node/node_facts.hpp"
 #include "node/node_shaper.hpp"
 
 namespace lanes::ctl {
-
-namespace {
-
-// FILE.tmp.PID, fsync, 0644, rename: node_exporter never reads half a file.
-Result<void> write_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp." + std::to_string(getpid());
-    // O_EXCL|O_NOFOLLOW: never write through a file or link someone else placed.
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return fail(tmp + ": cannot create: " + std::strerror(errno));
-    size_t done = 0;
-    while (done < text.size()) {
-        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            std::string why = std::strerror(errno);
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            return fail(tmp + ": cannot write: " + why);
-        }
-        done += static_cast<size_t>(n);
-    }
-    if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0 || ::close(fd) != 0) {
-        std::string why = std::strerror(errno);
-        ::unlink(tmp.c_str());
-        return fail(tmp + ": " + why);
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::string why = std::strerror(errno);
-        ::unlink(tmp.c_str());
-        return fail(path + ": cannot rename " + tmp + " to it: " + why);
-    }
-    return {};
-}
-
-}  // namespace
 
 // Shared with cmd_gc.cpp: open the node's shaper from lanes.toml, as spank_lanes does.
 Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context) {
@@ -84,7 +50,8 @@ int run_status(const Options& options, const Context& context) {
     }
     int rc = kExitOk;
     if (!options.prometheus_file.empty()) {
-        auto written = write_atomically(options.prometheus_file, prometheus_text(report));
+        // node_exporter never reads half a file.
+        auto written = write_file_atomically(options.prometheus_file, prometheus_text(report), 0644);
         if (!written) {
             print_error(written.error().message);
             rc = kExitRuntime;
@@ -93,7 +60,7 @@ int run_status(const Options& options, const Context& context) {
     if (options.json) {
         print_json(status_json(report));
     } else if (options.prometheus_file.empty()) {
-        std::string text = format_status_human(report);
+        std::string text = format_status_human(report, TableStyle{!options.noheader, options.parsable});
         std::fputs(text.c_str(), stdout);
     }
     return rc;

@@ -14,17 +14,9 @@
 #include "lanesctl/commands.hpp"
 #include "config.h"
 #include "core/version.hpp"
+#include "node/node_facts.hpp"
 
 namespace {
-
-std::string host_name() {
-    char buf[256] = {};
-    if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-    std::string name(buf);
-    // Slurm node names are short host names.
-    if (auto dot = name.find('.'); dot != std::string::npos) name.resize(dot);
-    return name;
-}
 
 int run(int argc, char** argv) {
     using namespace lanes::ctl;
@@ -53,7 +45,7 @@ int run(int argc, char** argv) {
             return std::string(value);
         },
         LANES_DEFAULT_CONFIG);
-    context.node = options.node.empty() ? host_name() : options.node;
+    context.node = options.node.empty() ? lanes::node_name() : options.node;  // as spank_lanes names it
     context.now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
     context.local_zone = load_local_zone();
     switch (options.command) {

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <charconv>
+#include <cstdint>
 
 namespace lanes {
 namespace {

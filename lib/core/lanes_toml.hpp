@@ -160,6 +160,9 @@ Result<Rate> parse_rate(std::string_view text);           // "25Gbit", "800Mbit"
 Result<uint8_t> parse_dscp(std::string_view text);        // "CS1", "AF41", "EF", "46"
 std::string dscp_name(uint8_t dscp);                      // 46 -> "EF", 13 -> "13"
 std::string format_rate(uint64_t bits_per_second);        // 25000000000 -> "25Gbit"
+// For people: "25Gbit", or "40%" for a share of the link. Machine text (exact,
+// parsed back): encode_rate() in job_env.hpp.
+std::string format_rate(const Rate& rate);
 Result<uint64_t> parse_bytes(std::string_view text);      // "16MiB", "512KiB", "1048576"
 // "20ms", "500us", "1.5s", "2min", "1h" (a unit is required).
 Result<std::chrono::microseconds> parse_duration(std::string_view text);

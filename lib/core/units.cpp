@@ -171,6 +171,13 @@ uint64_t Rate::resolve(uint64_t link_bits_per_second) const {
     return r == 0 ? 1 : r;
 }
 
+std::string format_rate(const Rate& rate) {
+    if (!rate.is_relative()) return format_rate(rate.bits_per_second);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g%%", rate.percent);
+    return buf;
+}
+
 std::string format_rate(uint64_t bits_per_second) {
     static constexpr std::array<UnitFactor, 5> units{{
         {"Tbit", 1000ULL * 1000 * 1000 * 1000},

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -13,6 +14,8 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+
+#include "node/node_facts.hpp"
 
 namespace lanes {
 namespace {
@@ -200,6 +203,12 @@ public:
         }
     }
 
+    std::vector<std::string> slurm_stepd_scopes() override {
+        auto m = mount();
+        if (!m) return {};
+        return find_slurmstepd_scopes(m->mount_point);
+    }
+
 private:
     std::string mountinfo_path_;
     std::optional<Cgroup2Mount> mount_;
@@ -244,18 +253,16 @@ std::string relative_path(const std::string& path, const std::string& base) {
     return out;
 }
 
-std::string slurm_job_cgroup(const Cgroup2Mount& mount, uint32_t job_id) {
-    return trim_slashes(mount.mount_point) + "/system.slice/slurmstepd.scope/job_" + std::to_string(job_id);
-}
+int cgroup_level(const Cgroup2Mount& mount, const std::string& dir) { return level_of(mount, dir); }
 
 Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const Cgroup2Mount& mount, uint32_t job_id,
-                                         bool slurm_dir_exists) {
+                                         const std::optional<std::string>& slurm_dir) {
     CgroupPlacement p;
     std::string mp = trim_slashes(mount.mount_point);
     std::string job = "job_" + std::to_string(job_id);
     if (cgroup_root == "auto" || cgroup_root.empty()) {
-        if (mp == kNftCgroupBase && slurm_dir_exists) {
-            p.dir = slurm_job_cgroup(mount, job_id);
+        if (mp == kNftCgroupBase && slurm_dir && inside(*slurm_dir, mp)) {
+            p.dir = trim_slashes(*slurm_dir);
             p.owned = false;
         } else {
             p.dir = (mp == "/" ? "" : mp) + "/lanes/" + job;
@@ -277,15 +284,15 @@ Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const C
     return p;
 }
 
-Result<std::vector<int>> cgroup_levels(const std::string& cgroup_root, const Cgroup2Mount& mount) {
+Result<std::vector<int>> cgroup_levels(const std::string& cgroup_root, const Cgroup2Mount& mount,
+                                       const std::vector<int>& slurm_job_levels) {
     std::vector<int> levels;
-    auto own = place_job_cgroup(cgroup_root, mount, 0, false);
+    auto own = place_job_cgroup(cgroup_root, mount, 0, std::nullopt);
     if (!own) return std::unexpected(own.error());
     levels.push_back(own->level);
-    if ((cgroup_root == "auto" || cgroup_root.empty()) && trim_slashes(mount.mount_point) == kNftCgroupBase) {
-        auto slurm = place_job_cgroup(cgroup_root, mount, 0, true);
-        if (slurm && slurm->level != own->level) levels.push_back(slurm->level);
-    }
+    if ((cgroup_root == "auto" || cgroup_root.empty()) && trim_slashes(mount.mount_point) == kNftCgroupBase)
+        for (int level : slurm_job_levels)
+            if (std::find(levels.begin(), levels.end(), level) == levels.end()) levels.push_back(level);
     return levels;
 }
 

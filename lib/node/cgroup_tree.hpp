@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,18 +36,21 @@ struct CgroupPlacement {
     bool owned = false;        // Lanes' own dir (created and removed by Lanes)
 };
 
-// Slurm's cgroup/v2 job dir for a unified mount at /sys/fs/cgroup.
-std::string slurm_job_cgroup(const Cgroup2Mount& mount, uint32_t job_id);
-
-// cgroup_root "auto": Slurm's job dir when the mount is /sys/fs/cgroup and
-// `slurm_dir_exists`, else <mount>/lanes/job_<id>. Any other value: an absolute
-// directory inside the cgroup2 mount; jobs go to <value>/job_<id>.
+// cgroup_root "auto": Slurm's job dir `slurm_dir` (absolute, found with
+// node_facts.hpp find_slurm_job_cgroup) when the mount is /sys/fs/cgroup and it
+// is given, else <mount>/lanes/job_<id>. Any other value: an absolute directory
+// inside the cgroup2 mount; jobs go to <value>/job_<id>.
 Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const Cgroup2Mount& mount,
-                                         uint32_t job_id, bool slurm_dir_exists);
+                                         uint32_t job_id, const std::optional<std::string>& slurm_dir);
 
-// The levels nft must match for `cgroup_root` (own dirs, and Slurm's when "auto"
-// on a pure cgroup2 node).
-Result<std::vector<int>> cgroup_levels(const std::string& cgroup_root, const Cgroup2Mount& mount);
+// The levels nft must match for `cgroup_root`: Lanes' own dirs, plus
+// `slurm_job_levels` (depths of Slurm's job_<id> dirs) when "auto" on a node
+// whose cgroup2 mount is /sys/fs/cgroup.
+Result<std::vector<int>> cgroup_levels(const std::string& cgroup_root, const Cgroup2Mount& mount,
+                                       const std::vector<int>& slurm_job_levels = {});
+
+// The depth of an absolute dir in the cgroup2 hierarchy (nft `socket cgroupv2 level`).
+int cgroup_level(const Cgroup2Mount& mount, const std::string& dir);
 
 // Lexical path relative to `base` ("/sys/fs/cgroup/unified/x" from "/sys/fs/cgroup"
 // -> "unified/x"; outside it, with ".." components).
@@ -65,6 +69,8 @@ public:
     virtual Result<void> remove_dir(const std::string& dir, const std::string& parent) = 0;
     // Pids in the dir (tests, lanesctl).
     virtual Result<std::vector<pid_t>> pids(const std::string& dir) = 0;
+    // Slurm's stepd scopes (absolute) under the mount (node_facts.hpp rules).
+    virtual std::vector<std::string> slurm_stepd_scopes() = 0;
 };
 
 // The real one (files under the cgroup2 mount). `mountinfo` is read once.

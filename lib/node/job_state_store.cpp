@@ -1,5 +1,8 @@
 #include "node/job_state_store.hpp"
 
+#include "core/job_env.hpp"  // encode_rate: the one machine form of a rate
+#include "node/node_facts.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -18,15 +21,6 @@ namespace {
 constexpr const char* kHeader = "lanes-job-state 1";
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-std::string rate_text(const Rate& r) {
-    if (r.is_relative()) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.17g%%", r.percent);
-        return buf;
-    }
-    return std::to_string(r.bits_per_second);
-}
 
 Result<Rate> parse_state_rate(std::string_view v) {
     Rate r;
@@ -106,11 +100,13 @@ std::string format_job_state(const JobState& s) {
     line("root_major", std::to_string(s.root_major));
     if (s.dscp_marked) line("dscp_marked", std::to_string(*s.dscp_marked));
     if (s.net.dscp) line("dscp", std::to_string(*s.net.dscp));
-    if (s.net.rate) line("rate", rate_text(*s.net.rate));
-    if (s.net.ceil) line("ceil", rate_text(*s.net.ceil));
+    if (s.net.rate) line("rate", encode_rate(*s.net.rate));
+    if (s.net.ceil) line("ceil", encode_rate(*s.net.ceil));
     if (s.net.rdma_traffic_class) line("rdma_traffic_class", std::to_string(*s.net.rdma_traffic_class));
     if (s.net.rdma_service_level) line("rdma_service_level", std::to_string(*s.net.rdma_service_level));
     line("rank", std::to_string(s.net.rank));
+    if (!s.boot_id.empty()) line("boot_id", s.boot_id);
+    if (!s.unshaped.empty()) line("unshaped", s.unshaped);
     for (const auto& d : s.devices)
         line("device", d.device + " " + std::to_string(d.rate_bits) + " " + std::to_string(d.ceil_bits));
     return out;
@@ -182,6 +178,11 @@ Result<JobState> parse_job_state(std::string_view text, const std::string& origi
         } else if (key == "rank") {
             auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), s.net.rank);
             ok = !v.empty() && ec == std::errc() && p == v.data() + v.size();
+        } else if (key == "boot_id") {
+            s.boot_id = v;
+        } else if (key == "unshaped") {
+            s.unshaped = v;
+            ok = !v.empty();
         } else if (key == "device") {
             JobDevice d;
             std::size_t a = v.find(' '), b = a == std::string_view::npos ? a : v.find(' ', a + 1);
@@ -294,27 +295,8 @@ std::vector<JobState> JobStateStore::load_all(std::vector<std::string>* errors) 
 }
 
 Result<void> JobStateStore::save(const JobState& state) {
-    std::string path = job_path(state.job_id), tmp = path + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return fail("lanes: " + tmp + ": " + errno_text(errno));
-    std::string text = format_job_state(state);
-    std::size_t done = 0;
-    while (done < text.size()) {
-        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            int err = errno;
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            return fail("lanes: " + tmp + ": " + errno_text(err));
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        int err = errno;
-        ::unlink(tmp.c_str());
-        return fail("lanes: " + path + ": " + errno_text(err));
-    }
+    auto r = write_file_atomically(job_path(state.job_id), format_job_state(state), 0600);
+    if (!r) return fail("lanes: " + r.error().message);
     return {};
 }
 

@@ -16,6 +16,7 @@
 #include "node/cgroup_tree.hpp"
 #include "core/hostlist.hpp"
 #include "node/job_state_store.hpp"
+#include "node/node_facts.hpp"
 #include "node/packet_marker.hpp"
 
 namespace lanes {
@@ -94,8 +95,7 @@ struct NodeShaper::Impl {
 
     // The leaf qdisc kind, probed once per boot (cached in state_dir).
     void choose_leaf_kind() {
-        std::string boot_id;
-        if (std::ifstream in("/proc/sys/kernel/random/boot_id"); in) std::getline(in, boot_id);
+        const std::string boot_id = current_boot_id();
         const std::string cache = config.state_dir + "/leaf_qdisc";
         if (std::ifstream in(cache); in && !boot_id.empty()) {
             std::string id, kind;
@@ -108,15 +108,7 @@ struct NodeShaper::Impl {
         if (leaf_kind == "pfifo")
             say(LogLevel::Info, "lanes: this kernel has no fq_codel qdisc; job classes get pfifo leaves "
                                 "(no per-flow fairness inside a job)");
-        if (!boot_id.empty()) {
-            std::string tmp = cache + ".tmp";
-            if (std::ofstream out(tmp); out) {
-                out << boot_id << " " << leaf_kind << "\n";
-                out.close();
-                ::chmod(tmp.c_str(), 0600);
-                if (std::rename(tmp.c_str(), cache.c_str()) != 0) std::remove(tmp.c_str());
-            }
-        }
+        if (!boot_id.empty()) (void)write_file_atomically(cache, boot_id + " " + leaf_kind + "\n", 0600);
     }
 
     Result<void> open() {
@@ -127,7 +119,9 @@ struct NodeShaper::Impl {
         auto m = cgroups->mount();
         if (!m) return std::unexpected(m.error());
         mount = *m;
-        auto lv = cgroup_levels(config.cgroup_root, mount);
+        std::vector<int> slurm_levels;
+        for (const auto& scope : cgroups->slurm_stepd_scopes()) slurm_levels.push_back(cgroup_level(mount, scope) + 1);
+        auto lv = cgroup_levels(config.cgroup_root, mount, slurm_levels);
         if (!lv) return std::unexpected(lv.error());
         levels = *lv;
         MarkerBase base;
@@ -290,14 +284,18 @@ struct NodeShaper::Impl {
             p.dir = mount.mount_point + (mount.mount_point.ends_with("/") ? "" : "/") + req.cgroup;
             p.parent = p.dir.substr(0, p.dir.find_last_of('/'));
             p.key = req.cgroup;
-            p.level = cgroup_level(mount, req.cgroup);
+            p.level = cgroup_level(mount, p.dir);
             p.owned = false;
             if (!cgroups->exists(p.dir)) return fail(job + ": cgroup " + p.dir + " does not exist");
             place = p;
         } else {
-            bool slurm_dir = false;
+            std::optional<std::string> slurm_dir;
             if ((config.cgroup_root == "auto" || config.cgroup_root.empty()) && mount.mount_point == kNftCgroupBase)
-                slurm_dir = cgroups->exists(slurm_job_cgroup(mount, req.job_id));
+                for (const auto& scope : cgroups->slurm_stepd_scopes())
+                    if (std::string dir = scope + "/job_" + std::to_string(req.job_id); cgroups->exists(dir)) {
+                        slurm_dir = dir;
+                        break;
+                    }
             place = place_job_cgroup(config.cgroup_root, mount, req.job_id, slurm_dir);
             if (!place) return std::unexpected(place.error());
         }
@@ -360,6 +358,7 @@ struct NodeShaper::Impl {
         }
         for (const auto& w : plan->warnings) say(LogLevel::Error, w);
         JobState state = plan->state;
+        state.boot_id = current_boot_id();  // a later boot knows this job is gone
         if (!place->owned) {
             auto id = cgroups->dir_id(place->dir);
             if (id) state.cgroup_id = *id;
@@ -756,13 +755,13 @@ Result<std::map<std::string, ClassCounters>> NodeShaper::counters(uint32_t job_i
     return out;
 }
 
-Result<std::vector<uint32_t>> NodeShaper::reconcile(const std::function<bool(uint32_t)>& job_alive) {
+Result<std::vector<uint32_t>> NodeShaper::reconcile(const std::function<bool(const JobState&)>& job_alive) {
     auto lock = impl_->store.lock();
     if (!lock) return std::unexpected(lock.error());
     std::vector<uint32_t> removed;
     std::string errors;
     for (const auto& st : impl_->store.load_all()) {
-        if (job_alive(st.job_id)) continue;
+        if (job_alive(st)) continue;
         auto r = impl_->remove_locked(st.job_id);
         if (r)
             removed.push_back(st.job_id);
@@ -792,7 +791,7 @@ Result<void> NodeShaper::remove_all() {
     note(impl_->refresh_nic_facts());
     // Our own base dir, if we made one and it is empty now.
     if (impl_->config.cgroup_root == "auto" || impl_->config.cgroup_root.empty()) {
-        auto own = place_job_cgroup(impl_->config.cgroup_root, impl_->mount, 0, false);
+        auto own = place_job_cgroup(impl_->config.cgroup_root, impl_->mount, 0, std::nullopt);
         if (own && own->owned) ::rmdir(own->parent.c_str());
     }
     if (!errors.empty()) return fail(errors);

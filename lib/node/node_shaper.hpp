@@ -95,8 +95,9 @@ public:
     // Per device of the job's class. Fails if the job is unknown.
     Result<std::map<std::string, ClassCounters>> counters(uint32_t job_id);
 
-    // Remove every job for which job_alive(id) is false; returns their ids.
-    Result<std::vector<uint32_t>> reconcile(const std::function<bool(uint32_t)>& job_alive);
+    // Remove every job for which job_alive(state) is false (node_facts.hpp
+    // LivenessProbe: alive until its epilog); returns their ids.
+    Result<std::vector<uint32_t>> reconcile(const std::function<bool(const JobState&)>& job_alive);
 
     // Every job, then the nft table and our root qdisc on every selected NIC.
     Result<void> remove_all();

@@ -86,6 +86,10 @@ struct JobState {
     // What teardown needs even if lanes.toml changed since the prolog:
     uint16_t root_major = 0;            // HTB root M the job's classes hang from
     std::optional<uint8_t> dscp_marked; // the DSCP set the job's element is in
+    std::string boot_id;                // boot the prolog ran in ("" = unknown): older = gone
+    // Why the prolog shaped nothing for this job here ("" = shaped). The prolog
+    // records it so a missing state at task launch is an error, not "nothing to do".
+    std::string unshaped;
     bool operator==(const JobState&) const = default;
 };
 

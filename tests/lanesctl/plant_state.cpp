@@ -3,17 +3,21 @@
 // from lanes.toml), so lanesctl status/gc find real state, real tc classes and nft
 // rules. Prints the job's cgroup directory.
 //
-//   plant_state CONFIG NODE JOBID CLASS
+//   plant_state CONFIG NODE JOBID CLASS [earlier-boot]
+// earlier-boot: the state then says it was written in another boot (a job whose
+// node rebooted: no epilog will come).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "core/lanes_toml.hpp"
+#include "node/job_state_store.hpp"
 #include "node/node_shaper.hpp"
 
 int main(int argc, char** argv) {
-    if (argc != 5) {
-        std::fprintf(stderr, "usage: plant_state CONFIG NODE JOBID CLASS\n");
+    const bool earlier_boot = argc == 6 && std::string(argv[5]) == "earlier-boot";
+    if (argc != 5 && !earlier_boot) {
+        std::fprintf(stderr, "usage: plant_state CONFIG NODE JOBID CLASS [earlier-boot]\n");
         return 2;
     }
     auto config = lanes::load_config(argv[1]);
@@ -45,6 +49,15 @@ int main(int argc, char** argv) {
     if (!state) {
         std::fprintf(stderr, "plant_state: %s\n", state.error().message.c_str());
         return 1;
+    }
+    if (earlier_boot) {
+        lanes::JobState older = *state;
+        older.boot_id = "00000000-0000-0000-0000-000000000000";
+        lanes::JobStateStore store(config->node.state_dir);
+        if (auto saved = store.save(older); !saved) {
+            std::fprintf(stderr, "plant_state: %s\n", saved.error().message.c_str());
+            return 1;
+        }
     }
     std::printf("%s\n", state->cgroup.c_str());
     return 0;

@@ -3,10 +3,13 @@
 # four jobs planted with NodeShaper (plant_state), traffic through one of them,
 # then status (human, JSON, Prometheus), gc --dry-run, gc, reapply after
 # `nft flush ruleset`, gc --all.
-#   101 training   dead (its only process exited)         -> removed by gc
+# A job is alive until its epilog (node_facts.hpp LivenessProbe): gc removes only
+# what is proven gone.
+#   101 training   shaped in an earlier boot, its process exited -> removed by gc
 #   102 inference  "slurmstepd: [102.batch]" in the netns  -> kept
 #   103 batch      a process in its cgroup                 -> kept
-#   104 training   "slurmstepd: [104.batch]" in ANOTHER netns -> removed
+#   104 training   "slurmstepd: [104.batch]" in ANOTHER netns, no process here:
+#                  an allocation with no step yet (salloc)  -> kept
 set -u
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: $(basename "$0") needs root (network namespaces, tc, nftables, cgroup2)"
@@ -73,7 +76,8 @@ echo "$out" | grep -q "no jobs shaped" || fail "empty status: $out"
 declare -A CG
 for spec in 101:training 102:inference 103:batch 104:training; do
   id=${spec%%:*}
-  CG[$id]=$($NA "$PLANT" "$CFG" testnode "$id" "${spec#*:}") || fail "plant job $id"
+  boot=; [ "$id" = 101 ] && boot=earlier-boot
+  CG[$id]=$($NA "$PLANT" "$CFG" testnode "$id" "${spec#*:}" $boot) || fail "plant job $id"
 done
 
 # Job 101: traffic from inside its cgroup, then it is gone.
@@ -117,7 +121,7 @@ echo "$human" | grep -Eq "^101 +training +$DEV +100Mbit +400Mbit +CS1 " || fail 
 prom=$TMP/lanes.prom
 ctl status --prometheus "$prom" >"$TMP/prom.out" || fail "status --prometheus"
 [ -s "$TMP/prom.out" ] && fail "status --prometheus printed: $(cat "$TMP/prom.out")"
-grep -Eq "^lanes_job_bytes_total\{job=\"101\",class=\"training\",device=\"$DEV\"\} [1-9][0-9]+$" "$prom" \
+grep -Eq "^lanes_job_bytes_total\{hpc_job=\"101\",class=\"training\",device=\"$DEV\"\} [1-9][0-9]+$" "$prom" \
   || fail "prometheus bytes: $(cat "$prom")"
 grep -q '^# TYPE lanes_job_drops_total counter$' "$prom" || fail "prometheus TYPE line"
 grep -q '^lanes_jobs{node="testnode"} 4$' "$prom" || grep -q '^lanes_jobs{node=' "$prom" || fail "lanes_jobs"
@@ -126,19 +130,19 @@ ls "$TMP" | grep -q 'lanes.prom.tmp' && fail "temporary prometheus file left"
 # ---- gc --dry-run: reports, changes nothing
 json=$(ctl gc --dry-run --json) || fail "gc --dry-run"
 echo "$json" | py "
-assert sorted(x['job_id'] for x in d['removed']) == [101, 104], d
-assert sorted(x['job_id'] for x in d['kept']) == [102, 103], d
+assert sorted(x['job_id'] for x in d['removed']) == [101], d
+assert sorted(x['job_id'] for x in d['kept']) == [102, 103, 104], d
 assert d['dry_run'] is True, d
 " || fail "gc --dry-run content: $json"
 [ "$(ctl status --json | py 'print(len(d["jobs"]))')" = 4 ] || fail "gc --dry-run removed something"
 
 # ---- gc: the dead ones go, kernel objects included
 out=$(ctl gc) || fail "gc: $out"
-echo "$out" | grep -q "^removed job 101 (training)" || fail "gc output: $out"
-echo "$out" | grep -q "^removed job 104 (training)" || fail "gc output: $out"
+echo "$out" | grep -q "^removed job 101 (training): shaped in an earlier boot" || fail "gc output: $out"
+echo "$out" | grep -q "^kept job 104 (training): no process on this node, but alive until its epilog" || fail "gc output: $out"
 echo "$out" | grep -q "^kept job 102 (inference): slurmstepd pid" || fail "gc output: $out"
 echo "$out" | grep -q "^kept job 103 (batch): cgroup .* has processes" || fail "gc output: $out"
-[ "$(ctl status --json | py 'print([j["job_id"] for j in d["jobs"]])')" = "[102, 103]" ] || fail "after gc"
+[ "$(ctl status --json | py 'print([j["job_id"] for j in d["jobs"]])')" = "[102, 103, 104]" ] || fail "after gc"
 $NA tc class show dev "$DEV" | grep -q "1a4e:65 " && fail "tc class of job 101 still there"
 $NA nft list table inet lanes | grep -q "job_101" && fail "nft chain of job 101 still there"
 [ -e "$TMP/state/job_101" ] && fail "state file of job 101 still there"
@@ -154,21 +158,21 @@ grep -q "would reapply" "$TMP/dry.out" || fail "reapply --dry-run: $(cat "$TMP/d
 $NA nft list tables | grep -q "inet lanes" && fail "reapply --dry-run changed something"
 json=$(ctl reapply --json) || fail "reapply: $json"
 echo "$json" | py "
-assert d['reapplied'] is True and d['jobs'] == 2, d
+assert d['reapplied'] is True and d['jobs'] == 3, d
 assert 'missing' in d['missing'] or 'marks' in d['missing'], d
 " || fail "reapply --json: $json"
 $NA nft list table inet lanes | grep -q "job_102" || fail "job 102 not re-marked: $($NA nft list table inet lanes)"
 $NA nft list table inet lanes | grep -q "job_103" || fail "job 103 not re-marked"
+$NA nft list table inet lanes | grep -q "job_104" || fail "job 104 not re-marked"
 out=$(ctl reapply) || fail "second reapply: $out"
 echo "$out" | grep -q "nothing to reapply" || fail "second reapply: $out"
 
-# ---- the rest ends: gc removes them, and a second gc is a no-op
+# ---- their processes end: still alive until their epilogs (which remove them)
 for pid in $PIDS; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
 PIDS=""
 out=$(ctl gc) || fail "second gc: $out"
-echo "$out" | grep -q "^removed job 102" && echo "$out" | grep -q "^removed job 103" || fail "second gc: $out"
-out=$(ctl gc) || fail "third gc: $out"
-[ "$out" = "no Lanes jobs on $(hostname -s)" ] || fail "third gc: $out"
+echo "$out" | grep -q "^removed" && fail "second gc removed a job before its epilog: $out"
+[ "$(echo "$out" | grep -c "alive until its epilog")" = 3 ] || fail "second gc: $out"
 
 # ---- gc --all: root qdisc and nft table go too
 $NA "$PLANT" "$CFG" testnode 105 batch >/dev/null || fail "plant job 105"

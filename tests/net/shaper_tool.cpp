@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
     if (cmd == "gc") {
         std::set<uint32_t> alive;
         for (std::size_t k = 1; k < args.size(); ++k) alive.insert(static_cast<uint32_t>(std::stoul(args[k])));
-        auto r = s.reconcile([&](uint32_t id) { return alive.count(id) > 0; });
+        auto r = s.reconcile([&](const JobState& st) { return alive.count(st.job_id) > 0; });
         if (!r) {
             std::fprintf(stderr, "%s\n", r.error().message.c_str());
             return 1;

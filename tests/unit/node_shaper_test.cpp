@@ -32,6 +32,7 @@ struct FakeKernel {
     std::map<int, GsoSize> gso;
     std::optional<uint8_t> unclassified;
     std::set<std::string> dirs;
+    std::vector<std::string> scopes;   // Slurm stepd scopes
     std::map<std::string, std::vector<pid_t>> procs;
     std::vector<std::string> log;   // every call, in order
     bool fail_nft_add = false;
@@ -209,6 +210,7 @@ public:
         return {};
     }
     Result<std::vector<pid_t>> pids(const std::string& d) override { return k_.procs[d]; }
+    std::vector<std::string> slurm_stepd_scopes() override { return k_.scopes; }
 
 private:
     FakeKernel& k_;
@@ -424,7 +426,7 @@ TEST_F(NodeShaperTest, MinorsComeFromStateFilesAcrossProcesses) {
 TEST_F(NodeShaperTest, ReconcileRemovesDeadJobs) {
     auto s = open();
     for (uint32_t j : {1u, 2u, 3u}) ASSERT_TRUE(s->apply(req(j, kGbit)));
-    auto removed = s->reconcile([](uint32_t id) { return id == 2; });
+    auto removed = s->reconcile([](const JobState& st) { return st.job_id == 2; });
     ASSERT_TRUE(removed);
     EXPECT_EQ(*removed, (std::vector<uint32_t>{1, 3}));
     ASSERT_EQ(s->list().size(), 1u);
@@ -436,6 +438,7 @@ TEST_F(NodeShaperTest, ReconcileRemovesDeadJobs) {
 }
 
 TEST_F(NodeShaperTest, SlurmCgroupDirIsUsedOnAUnifiedNode) {
+    k_.scopes = {"/sys/fs/cgroup/system.slice/slurmstepd.scope"};
     k_.dirs.insert("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7");
     auto s = open("gpu1", kUnified);
     EXPECT_TRUE(k_.nft_levels.empty());  // the base ruleset is made by the first apply, not by open
@@ -543,8 +546,10 @@ TEST_F(NodeShaperTest, UnclassifiedDscpAndCallerGivenCgroup) {
     EXPECT_TRUE(k_.dirs.count("/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope/job_7"));  // not ours
 }
 
+const std::optional<std::string> kSlurmJob7 = "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7";
+
 TEST(NodeShaperCgroup, PlacementAndLevels) {
-    auto hybrid = place_job_cgroup("auto", kHybrid, 7, false);
+    auto hybrid = place_job_cgroup("auto", kHybrid, 7, std::nullopt);
     ASSERT_TRUE(hybrid);
     EXPECT_EQ(hybrid->dir, "/sys/fs/cgroup/unified/lanes/job_7");
     EXPECT_EQ(hybrid->parent, "/sys/fs/cgroup/unified/lanes");
@@ -552,24 +557,26 @@ TEST(NodeShaperCgroup, PlacementAndLevels) {
     EXPECT_EQ(hybrid->level, 2);
     EXPECT_TRUE(hybrid->owned);
     // Slurm's dir is only taken on a unified node and when it exists.
-    EXPECT_TRUE(place_job_cgroup("auto", kHybrid, 7, true)->owned);
-    auto slurm = place_job_cgroup("auto", kUnified, 7, true);
+    EXPECT_TRUE(place_job_cgroup("auto", kHybrid, 7, kSlurmJob7)->owned);
+    auto slurm = place_job_cgroup("auto", kUnified, 7, kSlurmJob7);
     EXPECT_EQ(slurm->dir, "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7");
     EXPECT_EQ(slurm->level, 3);
     EXPECT_FALSE(slurm->owned);
-    auto custom = place_job_cgroup("/sys/fs/cgroup/unified/site/lanes/", kHybrid, 9, false);
+    auto custom = place_job_cgroup("/sys/fs/cgroup/unified/site/lanes/", kHybrid, 9, std::nullopt);
     ASSERT_TRUE(custom);
     EXPECT_EQ(custom->dir, "/sys/fs/cgroup/unified/site/lanes/job_9");
     EXPECT_EQ(custom->level, 3);
     // A mount elsewhere: nft's key climbs out of /sys/fs/cgroup.
-    auto elsewhere = place_job_cgroup("auto", Cgroup2Mount{"/run/cg2", "/"}, 7, false);
-    EXPECT_EQ(elsewhere->key, "lanes/job_7");
+    auto elsewhere = place_job_cgroup("auto", Cgroup2Mount{"/run/cg2", "/"}, 7, std::nullopt);
+    EXPECT_EQ(elsewhere->key, "lanes/job_7");  // relative to the mount, the marker's key
     // Inside a cgroup namespace-like root, levels count from the hierarchy root.
-    EXPECT_EQ(place_job_cgroup("auto", Cgroup2Mount{"/sys/fs/cgroup", "/machine/c1"}, 7, false)->level, 4);
+    EXPECT_EQ(place_job_cgroup("auto", Cgroup2Mount{"/sys/fs/cgroup", "/machine/c1"}, 7, std::nullopt)->level, 4);
     for (const char* bad : {"relative/path", "/sys/fs/cgroup/cpu/x", "/sys/fs/cgroup/unified/../x", "/sys/fs/cgroup/unified"})
-        EXPECT_FALSE(place_job_cgroup(bad, kHybrid, 7, false)) << bad;
+        EXPECT_FALSE(place_job_cgroup(bad, kHybrid, 7, std::nullopt)) << bad;
     EXPECT_EQ(*cgroup_levels("auto", kHybrid), std::vector<int>{2});
-    EXPECT_EQ(*cgroup_levels("auto", kUnified), (std::vector<int>{2, 3}));
+    EXPECT_EQ(*cgroup_levels("auto", kUnified), std::vector<int>{2});
+    EXPECT_EQ(*cgroup_levels("auto", kUnified, {3, 3, 4}), (std::vector<int>{2, 3, 4}));
+    EXPECT_EQ(*cgroup_levels("auto", kHybrid, {3}), std::vector<int>{2});  // Slurm's tree is not in a hybrid mount
 }
 
 TEST(NodeShaperCgroup, Mountinfo) {

@@ -1,0 +1,36 @@
+// What both plugins' extern "C" glue shares: Slurm's exported log functions, the
+// log sink lib/ writes through, and the guard every Slurm callback runs in.
+// Include after <slurm/slurm.h> (inside extern "C").
+#pragma once
+
+#include <string>
+
+#include "core/entry_guard.hpp"
+#include "core/log.hpp"
+
+extern "C" {
+// Exported by slurmctld, slurmd and slurmstepd (plain info()/error() are not).
+void slurm_info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void slurm_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void slurm_debug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+}
+
+namespace lanes::glue {
+
+// lib/ lines usually start "lanes: " already; keep exactly one prefix.
+inline void log_sink(LogLevel level, const std::string& message) {
+    const char* prefix = message.rfind("lanes: ", 0) == 0 ? "" : "lanes: ";
+    switch (level) {
+        case LogLevel::Error: slurm_error("%s%s", prefix, message.c_str()); break;
+        case LogLevel::Info: slurm_info("%s%s", prefix, message.c_str()); break;
+        case LogLevel::Debug: slurm_debug("%s%s", prefix, message.c_str()); break;
+    }
+}
+
+// Runs body(); an exception is logged as "lanes: WHERE: what" and Slurm gets `on_error`.
+template <typename Body>
+int guarded(const char* where, int on_error, Body&& body) noexcept {
+    return guard_entry(on_error, [where](const char* what) { slurm_error("lanes: %s: %s", where, what); }, body);
+}
+
+}  // namespace lanes::glue

@@ -1,0 +1,96 @@
+// Facts about this node that spank_lanes, lanesctl and the shaper all need. One
+// implementation each, so they cannot disagree:
+//   node_name()                 what %n expands to, and which [[nodes.nic]] apply
+//   write_file_atomically()     root-owned files that are never seen half-written
+//   Slurm's job cgroup          where Slurm's cgroup/v2 plugin put job_<id>
+//   JobLiveness                 whether a job's shaping may be removed
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+#include "node/shaping_plan.hpp"
+
+namespace lanes {
+
+// ---- node name -------------------------------------------------------------------
+
+// SLURMD_NODENAME when set (slurmd sets it for the prolog/epilog, slurmstepd has
+// it in its own environment), else the short host name (what slurmd uses when it
+// is given no -N). Code in a job's environment must not call this.
+std::string node_name();
+// The host name up to its first dot.
+std::string short_host_name();
+
+// ---- files -----------------------------------------------------------------------
+
+// PATH.tmp.PID (O_EXCL|O_NOFOLLOW: never through a file someone else placed),
+// written whole, `mode`, fsync, rename over PATH. The tmp file is gone on failure.
+Result<void> write_file_atomically(const std::string& path, std::string_view text, mode_t mode);
+
+// The current boot's id (/proc/sys/kernel/random/boot_id), "" if unreadable.
+std::string current_boot_id();
+
+// ---- Slurm's cgroup v2 tree ------------------------------------------------------
+
+// "slurmstepd.scope" (upstream build) or "<NodeName>_slurmstepd.scope" (built with
+// multiple-slurmd support, as Debian does).
+bool is_slurmstepd_scope(std::string_view name);
+
+// The job_<id> directory in a cgroup path, if it sits in a stepd scope at any
+// depth: "/system.slice/n1_slurmstepd.scope/job_7/step_0/user/task_0" ->
+// "/system.slice/n1_slurmstepd.scope/job_7". With `job_id`, only that job's.
+std::optional<std::string> slurm_job_dir_of(std::string_view cgroup_path, std::optional<uint32_t> job_id = {});
+
+// Every stepd scope (absolute) under the cgroup2 mount `mount_point`, down to a
+// few slices deep.
+std::vector<std::string> find_slurmstepd_scopes(const std::string& mount_point);
+
+// Slurm's job_<id> directory (absolute) under the cgroup2 mount `mount_point`,
+// if it exists now: every stepd scope found down to a few levels is tried.
+std::optional<std::string> find_slurm_job_cgroup(const std::string& mount_point, uint32_t job_id);
+
+// Is Slurm's cgroup/v2 plugin in charge here: does a stepd scope exist under the
+// cgroup2 mount at `mount_point`? (slurmd makes it when it starts.)
+bool slurm_manages_cgroup_v2(const std::string& mount_point);
+
+// ---- liveness --------------------------------------------------------------------
+
+// "slurmstepd: [123.batch]" -> 123 (argv[0] only; the title is what Slurm sets).
+std::optional<uint32_t> stepd_job_id(std::string_view cmdline);
+
+struct JobLiveness {
+    bool alive = true;
+    std::string why;   // the evidence either way, for logs and lanesctl gc
+};
+
+// What slurmctld says about a job on this node: nullopt when it cannot be asked.
+using ControllerProbe = std::function<std::optional<JobLiveness>(uint32_t job_id)>;
+
+// A job is alive until its epilog removed its state (a salloc allocation with no
+// step yet has no process on the node, and is alive). Gone only when proven: its
+// state is from another boot, or slurmctld says it no longer runs here. Evidence
+// of life is named too: a root slurmstepd of the job in this network namespace,
+// Slurm's job cgroup, processes in Lanes' own cgroup of the job.
+class LivenessProbe {
+public:
+    // Scans /proc once (slurmstepd processes in this network namespace).
+    explicit LivenessProbe(ControllerProbe ask_controller = {});
+    JobLiveness check(const JobState& state) const;
+
+private:
+    ControllerProbe ask_controller_;
+    std::map<uint32_t, long> stepds_;
+    std::string boot_id_;
+    std::string cgroup2_mount_;
+};
+
+}  // namespace lanes
