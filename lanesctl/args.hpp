@@ -20,7 +20,7 @@ enum ExitCode : int {
     kExitRuntime = 3,  // cannot do the work: slurmctld unreachable, not root, kernel error
 };
 
-enum class Command { None, Check, PolicyTest, Windows, Status, Gc, Reapply };
+enum class Command { None, Check, PolicyTest, Windows, Status, Gc, Reapply, Signals, Agent };
 
 struct Options {
     Command command = Command::None;

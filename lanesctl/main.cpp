@@ -55,6 +55,8 @@ int run(int argc, char** argv) {
         case Command::Status: return run_status(options, context);
         case Command::Gc: return run_gc(options, context);
         case Command::Reapply: return run_reapply(options, context);
+        case Command::Signals: return run_signals(options, context);
+        case Command::Agent: return run_agent(options, context);
         case Command::None: break;
     }
     return kExitUsage;

@@ -253,7 +253,7 @@ std::string relative_path(const std::string& path, const std::string& base) {
     return out;
 }
 
-int cgroup_level(const Cgroup2Mount& mount, const std::string& dir) { return level_of(mount, dir); }
+int cgroup_dir_level(const Cgroup2Mount& mount, const std::string& dir) { return level_of(mount, dir); }
 
 Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const Cgroup2Mount& mount, uint32_t job_id,
                                          const std::optional<std::string>& slurm_dir) {

@@ -50,7 +50,7 @@ Result<std::vector<int>> cgroup_levels(const std::string& cgroup_root, const Cgr
                                        const std::vector<int>& slurm_job_levels = {});
 
 // The depth of an absolute dir in the cgroup2 hierarchy (nft `socket cgroupv2 level`).
-int cgroup_level(const Cgroup2Mount& mount, const std::string& dir);
+int cgroup_dir_level(const Cgroup2Mount& mount, const std::string& dir);
 
 // Lexical path relative to `base` ("/sys/fs/cgroup/unified/x" from "/sys/fs/cgroup"
 // -> "unified/x"; outside it, with ".." components).

@@ -47,7 +47,7 @@ struct NodeShaper::Impl {
         std::vector<std::string> all;
         bool listed = false;
         for (const auto& sel : config.nics) {
-            std::string where = "lanes: [[node.nic]] at line " + std::to_string(sel.line);
+            std::string where = "lanes: [[nodes.nic]] at line " + std::to_string(sel.line);
             auto match = hostlist_matches(sel.nodes, hostname);
             if (!match) return fail(where + ": nodes: " + match.error().message);
             if (!*match) continue;
@@ -85,11 +85,11 @@ struct NodeShaper::Impl {
                     f.link_speed_bits = config.default_link_speed_bits.value_or(0);
                 if (f.link_speed_bits == 0)
                     say(LogLevel::Error, "lanes: NIC " + dev + ": link speed unknown (sysfs has none); set link_speed "
-                                         "in its [[node.nic]] or node.default_link_speed");
+                                         "in its [[nodes.nic]] or nodes.default_link_speed");
                 nics.push_back(std::move(f));
             }
         }
-        if (nics.empty()) return fail("lanes: no [[node.nic]] selects an interface on node " + hostname);
+        if (nics.empty()) return fail("lanes: no [[nodes.nic]] selects an interface on node " + hostname);
         return {};
     }
 
@@ -120,7 +120,7 @@ struct NodeShaper::Impl {
         if (!m) return std::unexpected(m.error());
         mount = *m;
         std::vector<int> slurm_levels;
-        for (const auto& scope : cgroups->slurm_stepd_scopes()) slurm_levels.push_back(cgroup_level(mount, scope) + 1);
+        for (const auto& scope : cgroups->slurm_stepd_scopes()) slurm_levels.push_back(cgroup_dir_level(mount, scope) + 1);
         auto lv = cgroup_levels(config.cgroup_root, mount, slurm_levels);
         if (!lv) return std::unexpected(lv.error());
         levels = *lv;

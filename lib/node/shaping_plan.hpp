@@ -82,14 +82,14 @@ struct JobState {
     std::string cgroup_key;             // the same, relative to the cgroup2 mount (marker key)
     bool cgroup_owned = false;          // Lanes made the dir (and removes it)
     uint64_t cgroup_id = 0;             // inode of the dir (the nft map key); 0 = unknown
-    int cgroup_level = 0;               // depth of the dir (nft `socket cgroupv2 level`)
-    // What teardown needs even if lanes.toml changed since the prolog:
-    uint16_t root_major = 0;            // HTB root M the job's classes hang from
-    std::optional<uint8_t> dscp_marked; // the DSCP set the job's element is in
     std::string boot_id;                // boot the prolog ran in ("" = unknown): older = gone
     // Why the prolog shaped nothing for this job here ("" = shaped). The prolog
     // records it so a missing state at task launch is an error, not "nothing to do".
     std::string unshaped;
+    int cgroup_level = 0;               // depth of the dir (nft `socket cgroupv2 level`)
+    // What teardown needs even if lanes.toml changed since the prolog:
+    uint16_t root_major = 0;            // HTB root M the job's classes hang from
+    std::optional<uint8_t> dscp_marked; // the DSCP set the job's element is in
     bool operator==(const JobState&) const = default;
 };
 

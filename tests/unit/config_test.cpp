@@ -471,6 +471,9 @@ TEST(Config, ManPageDocumentsEveryKey) {
         {"rules[0]", "[[rules]]\nclass = \"a\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
         {"nodes", "[nodes]\nzzzzzzzzzz = 1\n[classes.a]\n"},
         {"nodes.nic[0]", "[[nodes.nic]]\ndevice = \"x\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
+        {"signals.s", "[signals.s]\nurl = \"http://h:1\"\nquery = \"q\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
+        {"windows.b", "[signals.s]\nurl = \"http://h:1\"\nquery = \"q\"\n[windows.b]\nsignal = \"s\"\nabove = 1\n"
+                      "zzzzzzzzzz = 1\n[classes.a]\n"},
     };
     size_t checked = 0;
     for (const auto& [table, text] : tables) {

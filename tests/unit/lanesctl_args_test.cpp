@@ -52,7 +52,9 @@ TEST(LanesctlArgs, GlobalOptionsBeforeAndAfterSubcommand) {
     EXPECT_TRUE(a.json);
     auto b = ok({"check", "--config=/y.toml", "--json"});
     EXPECT_EQ(b.config, "/y.toml");
-    EXPECT_TRUE(b.json);
+    EXPECT_TRUE(b.json);    // --node is global too (lanesctl(8)), used by status and gc.
+    EXPECT_EQ(ok({"--node", "n7", "status"}).node, "n7");
+    EXPECT_EQ(ok({"--node=n8", "gc", "--dry-run"}).node, "n8");
 }
 
 TEST(LanesctlArgs, SubcommandOptions) {
@@ -129,6 +131,7 @@ TEST(LanesctlArgs, UsageErrorsNameTheOption) {
         {{"windows", "--frm", "x"}, "unknown option '--frm' for 'windows'"},
         {{"check", "--days", "3"}, "option '--days' is not valid for 'check'"},
         {{"--days", "3", "windows"}, "option '--days' is not valid before the subcommand"},
+        {{"--node", "n1", "check"}, "option '--node' is not valid for 'check'"},
         {{"windows", "--days", "0"}, "--days: '0' is not a number of days"},
         {{"windows", "--days", "x"}, "--days: 'x'"},
         {{"windows", "--days"}, "option '--days' needs a value"},

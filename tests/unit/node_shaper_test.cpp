@@ -568,7 +568,7 @@ TEST(NodeShaperCgroup, PlacementAndLevels) {
     EXPECT_EQ(custom->level, 3);
     // A mount elsewhere: nft's key climbs out of /sys/fs/cgroup.
     auto elsewhere = place_job_cgroup("auto", Cgroup2Mount{"/run/cg2", "/"}, 7, std::nullopt);
-    EXPECT_EQ(elsewhere->key, "lanes/job_7");  // relative to the mount, the marker's key
+    EXPECT_EQ(elsewhere->key, "lanes/job_7");
     // Inside a cgroup namespace-like root, levels count from the hierarchy root.
     EXPECT_EQ(place_job_cgroup("auto", Cgroup2Mount{"/sys/fs/cgroup", "/machine/c1"}, 7, std::nullopt)->level, 4);
     for (const char* bad : {"relative/path", "/sys/fs/cgroup/cpu/x", "/sys/fs/cgroup/unified/../x", "/sys/fs/cgroup/unified"})
