@@ -284,7 +284,7 @@ struct NodeShaper::Impl {
             p.dir = mount.mount_point + (mount.mount_point.ends_with("/") ? "" : "/") + req.cgroup;
             p.parent = p.dir.substr(0, p.dir.find_last_of('/'));
             p.key = req.cgroup;
-            p.level = cgroup_level(mount, p.dir);
+            p.level = cgroup_level(mount, req.cgroup);
             p.owned = false;
             if (!cgroups->exists(p.dir)) return fail(job + ": cgroup " + p.dir + " does not exist");
             place = p;

@@ -141,6 +141,18 @@ void remove_job_from(NftBatch& b, const NftRemoveJob& op) {
     if (op.dscp) b.elements(NFT_MSG_DELSETELEM, nft_dscp_set_name(*op.dscp), {Element{op.cgroup_id, {}}});
 }
 
+std::vector<std::string> split_path(const std::string& path) {
+    std::vector<std::string> out;
+    std::size_t pos = 0;
+    while (pos <= path.size()) {
+        std::size_t slash = path.find('/', pos);
+        std::string part = path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+        if (!part.empty() && part != ".") out.push_back(part);
+        if (slash == std::string::npos) break;
+        pos = slash + 1;
+    }
+    return out;
+}
 
 class NftablesPacketMarker final : public PacketMarker {
 public:
@@ -174,7 +186,7 @@ public:
         struct stat st {};
         if (::stat(dir.c_str(), &st) != 0) return fail("lanes: cgroup " + dir + ": " + std::strerror(errno));
         if (!S_ISDIR(st.st_mode)) return fail("lanes: cgroup " + dir + ": not a directory");
-        return MarkedCgroup{static_cast<uint64_t>(st.st_ino), cgroup_level(mount_, dir)};
+        return MarkedCgroup{static_cast<uint64_t>(st.st_ino), cgroup_level(mount_, cgroup)};
     }
 
     Result<MarkedCgroup> add_job(const NftEnsureJob& in, bool* base_rebuilt) override {
@@ -522,6 +534,10 @@ std::vector<uint8_t> nft_remove_job_batch(const NftRemoveJob& op, uint32_t seq) 
     NftBatch b(seq);
     remove_job_from(b, op);
     return b.finish();
+}
+
+int cgroup_level(const Cgroup2Mount& mount, const std::string& relative) {
+    return static_cast<int>(split_path(mount.root).size() + split_path(relative).size());
 }
 
 Result<std::unique_ptr<PacketMarker>> make_nftables_packet_marker(const Cgroup2Mount& mount, LogSink log) {

@@ -134,4 +134,8 @@ std::vector<uint8_t> nft_add_jobs_batch(const std::vector<NftEnsureJob>& jobs, u
 std::string nft_dscp_set_name(uint8_t dscp);       // "dscp_34"
 std::string nft_priority(uint32_t priority);       // 0x1a4e0007 -> "1a4e:7"
 
+// The level of a dir relative to the cgroup2 mount ("lanes/job_7" -> 2 on a
+// mount of "/"): components of the mount's root plus those of the path.
+int cgroup_level(const Cgroup2Mount& mount, const std::string& relative);
+
 }  // namespace lanes
