@@ -19,7 +19,7 @@ int run_check(const Options& options, const Context& context) {
         report.ok = true;
         summarize(*(*classifier)->config(), report);
     } else {
-        report.errors = parse_diagnostics(classifier.error().message);
+        report.errors = diagnostics_of(classifier.error());
     }
     if (options.json) {
         print_json(check_json(report));

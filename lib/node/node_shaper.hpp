@@ -10,6 +10,9 @@
 //                                     no nft, reads the job's state file only.
 //   slurm_spank_job_epilog            open() + remove()  (absent job = success)
 //   slurmd start / lanesctl gc        reconcile(alive)   lanesctl gc --all: remove_all()
+//   lanesctl reapply                  reapply()          (after nft flush ruleset)
+//   every prolog                      apply() notices a missing table and re-marks
+//                                     every job from its state file
 //   lanesctl status                   list() + counters()
 //
 // Concurrency: apply/remove/reconcile/remove_all hold flock(state_dir/lock) for the
@@ -98,6 +101,20 @@ public:
 
     // Every job, then the nft table and our root qdisc on every selected NIC.
     Result<void> remove_all();
+
+    // After `nft flush ruleset` (Debian's nftables.conf starts with it; `systemctl
+    // reload nftables`) or a `tc qdisc del`, every running job's marks/classes are
+    // gone. check() compares the kernel with the state files (cheap: a few
+    // netlink dumps, no change); reapply() puts back the nft table with every
+    // job's marks (one transaction) and every job's tc classes. With `only_if_needed`
+    // nothing is touched when check() finds everything in place.
+    struct Reapplied {
+        bool needed = false;          // something was missing
+        std::size_t jobs = 0;         // jobs with state files
+        std::string what;             // what was missing, for the log
+    };
+    Result<Reapplied> check();
+    Result<Reapplied> reapply(bool only_if_needed);
 
     // The NICs selected for this node, as seen at open().
     const std::vector<NicFacts>& nics() const;

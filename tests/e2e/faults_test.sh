@@ -17,7 +17,7 @@ cgroup_root=$E2E_CGROUP_ROOT
 node_state() {
     local node=$1
     cluster_run_node "$node" tc class show dev eth0 | grep -E 'class htb 1a4e:' | grep -vE '1a4e:(1|fffe) ' || true
-    cluster_run_node "$node" nft list table inet lanes 2>/dev/null | grep -E 'chain job_|: goto job_' || true
+    cluster_run_node "$node" nft list table inet lanes 2>/dev/null | grep -E 'job_[0-9]+' || true  # elements by cgroup path
     ls "$state_root/$node" 2>/dev/null | grep '^job_' || true
     ls "$cgroup_root/$node" 2>/dev/null | grep '^job_' || true
 }
@@ -92,7 +92,7 @@ cluster_wait_job "$id" RUNNING 30 >/dev/null
 # RUNNING can be reported while the node's prolog is still applying the class.
 for _ in $(seq 50); do [[ -n $(node_state infer1) ]] && break; sleep 0.1; done
 e2e_check "its node still applies marks from the last good config" \
-    bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}infer1 nft list chain inet lanes job_$id | grep -q af41"
+    bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}infer1 nft list set inet lanes dscp_34 | grep -q job_$id"
 cluster_wait_job "$id" COMPLETED 30 >/dev/null
 e2e_check "slurmctld logged the broken lanes.toml with file:line" \
     grep -qE 'lanes.toml:[0-9]+' "$CLUSTER_LOG_DIR/slurmctld.log"

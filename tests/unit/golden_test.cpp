@@ -112,6 +112,28 @@ TEST(Golden, JobFromJson) {
     EXPECT_FALSE(job_from_json(*neg));
 }
 
+TEST(Golden, GpusFromTresLikeThePlugin) {
+    // Without "gpus", the TRES strings count, exactly as job_submit/lanes counts them.
+    struct Case {
+        const char* json;
+        uint32_t gpus;
+    } cases[] = {
+        {R"({"tres_per_node": "gres:gpu:4"})", 4},
+        {R"({"tres_per_node": "gres:gpu:4", "min_nodes": 2})", 8},
+        {R"({"tres_per_job": "gres/gpu:8"})", 8},
+        {R"({"tres_per_job": "gres/gpu:a100:2,gres/gpu=1"})", 3},
+        {R"({"tres_per_task": "gres/gpu:1", "num_tasks": 6})", 6},
+        {R"({"tres_per_node": "gres:gpu:4", "gpus": 1})", 1},  // given explicitly: kept
+    };
+    for (const auto& c : cases) {
+        auto v = json::parse(c.json);
+        ASSERT_TRUE(v) << c.json;
+        auto j = job_from_json(*v);
+        ASSERT_TRUE(j) << j.error().message;
+        EXPECT_EQ(j->gpus, c.gpus) << c.json;
+    }
+}
+
 TEST(Golden, Timestamps) {
     EXPECT_EQ(format_timestamp_utc(*parse_timestamp("2026-12-01T09:00:00+01:00")), "2026-12-01T08:00:00Z");
     EXPECT_EQ(format_timestamp_utc(*parse_timestamp("2026-06-01T00:30-02:30")), "2026-06-01T03:00:00Z");
