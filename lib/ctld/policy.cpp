@@ -328,6 +328,17 @@ int parse_duration_noexcept(const char* p, size_t n, uint32_t* minutes) noexcept
 
 // --- the hook: budgets and the line classify() returned from ---------------
 
+// Records the first budget the state has run past; true once one has been.
+bool note_overrun(LuaState* s) {
+    if (s->abort == Abort::None) {
+        if (s->instructions > s->instruction_budget)
+            s->abort = Abort::Instructions;
+        else if (Clock::now() > s->deadline)
+            s->abort = Abort::Time;
+    }
+    return s->abort != Abort::None;
+}
+
 void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
     LuaState* s = state_of(L);
     bool is_call = ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL;
@@ -347,13 +358,7 @@ void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
                 std::memcpy(s->last_src, ar->short_src, sizeof s->last_src);
             }
         }
-        if (s->abort == Abort::None) {
-            if (s->instructions > s->instruction_budget)
-                s->abort = Abort::Instructions;
-            else if (Clock::now() > s->deadline)
-                s->abort = Abort::Time;
-        }
-        if (s->abort == Abort::None) return;
+        if (!note_overrun(s)) return;
         // From now on fire on every instruction and call, so pcall() in the
         // script cannot swallow the abort and carry on.
         lua_sethook(L, budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
@@ -419,13 +424,7 @@ void arm_budget(LuaState* s, int factor) {
 void charge_steps(lua_State* L, uint64_t steps) {
     LuaState* s = state_of(L);
     s->instructions += steps;
-    if (s->abort == Abort::None) {
-        if (s->instructions > s->instruction_budget)
-            s->abort = Abort::Instructions;
-        else if (Clock::now() > s->deadline)
-            s->abort = Abort::Time;
-    }
-    if (s->abort == Abort::None) return;
+    if (!note_overrun(s)) return;
     lua_sethook(L, budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
     luaL_where(L, 1);
     if (s->abort == Abort::Instructions)

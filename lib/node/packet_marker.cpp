@@ -59,7 +59,7 @@ struct Element {
 // rebuild of thousands of elements must not fill the socket with acks.
 class NftBatch {
 public:
-    explicit NftBatch(uint32_t first_seq) : seq_(first_seq) { add_frame(NFNL_MSG_BATCH_BEGIN); }
+    explicit NftBatch(uint32_t first_seq) : seq_(first_seq), first_(first_seq) { add_frame(NFNL_MSG_BATCH_BEGIN); }
     ~NftBatch() {
         for (nl_msg* m : msgs_) nlmsg_free(m);
     }
@@ -85,7 +85,8 @@ public:
     }
 
     bool empty() const { return msgs_.size() <= 1; }
-    uint32_t first_seq() const { return nlmsg_hdr(msgs_.front())->nlmsg_seq; }
+    // Kept as numbers: both stay valid after finish() has freed the messages.
+    uint32_t first_seq() const { return first_; }
     uint32_t last_seq() const { return last_; }
 
     // The whole batch as bytes; the builder is spent afterwards.
@@ -113,6 +114,7 @@ private:
     void add_frame(int type) { msgs_.push_back(nfnl_frame(type, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq_++)); }
 
     uint32_t seq_;
+    uint32_t first_;
     uint32_t last_ = 0;
     std::vector<nl_msg*> msgs_;
 };

@@ -158,11 +158,12 @@ grep -q "would reapply" "$TMP/dry.out" || fail "reapply --dry-run: $(cat "$TMP/d
 $NA nft list tables | grep -q "inet lanes" && fail "reapply --dry-run changed something"
 json=$(ctl reapply --json) || fail "reapply: $json"
 echo "$json" | py "
-assert d['reapplied'] is True and d['jobs'] == 2, d
+assert d['reapplied'] is True and d['jobs'] == 3, d
 assert 'missing' in d['missing'] or 'marks' in d['missing'], d
 " || fail "reapply --json: $json"
 $NA nft list table inet lanes | grep -q "job_102" || fail "job 102 not re-marked: $($NA nft list table inet lanes)"
 $NA nft list table inet lanes | grep -q "job_103" || fail "job 103 not re-marked"
+$NA nft list table inet lanes | grep -q "job_104" || fail "job 104 not re-marked"
 out=$(ctl reapply) || fail "second reapply: $out"
 echo "$out" | grep -q "nothing to reapply" || fail "second reapply: $out"
 

@@ -96,8 +96,14 @@ done
 grep -qx 'include /etc/slurm/plugstack.conf.d/\*.conf' "$root/etc/slurm/plugstack.conf" &&
     grep -q '^required spank_lanes.so config=/etc/slurm/lanes.toml' "$root/etc/slurm/plugstack.conf.d/lanes.conf" &&
     ok "Debian's plugstack.conf includes the package's lanes.conf" || bad "plugstack snippet not where Debian's plugstack.conf includes it"
-chroot "$root" lanesctl --config /usr/share/doc/lanes-slurm-plugins/examples/lanes.toml check >"$work/check.log" 2>&1 &&
-    ok "installed lanesctl checks the installed example lanes.toml" || { cat "$work/check.log"; bad "lanesctl check of the example"; }
+# As README.Debian says: the example lanes.toml and policy into /etc/slurm
+# (the example names its policy lanes.lua), then lanesctl check.
+mkdir -p "$work/site" && cp "$root/usr/share/doc/lanes-slurm-plugins/examples/lanes.toml" "$work/site/" &&
+    cp "$root/usr/share/doc/lanes-slurm-plugins/examples/default.lua" "$work/site/lanes.lua" &&
+    mkdir -p "$root/tmp/site" && cp "$work/site/"* "$root/tmp/site/"
+chroot "$root" lanesctl --config /tmp/site/lanes.toml check >"$work/check.log" 2>&1 &&
+    ok "installed lanesctl checks the installed example lanes.toml and policy" ||
+    { cat "$work/check.log"; bad "lanesctl check of the example"; }
 
 # 3. The e2e tests inside the root, on the installed files only: the scripts
 # are copied in, nothing of the build tree is.
