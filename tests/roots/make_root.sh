@@ -204,7 +204,7 @@ mmdebstrap --mode=root --variant=minbase --format=directory --skip=download/empt
     tail -40 "$work/mmdebstrap.log" >&2
     die "mmdebstrap $suite failed"
 }
-say "$suite root built in $(secs) s; caching it"
+say "$name root built in $(secs) s; caching it"
 tar -c --numeric-owner -C "$work/root" . | zstd -q -T0 -3 -o "$work/root.tar.zst" ||
     die "cannot pack the $suite root"
 mv -f "$work/root.tar.zst" "$tarball"
@@ -215,4 +215,4 @@ find "$cache/roots" -maxdepth 1 -name "$name-*.tar.zst" ! -name "$name-$key.tar.
     awk -F_ '{ if ($1 == prev) print last; prev = $1; last = $0 }' | xargs -r rm -f --)
 [[ -d $dest ]] && rmdir "$dest"
 mv "$work/root" "$dest" || die "cannot move the root to $dest"
-say "$suite root ready at $dest in $(secs) s (cache: $tarball, $(du -sh "$tarball" | cut -f1))"
+say "$name root ready at $dest in $(secs) s (cache: $tarball, $(du -sh "$tarball" | cut -f1))"
