@@ -37,7 +37,7 @@ while (($#)); do
     esac
 done
 ((EUID == 0)) || { echo "closed_loop: run as root" >&2; exit 1; }
-for t in prometheus iperf3 gnuplot; do
+for t in prometheus prometheus-node-exporter iperf3 gnuplot; do
     command -v "$t" >/dev/null || { echo "closed_loop: $t missing (contrib/install-deps.sh)" >&2; exit 1; }
 done
 slo_ms=${CL_SLO_MS:-10}
@@ -108,6 +108,9 @@ scrape_configs:
   - job_name: probe
     static_configs:
       - targets: ['127.0.0.1:9101']
+  - job_name: lanes   # the training nodes' textfiles (node_exporter, started below)
+    static_configs:
+      - targets: ['127.0.0.1:9111', '127.0.0.1:9112']
 YML
 fabric_spawn far "$out/prometheus.log" prometheus --config.file="$out/prometheus.yml" \
     --storage.tsdb.path="$out/tsdb" --web.listen-address="0.0.0.0:9090" --log.level=warn >/dev/null
@@ -143,19 +146,25 @@ for node in train1 train2; do
     pids+=($!)
 done
 
-# Training throughput: the job's byte counters on both nodes, once a second.
+# Training throughput: the job's byte counters on both nodes, once a second,
+# from the node textfile `lanesctl status --prometheus` writes (what
+# lanes-metrics.service does); a node_exporter per node serves it to
+# Prometheus, for `lanesctl report` at the end.
+for node in train1 train2; do
+    mkdir -p "$out/textfile-$node"
+    port=$((9110 + ${node: -1}))
+    fabric_spawn far "$out/node-exporter-$node.log" prometheus-node-exporter --web.listen-address="127.0.0.1:$port" \
+        --collector.disable-defaults --collector.textfile --collector.textfile.directory="$out/textfile-$node" >/dev/null
+    pids+=("$FABRIC_SPAWNED")
+done
 (
     for _ in $(seq $((total + 10))); do
         b=0
         for node in train1 train2; do
-            n=$(cluster_run_node "$node" env SLURMD_NODENAME="$node" "$lanesctl" --config "$conf" status --node "$node" \
-                --json 2>/dev/null | python3 -c '
-import json, sys
-try:
-    jobs = json.load(sys.stdin)["jobs"]
-except Exception:
-    jobs = []
-print(sum(d.get("bytes", 0) for j in jobs if j.get("job_id") == int(sys.argv[1]) for d in j.get("devices", [])))' "$train_id")
+            cluster_run_node "$node" env SLURMD_NODENAME="$node" "$lanesctl" --config "$conf" status --node "$node" \
+                --prometheus "$out/textfile-$node/lanes.prom" 2>/dev/null
+            n=$(awk -v id="$train_id" '$1 ~ "^lanes_job_bytes_total[{]" && index($1, "hpc_job=\"" id "\"") { s += $2 }
+                END { printf "%.0f\n", s }' "$out/textfile-$node/lanes.prom" 2>/dev/null)
             b=$((b + ${n:-0}))
         done
         printf '%s %s\n' "$(date +%s.%N)" "$b"
@@ -193,6 +202,10 @@ with open(sys.argv[3], "w") as f:
             if v not in ("NaN", "+Inf"):
                 f.write("%s %s\n" % (t, v))
 PY
+# The same run as lanesctl report sees it: 10 s rows, training bytes next to the SLO.
+fabric_exec far "$lanesctl" --config "$conf" report --prometheus http://127.0.0.1:9090 --slo "${slo_ms}ms" \
+    --from "@$t0" --to "@$t1" --step 10s ${plot:+--plot "${plot%.png}-report.png"} >"$out/report.txt" 2>&1
+cat "$out/report.txt"
 cluster_run_ctl scancel "$train_id" "$serve_id" >/dev/null 2>&1
 
 # The timeline: figures on stdout, the chart with --plot.
