@@ -19,7 +19,11 @@
 # (the SLO is met and the load is low), so a tightened training does not
 # bounce back while the load that needed it lasts.
 #
+# It prints the timeline's figures, then `lanesctl report` over the run (10 s
+# rows: training bytes from Lanes' counters next to p99 and SLO attainment).
+#
 #   bash bench/closed_loop.sh [--plot docs/closed-loop.png] [--out DIR]
+#   (--plot also writes the report's chart next to it: docs/closed-loop-report.png)
 # Settings: CL_SLO_MS (10), CL_LOW_RATE (200 req/s), CL_HIGH_RATE (1500),
 # CL_REPLY_BYTES (4096), CL_PHASES ("20 45 30": seconds of low, high, low load),
 # CL_BUSY_CEIL (25Mbit). Needs root and a built tree (LANES_BUILDDIR, ./build).
