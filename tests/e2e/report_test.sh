@@ -193,6 +193,18 @@ run_report --step ${step}s --noheader >"$mon/report.human" 2>>"$mon/report.err"
 e2e_check "the table has the same rows, no header" \
     bash -c "[ \$(wc -l <'$mon/report.human') -eq \$((\$(wc -l <'$mon/report.txt') - 1)) ] && ! grep -q BEGIN '$mon/report.human'"
 
+# --prometheus SIGNAL: a [signals.NAME]'s URL (and TLS, token) serve as well; the same rows.
+cp "$conf" "$mon/lanes.toml"
+cat >>"$mon/lanes.toml" <<TOML
+
+[signals.prom]
+url = "$PROM"
+query = "up"
+TOML
+cluster_run_node train1 env TZ=UTC "$E2E_LANESCTL" --config "$mon/lanes.toml" report --prometheus prom --slo 2ms \
+    --from "@$t_a" --to "@$t_c" --step ${step}s --parsable >"$mon/report-signal.txt" 2>>"$mon/report.err"
+e2e_check "--prometheus prom (a [signals.NAME]) gives the same rows" cmp "$mon/report.txt" "$mon/report-signal.txt"
+
 png=$mon/report.png
 run_report --step ${step}s --plot "$png" >/dev/null 2>>"$mon/report.err"
 e2e_check "report --plot exits 0" test $? -eq 0
