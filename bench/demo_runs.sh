@@ -78,7 +78,7 @@ for p in sorted(glob.glob(os.path.join(out, "run-*.json")), key=key):
                      "train": j["train_mbit_lanes"], "train_plain": j["train_mbit_nolanes"],
                      "leftover": j["leftover_mbit"], "mtu": j.get("mtu"),
                      "lag": max(x.get("max_send_lag_ms", 0) for x in (f, l)),
-                     "load": load_of(p)})
+                     "load": load_of(p), "gso": j.get("gso_max_size_train1")})
     except Exception as e:
         print("demo_runs: %s: no result (%s)" % (p, e), file=sys.stderr)
 if not rows:
@@ -102,6 +102,10 @@ print("%d runs (MTU %s). p99 with Lanes / no load: median %.2fx, min %.2fx, max 
           len(rows), rows[0]["mtu"], med("rl"), min(r["rl"] for r in rows), max(r["rl"] for r in rows), met,
           len(rows), med("rw"), min(r["rw"] for r in rows), max(r["rw"] for r in rows), med("share"),
           min(r["share"] for r in rows), tmet, len(rows)))
+gso = sorted({r["gso"] for r in rows if r["gso"]})
+if gso:
+    print("gso_max_size of train1's fabric NIC while the training job ran (spank_lanes' burst bound): %s bytes"
+          % ", ".join(str(g) for g in gso))
 with open(dat, "w") as f:
     # label, median p99, min, max, median p50 (for the chart)
     for label, k, k50, color in (("no load", "floor", "floor50", 0x888888),
