@@ -13,7 +13,8 @@
 # the machine (kernel work, other load) can delay it; it shows the runs in which
 # the machine stalled. "load" is the 1-minute load average before the run and
 # right after it (/proc/loadavg): other work on the machine, the run's own
-# load included in the second figure.
+# load included in the second figure. The summary also compares every run with
+# the median no-load p99 of all runs (one stall can inflate a run's own).
 #
 #   --runs N       demo runs (default 10)
 #   --out DIR      where each run's log and JSON go (default: a new temp dir)
@@ -102,6 +103,12 @@ print("%d runs (MTU %s). p99 with Lanes / no load: median %.2fx, min %.2fx, max 
           len(rows), rows[0]["mtu"], med("rl"), min(r["rl"] for r in rows), max(r["rl"] for r in rows), met,
           len(rows), med("rw"), min(r["rw"] for r in rows), max(r["rw"] for r in rows), med("share"),
           min(r["share"] for r in rows), tmet, len(rows)))
+# A run's own no-load p99 can be inflated by one stall of the machine (then its
+# ratio looks better than it is); against the median no-load p99 of all runs:
+fl = med("floor")
+print("Against the median no-load p99 of all runs (%.2f ms): with Lanes median %.2fx, max %.2fx; <= 1.5x in %d of %d "
+      "runs." % (fl, med("with") / fl, max(r["with"] for r in rows) / fl, sum(r["with"] / fl <= 1.5 for r in rows),
+                 len(rows)))
 gso = sorted({r["gso"] for r in rows if r["gso"]})
 if gso:
     print("gso_max_size of train1's fabric NIC while the training job ran (spank_lanes' burst bound): %s bytes"
