@@ -11,7 +11,8 @@
 set -uo pipefail
 src=${LANES_SRCDIR:?run through make check}
 ((EUID == 0)) || { echo "SKIP: needs root (a private mount namespace over /usr/sbin)"; exit 77; }
-command -v unshare >/dev/null || { echo "SKIP: no unshare"; exit 77; }
+unshare -m bash -c 'mount --make-rprivate / && mount -t tmpfs lanes-test /usr/sbin' 2>/dev/null ||
+    { echo "SKIP: cannot make a private mount namespace (unshare -m) here"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lanes-install-deps.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin"
