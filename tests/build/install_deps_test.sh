@@ -45,6 +45,7 @@ bad() { echo "FAIL: $*"; status=1; }
 # holding a policy-rc.d of our own in the "present" case; prints the script's
 # exit status, then what /usr/sbin/policy-rc.d held afterwards (or "gone").
 run_case() {
+    # shellcheck disable=SC2016  # the inner script expands in the namespace's bash
     LANES_TEST_LOG=$tmp/log-$1 PATH=$tmp/bin:$PATH unshare -m bash -c '
         mount --make-rprivate / && mount -t tmpfs lanes-test /usr/sbin || exit 99
         if [[ $1 == present ]]; then
