@@ -73,6 +73,7 @@ public:
     explicit TimedMarker(std::unique_ptr<PacketMarker> in) : in_(std::move(in)) {}
     Result<void> ensure_base(const std::vector<int>& l) override { return in_->ensure_base(l); }
     Result<void> add_job(const NftEnsureJob& o) override { Timer t{"nft: add job (1 transaction)"}; return in_->add_job(o); }
+    Result<void> add_job_cgroup(uint32_t j, uint64_t id) override { return in_->add_job_cgroup(j, id); }
     Result<void> remove_job(const NftRemoveJob& o) override { Timer t{"nft: remove job (1 transaction)"}; return in_->remove_job(o); }
     Result<void> remove_all() override { return in_->remove_all(); }
 private:

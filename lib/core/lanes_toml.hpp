@@ -111,6 +111,9 @@ struct NodeConfig {
     std::string state_dir = "/run/lanes";
     std::string cgroup_root = "auto";      // auto: Slurm's cgroup v2 job dir, else own dir
     std::optional<uint64_t> default_link_speed_bits;
+    // A task Lanes should classify and cannot: "fail" its launch (default), or
+    // "warn" and let it run unclassified.
+    bool classify_failure_warns = false;
 };
 
 struct Config {

@@ -43,14 +43,28 @@ struct NodeShaper::Impl {
 
     // ---- open -------------------------------------------------------------------
 
+    // What is wrong with this node's [[nodes.nic]] setup (shaping goes on with
+    // the NICs that work): logged, and shown by lanesctl check --node.
+    std::vector<std::string> problems;
+
+    void problem(const std::string& what) {
+        problems.push_back(what);
+        say(LogLevel::Error, what);
+    }
+
+    // Shape what matches: a selector that matches no interface, a NIC whose link
+    // is down or whose speed is unknown is reported and skipped. Fails only when
+    // none is left although the node has selectors ("nothing configured for this
+    // node" is selects_nics() == false, checked by the caller).
     Result<void> select_nics() {
         std::vector<std::string> all;
-        bool listed = false;
+        bool listed = false, selected = false;
         for (const auto& sel : config.nics) {
-            std::string where = "lanes: [[node.nic]] at line " + std::to_string(sel.line);
+            std::string where = "lanes: [[nodes.nic]] at line " + std::to_string(sel.line);
             auto match = hostlist_matches(sel.nodes, hostname);
             if (!match) return fail(where + ": nodes: " + match.error().message);
             if (!*match) continue;
+            selected = true;
             std::vector<std::string> devices;
             if (!sel.device.empty()) {
                 if (!listed) {
@@ -61,17 +75,26 @@ struct NodeShaper::Impl {
                 }
                 for (const auto& dev : all)
                     if (fnmatch(sel.device.c_str(), dev.c_str(), 0) == 0) devices.push_back(dev);
-                if (devices.empty())
-                    return fail(where + ": no interface on " + hostname + " matches device \"" + sel.device + "\"");
+                if (devices.empty()) {
+                    problem(where + ": no interface on " + hostname + " matches device \"" + sel.device + "\"");
+                    continue;
+                }
             } else if (!sel.route_to.empty()) {
                 auto d = tc->route_device(sel.route_to);
-                if (!d) return fail(where + ": " + d.error().message);
+                if (!d) {
+                    problem(where + ": " + d.error().message);
+                    continue;
+                }
                 devices.push_back(*d);
             } else {
                 return fail(where + ": needs device or route_to");
             }
             for (const auto& dev : devices) {
                 if (std::any_of(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev; })) continue;
+                if (link_is_down(dev)) {
+                    problem("lanes: NIC " + dev + ": link is down; not shaped until it is up");
+                    continue;
+                }
                 NicFacts f;
                 f.device = dev;
                 auto idx = tc->ifindex(dev);
@@ -83,14 +106,28 @@ struct NodeShaper::Impl {
                     f.link_speed_bits = *sysfs;
                 else
                     f.link_speed_bits = config.default_link_speed_bits.value_or(0);
-                if (f.link_speed_bits == 0)
-                    say(LogLevel::Error, "lanes: NIC " + dev + ": link speed unknown (sysfs has none); set link_speed "
-                                         "in its [[node.nic]] or node.default_link_speed");
+                if (f.link_speed_bits == 0) {
+                    problem("lanes: NIC " + dev + ": link speed unknown (the driver reports none, as virtio "
+                            "does); not shaped: set link_speed in its [[nodes.nic]] (" + where.substr(7) +
+                            ") or nodes.default_link_speed");
+                    continue;
+                }
                 nics.push_back(std::move(f));
             }
         }
-        if (nics.empty()) return fail("lanes: no [[node.nic]] selects an interface on node " + hostname);
+        if (!selected) return fail("lanes: no [[nodes.nic]] selects node " + hostname);
+        if (nics.empty()) {
+            std::string all_problems;
+            for (const auto& p : problems) all_problems += (all_problems.empty() ? "" : "; ") + p.substr(7);
+            return fail("lanes: no NIC of node " + hostname + " can be shaped: " + all_problems);
+        }
         return {};
+    }
+
+    static bool link_is_down(const std::string& dev) {
+        std::ifstream in("/sys/class/net/" + dev + "/operstate");
+        std::string state;
+        return in && std::getline(in, state) && state == "down";
     }
 
     // The leaf qdisc kind, probed once per boot (cached in state_dir).
@@ -132,6 +169,20 @@ struct NodeShaper::Impl {
 
     // ---- per job ----------------------------------------------------------------
 
+    // Slurm's job_<id> dir: where it is, else where this node's stepd scope will
+    // make it; nullopt when Slurm's cgroup/v2 plugin does not run here.
+    std::optional<std::string> slurm_job_dir(uint32_t job_id) {
+        auto scopes = cgroups->slurm_stepd_scopes();
+        const std::string job = "/job_" + std::to_string(job_id);
+        for (const auto& scope : scopes)
+            if (cgroups->exists(scope + job)) return scope + job;
+        if (scopes.empty()) return std::nullopt;
+        // Several slurmd on one host: the scope named after this node.
+        for (const auto& scope : scopes)
+            if (scope.ends_with("/" + hostname + "_slurmstepd.scope")) return scope + job;
+        return scopes.front() + job;
+    }
+
     Result<void> refresh_nic_facts() {
         for (auto& nic : nics) {
             auto idx = tc->ifindex(nic.device);
@@ -171,6 +222,7 @@ struct NodeShaper::Impl {
                 }
                 NftEnsureJob with_id = o;
                 with_id.cgroup_id = state.cgroup_id;
+                with_id.chain_only = state.cgroup_slurm && state.cgroup_id == 0;
                 return self.marker->add_job(with_id);
             }
             Result<void> operator()(const NftRemoveJob& o) { return self.marker->remove_job(o); }
@@ -198,13 +250,13 @@ struct NodeShaper::Impl {
         auto r = refresh_nic_facts();
         if (!r) return fail(job + ": " + r.error().message);
 
+        // Where Slurm's cgroup/v2 plugin runs (a stepd scope exists), the job is
+        // keyed on Slurm's job_<id> dir: no task leaves Slurm's tree. With
+        // PrologFlags=Contain that dir does not exist yet; the job's first step
+        // (the extern step) keys it (classify_step).
         std::optional<std::string> slurm_dir;
         if ((config.cgroup_root == "auto" || config.cgroup_root.empty()) && mount.mount_point == kNftCgroupBase)
-            for (const auto& scope : cgroups->slurm_stepd_scopes())
-                if (std::string dir = scope + "/job_" + std::to_string(req.job_id); cgroups->exists(dir)) {
-                    slurm_dir = dir;
-                    break;
-                }
+            slurm_dir = slurm_job_dir(req.job_id);
         auto place = place_job_cgroup(config.cgroup_root, mount, req.job_id, slurm_dir);
         if (!place) return std::unexpected(place.error());
 
@@ -224,7 +276,7 @@ struct NodeShaper::Impl {
             claimed = true;
         }
 
-        NodeFacts facts{nics, leaf_kind, place->dir, place->parent, place->key, place->owned};
+        NodeFacts facts{nics, leaf_kind, place->dir, place->parent, place->key, place->owned, !place->owned};
         auto plan = plan_apply(config, facts, req, minor, *previous);
         if (!plan) {
             if (claimed) (void)store.release_minor(minor, req.job_id);
@@ -336,6 +388,16 @@ Result<std::unique_ptr<NodeShaper>> NodeShaper::open_with(const NodeConfig& conf
 
 Result<JobState> NodeShaper::apply(const JobNetRequest& request) { return impl_->apply(request); }
 
+bool NodeShaper::selects_nics(const NodeConfig& config, const std::string& hostname) {
+    for (const auto& sel : config.nics) {
+        auto match = hostlist_matches(sel.nodes, hostname);
+        if (!match || *match) return true;  // a bad expression is open()'s error to report
+    }
+    return false;
+}
+
+const std::vector<std::string>& NodeShaper::problems() const { return impl_->problems; }
+
 Result<void> NodeShaper::attach(uint32_t job_id, pid_t pid) {
     auto st = impl_->store.load(job_id);
     if (!st) return std::unexpected(st.error());
@@ -351,6 +413,72 @@ Result<void> NodeShaper::attach_task(const NodeConfig& config, uint32_t job_id, 
     if (!*st) return fail("lanes: job " + std::to_string(job_id) + ": no shaping state on this node (prolog not run?)");
     if (!(*st)->cgroup_owned) return {};
     return make_cgroup_tree()->attach((*st)->cgroup, pid);
+}
+
+Result<void> NodeShaper::record_unshaped(const NodeConfig& config, uint32_t job_id, const std::string& class_name,
+                                         const std::string& why) {
+    JobStateStore store(config.state_dir);
+    auto r = store.prepare();
+    if (!r) return r;
+    auto lock = store.lock();
+    if (!lock) return std::unexpected(lock.error());
+    auto existing = store.load(job_id);
+    if (!existing) return std::unexpected(existing.error());
+    if (*existing && (*existing)->unshaped.empty()) return {};  // shaped by an earlier prolog run
+    JobState st;
+    st.job_id = job_id;
+    st.class_name = class_name;
+    st.boot_id = current_boot_id();
+    st.unshaped = why.empty() ? "nothing to shape" : why;
+    for (char& c : st.unshaped)
+        if (c == '\n' || c == '\r') c = ' ';
+    return store.save(st);
+}
+
+Result<void> NodeShaper::forget_unshaped(const NodeConfig& config, uint32_t job_id) {
+    JobStateStore store(config.state_dir);
+    auto st = store.load(job_id);
+    if (!st) return std::unexpected(st.error());
+    if (!*st || (*st)->unshaped.empty()) return {};
+    return store.erase(job_id);
+}
+
+Result<JobState> NodeShaper::classify_step(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
+                                           LogSink log) {
+    const std::string job = "lanes: JobId=" + std::to_string(job_id) + ": ";
+    JobStateStore store(config.state_dir);
+    auto st = store.load(job_id);
+    if (!st) return std::unexpected(st.error());
+    if (!*st)
+        return fail(job + "no Lanes record on this node (the prolog did not run, or its record was removed)");
+    if (!(*st)->unshaped.empty() || !(*st)->cgroup_slurm) return **st;  // nothing to key, or our own cgroup
+    auto cgroups = make_cgroup_tree();
+    auto impl = std::make_unique<Impl>(config, hostname, log);
+    impl->cgroups = std::move(cgroups);
+    auto dir = impl->slurm_job_dir(job_id);
+    if (!dir || !impl->cgroups->exists(*dir))
+        return fail(job + "Slurm's job cgroup job_" + std::to_string(job_id) + " not found under any slurmstepd.scope" +
+                    (dir ? " (looked for " + *dir + ")" : ""));
+    auto id = impl->cgroups->dir_id(*dir);
+    if (!id) return fail(job + id.error().message);
+    if ((*st)->cgroup_id == *id && (*st)->cgroup == *dir) return **st;  // keyed by an earlier step: no nft
+    auto lock = store.lock();
+    if (!lock) return std::unexpected(lock.error());
+    auto fresh = store.load(job_id);  // an epilog may have run meanwhile
+    if (!fresh) return std::unexpected(fresh.error());
+    if (!*fresh) return fail(job + "its Lanes record was removed while the step started");
+    JobState state = **fresh;
+    auto marker = make_nftables_packet_marker(log);
+    if (!marker) return fail(job + marker.error().message);
+    auto r = (*marker)->add_job_cgroup(job_id, *id);
+    if (!r) return fail(job + r.error().message);
+    state.cgroup = *dir;
+    state.cgroup_key = relative_path(*dir, kNftCgroupBase);
+    state.cgroup_id = *id;
+    r = store.save(state);
+    if (!r) return std::unexpected(r.error());
+    if (log) log(LogLevel::Info, job + "traffic keyed on Slurm's cgroup " + state.cgroup_key);
+    return state;
 }
 
 Result<void> NodeShaper::remove(uint32_t job_id) {

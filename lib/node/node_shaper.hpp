@@ -81,6 +81,23 @@ public:
     // Same without opening netlink/nft: for slurm_spank_task_init_privileged.
     static Result<void> attach_task(const NodeConfig& config, uint32_t job_id, pid_t pid);
 
+    // Prolog, when nothing is shaped for the job on this node (no Lanes decision,
+    // a class without network settings, no NIC configured here): a record saying
+    // why, so that a missing record at task launch is an error, never "nothing to
+    // do". An existing shaped state is left as it is.
+    static Result<void> record_unshaped(const NodeConfig& config, uint32_t job_id, const std::string& class_name,
+                                        const std::string& why);
+    // Epilog without a shaper (nothing configured here): drop such a record.
+    static Result<void> forget_unshaped(const NodeConfig& config, uint32_t job_id);
+
+    // Every step's start (slurmstepd, as root; Slurm's job cgroup exists by then)
+    // and each task: where the job is keyed on Slurm's job_<id> dir, make sure the
+    // nft map holds that dir's id (once; later calls only read the state file and
+    // stat the dir). Fails, naming the job, when the job has no state here or
+    // Slurm's dir cannot be found or keyed: the caller fails the launch.
+    static Result<JobState> classify_step(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
+                                          LogSink log = {});
+
     // Epilog: the job's classes, nft chain + map element, cgroup dir (moving any
     // leftover pids to the parent first), state file. Absent = success; a kernel
     // object already gone is not an error.
@@ -101,6 +118,12 @@ public:
 
     // The NICs selected for this node, as seen at open().
     const std::vector<NicFacts>& nics() const;
+    // What open() skipped and why (selector matching no interface, link down,
+    // link speed unknown): shaping goes on with the rest.
+    const std::vector<std::string>& problems() const;
+    // Does any [[nodes.nic]] apply to `hostname`? false = nothing configured for
+    // this node (not an error: its jobs run unshaped, recorded as such).
+    static bool selects_nics(const NodeConfig& config, const std::string& hostname);
     // "fq_codel" or "pfifo".
     const std::string& leaf_qdisc_kind() const;
 

@@ -239,7 +239,15 @@ std::vector<uint8_t> add_job_batch(const NftEnsureJob& op, uint32_t seq, uint32_
         b.rule(chain, [&](nl_msg* m) { put_dscp_rule_exprs(m, NFPROTO_IPV4, *op.dscp); });
         b.rule(chain, [&](nl_msg* m) { put_dscp_rule_exprs(m, NFPROTO_IPV6, *op.dscp); });
     }
-    b.element(NFT_MSG_NEWSETELEM, NLM_F_CREATE, op.cgroup_id, &chain);
+    if (!op.chain_only) b.element(NFT_MSG_NEWSETELEM, NLM_F_CREATE, op.cgroup_id, &chain);
+    *last_acked = b.last_acked();
+    return b.finish();
+}
+
+std::vector<uint8_t> add_element_batch(uint32_t job_id, uint64_t cgroup_id, uint32_t seq, uint32_t* last_acked) {
+    NftBatch b(seq);
+    const std::string chain = nft_chain_name(job_id);
+    b.element(NFT_MSG_NEWSETELEM, NLM_F_CREATE, cgroup_id, &chain);
     *last_acked = b.last_acked();
     return b.finish();
 }
@@ -327,7 +335,8 @@ public:
     }
 
     Result<void> add_job(const NftEnsureJob& op) override {
-        if (op.cgroup_id == 0) return fail("lanes: nft: job " + std::to_string(op.job_id) + ": cgroup id unknown");
+        if (op.cgroup_id == 0 && !op.chain_only)
+            return fail("lanes: nft: job " + std::to_string(op.job_id) + ": cgroup id unknown");
         auto r = batch(add_job_batch(op, seq_ + 1, &seq_), "job " + std::to_string(op.job_id));
         if (!r && !levels_.empty()) {
             // The table may have been flushed behind our back: rebuild the base, retry once.
@@ -335,6 +344,12 @@ public:
                 return batch(add_job_batch(op, seq_ + 1, &seq_), "job " + std::to_string(op.job_id));
         }
         return r;
+    }
+
+    Result<void> add_job_cgroup(uint32_t job_id, uint64_t cgroup_id) override {
+        if (cgroup_id == 0) return fail("lanes: nft: job " + std::to_string(job_id) + ": cgroup id unknown");
+        return batch(add_element_batch(job_id, cgroup_id, seq_ + 1, &seq_),
+                     "key job " + std::to_string(job_id) + " on cgroup id " + std::to_string(cgroup_id));
     }
 
     Result<void> remove_job(const NftRemoveJob& op) override {

@@ -43,6 +43,8 @@ public:
     // Table, map, and the out chain with one vmap rule per cgroup level.
     virtual Result<void> ensure_base(const std::vector<int>& levels) = 0;
     virtual Result<void> add_job(const NftEnsureJob& op) = 0;
+    // Key the job's chain on one more cgroup id (map element; already there = success).
+    virtual Result<void> add_job_cgroup(uint32_t job_id, uint64_t cgroup_id) = 0;
     // Absent = success (also when the cgroup dir is already gone).
     virtual Result<void> remove_job(const NftRemoveJob& op) = 0;
     // Drop the whole table.

@@ -89,7 +89,7 @@ JobDevice resolve_rates(const NetworkDecision& net, const NicFacts& nic) {
 Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const JobNetRequest& request,
                         uint16_t minor, const std::optional<JobState>& previous) {
     const std::string job = "lanes: job " + std::to_string(request.job_id);
-    if (facts.nics.empty()) return fail(job + ": no NIC selected for this node ([[node.nic]] in lanes.toml)");
+    if (facts.nics.empty()) return fail(job + ": no NIC selected for this node ([[nodes.nic]] in lanes.toml)");
     if (minor < kFirstJobMinor || minor > kLastJobMinor || minor == config.root_handle_major)
         return fail(job + ": HTB minor " + std::to_string(minor) + " out of range");
     if (facts.cgroup_dir.empty() || facts.cgroup_key.empty()) return fail(job + ": no cgroup dir placed");
@@ -104,6 +104,7 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
     st.cgroup = facts.cgroup_dir;
     st.cgroup_key = facts.cgroup_key;
     st.cgroup_owned = facts.cgroup_owned;
+    st.cgroup_slurm = facts.cgroup_slurm;
     if (previous && previous->cgroup == st.cgroup) st.cgroup_id = previous->cgroup_id;
 
     if (facts.cgroup_owned) plan.operations.push_back(EnsureCgroup{facts.cgroup_dir});
@@ -111,8 +112,8 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
     for (const auto& nic : facts.nics) {
         if (nic.link_speed_bits == 0)
             return fail(job + ": NIC " + nic.device +
-                        ": link speed unknown (sysfs has none); set link_speed in its [[node.nic]] "
-                        "or node.default_link_speed");
+                        ": link speed unknown (sysfs has none); set link_speed in its [[nodes.nic]] "
+                        "or nodes.default_link_speed");
         if (nic.has_foreign_root_qdisc) {
             if (config.foreign_qdisc == ForeignQdiscAction::Refuse)
                 return fail(job + ": NIC " + nic.device + " has a root qdisc that is not Lanes' (" +

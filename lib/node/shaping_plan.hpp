@@ -76,6 +76,9 @@ struct JobState {
     std::string cgroup;                 // absolute cgroup2 dir of the job
     std::string cgroup_key;             // the same, relative to /sys/fs/cgroup (nft key)
     bool cgroup_owned = false;          // Lanes made the dir (and removes it)
+    // Keyed on Slurm's own job_<id> dir (cgroup/v2 plugin): `cgroup` is where it
+    // is or will be; cgroup_id stays 0 until a step of the job has keyed it.
+    bool cgroup_slurm = false;
     uint64_t cgroup_id = 0;             // inode of the dir (the nft map key); 0 = unknown
     std::string boot_id;                // boot the prolog ran in ("" = unknown): older = gone
     // Why the prolog shaped nothing for this job here ("" = shaped). The prolog
@@ -151,6 +154,10 @@ struct NftEnsureJob {           // one nft transaction: job chain + rules + map 
     uint32_t priority = 0;      // skb->priority = M:<minor>
     std::optional<uint8_t> dscp;
     uint64_t cgroup_id = 0;     // the map key; set by the executor once the dir exists
+    // Slurm's job_<id> dir does not exist yet (prolog with PrologFlags=Contain):
+    // chain and rules only; the job's first step adds the map element
+    // (NodeShaper::classify_step).
+    bool chain_only = false;
 };
 struct NftRemoveJob {           // one nft transaction; absent is fine
     uint32_t job_id = 0;
@@ -175,6 +182,7 @@ struct NodeFacts {
     std::string cgroup_parent;      // where leftover pids go at remove
     std::string cgroup_key;         // relative to /sys/fs/cgroup, for nft
     bool cgroup_owned = false;
+    bool cgroup_slurm = false;      // Slurm's job dir (it may not exist yet)
 };
 
 struct Plan {

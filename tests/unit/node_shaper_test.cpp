@@ -127,9 +127,15 @@ public:
     }
     Result<void> add_job(const NftEnsureJob& o) override {
         k_.log.push_back(describe(Operation{o}));
-        if (o.cgroup_id == 0) return fail("nft: no cgroup id to key the map element");
+        if (o.cgroup_id == 0 && !o.chain_only) return fail("nft: no cgroup id to key the map element");
         if (k_.fail_nft_add) return fail("lanes: nft: job " + std::to_string(o.job_id) + ": injected failure");
         k_.nft_jobs[o.job_id] = o;
+        return {};
+    }
+    Result<void> add_job_cgroup(uint32_t job_id, uint64_t id) override {
+        k_.log.push_back("nft key job " + std::to_string(job_id) + " on " + std::to_string(id));
+        if (!k_.nft_jobs.count(job_id)) return fail("nft: no chain job_" + std::to_string(job_id));
+        k_.nft_jobs[job_id].cgroup_id = id;
         return {};
     }
     Result<void> remove_job(const NftRemoveJob& o) override {
@@ -271,6 +277,76 @@ TEST_F(NodeShaperTest, NoNicForThisNodeIsAPreciseError) {
     ASSERT_FALSE(s);
     EXPECT_NE(s.error().message.find("line 12"), std::string::npos) << s.error().message;
     EXPECT_NE(s.error().message.find("nope*"), std::string::npos) << s.error().message;
+}
+
+TEST_F(NodeShaperTest, ShapesWhatMatchesAndNamesWhatDoesNot) {
+    // A selector matching no interface next to one that matches: the match is
+    // shaped, the other reported (it used to leave every NIC unshaped).
+    NicSelector none;
+    none.nodes = "gpu[1-4]";
+    none.device = "ens9*";
+    none.line = 20;
+    config_.nics.insert(config_.nics.begin(), none);
+    NicSelector ib;  // no link speed known for ib0
+    ib.route_to = "10.10.0.0/16";
+    ib.line = 30;
+    config_.nics.push_back(ib);
+    auto s = open();
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->nics().size(), 2u);
+    ASSERT_EQ(s->problems().size(), 2u);
+    EXPECT_NE(s->problems()[0].find("line 20"), std::string::npos) << s->problems()[0];
+    EXPECT_NE(s->problems()[0].find("ens9*"), std::string::npos) << s->problems()[0];
+    EXPECT_NE(s->problems()[1].find("ib0: link speed unknown"), std::string::npos) << s->problems()[1];
+    EXPECT_NE(s->problems()[1].find("nodes.default_link_speed"), std::string::npos) << s->problems()[1];
+    EXPECT_TRUE(s->apply(req(7, kGbit)));
+    EXPECT_TRUE(NodeShaper::selects_nics(config_, "gpu2"));
+    EXPECT_FALSE(NodeShaper::selects_nics(config_, "cpu7"));  // nothing configured: not an error
+}
+
+TEST_F(NodeShaperTest, OnlyUnusableNicsIsAnErrorNamingEach) {
+    config_.nics[0].device = "ib*";  // ib0: no link speed
+    auto s = NodeShaper::open_with(config_, "gpu1", std::make_unique<FakeTc>(k_), std::make_unique<FakeMarker>(k_),
+                                   std::make_unique<FakeCgroups>(k_, kHybrid));
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("no NIC of node gpu1 can be shaped"), std::string::npos) << s.error().message;
+    EXPECT_NE(s.error().message.find("ib0: link speed unknown"), std::string::npos) << s.error().message;
+}
+
+TEST_F(NodeShaperTest, SlurmJobDirNotYetMadeIsKeyedLater) {
+    // PrologFlags=Contain: the prolog runs before Slurm makes job_<id>.
+    k_.scopes = {"/sys/fs/cgroup/system.slice/other_slurmstepd.scope",
+                 "/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope"};
+    auto s = open("gpu2", kUnified);
+    auto st = s->apply(req(7, kGbit));
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_TRUE(st->cgroup_slurm);
+    EXPECT_FALSE(st->cgroup_owned);
+    EXPECT_EQ(st->cgroup, "/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope/job_7");  // this node's scope
+    EXPECT_EQ(st->cgroup_id, 0u);
+    ASSERT_TRUE(k_.nft_jobs.count(7));
+    EXPECT_TRUE(k_.nft_jobs[7].chain_only);  // no map element until a step keys it
+    EXPECT_EQ(k_.nft_levels, (std::vector<int>{2, 3}));
+    for (const auto& line : k_.log) EXPECT_EQ(line.find("mkdir"), std::string::npos) << line;  // never our own dir
+    ASSERT_TRUE(s->remove(7));
+    EXPECT_TRUE(k_.nft_jobs.empty());
+    EXPECT_EQ(job_files(), 0);
+}
+
+TEST_F(NodeShaperTest, UnshapedRecordIsKeptAndForgotten) {
+    ASSERT_TRUE(NodeShaper::record_unshaped(config_, 9, "batch", "class batch has\nno network settings"));
+    JobStateStore store(config_.state_dir);
+    auto st = store.load(9);
+    ASSERT_TRUE(st && *st);
+    EXPECT_EQ((*st)->unshaped, "class batch has no network settings");
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(10, kGbit)));
+    ASSERT_TRUE(NodeShaper::record_unshaped(config_, 10, "training", "x"));  // shaped: left alone
+    EXPECT_TRUE((*store.load(10))->unshaped.empty());
+    ASSERT_TRUE(NodeShaper::forget_unshaped(config_, 9));
+    ASSERT_TRUE(NodeShaper::forget_unshaped(config_, 10));  // not an unshaped record: kept
+    EXPECT_FALSE(*store.load(9));
+    EXPECT_TRUE(*store.load(10));
 }
 
 TEST_F(NodeShaperTest, TwoJobsGetTheirOwnClassesChainsAndDirs) {
