@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
+  qemu-system-x86 mmdebstrap e2fsprogs zstd
 )
 missing=()
 for p in "${packages[@]}"; do
