@@ -53,7 +53,9 @@
 # name given to fabric_attach). Settings (read by fabric_create):
 #   FABRIC_RATE    uplink rate, tc syntax (default 200mbit)
 #   FABRIC_LIMIT   FIFO length in frames on each uplink queue (default 1000)
-#   FABRIC_BURST   HTB burst of the uplink classes (default 6056 bytes: 4 frames)
+#   FABRIC_MTU     MTU of every fabric link, 1280..9000 (default 1500)
+#   FABRIC_BURST   HTB burst of the uplink classes (default 4 frames: 6056
+#                  bytes at MTU 1500)
 #   FABRIC_HOSTS   "name:role ..." made by fabric_create (default
 #                  "train1:train train2:train infer1:infer"); roles: train,
 #                  infer, host
@@ -69,7 +71,7 @@ FABRIC_PREFIX=""
 FABRIC_SUBNET=""
 FABRIC_SUBNET6=""
 FABRIC_QOS=""
-FABRIC__RATE="" FABRIC__LIMIT="" FABRIC__BURST=""
+FABRIC__RATE="" FABRIC__LIMIT="" FABRIC__BURST="" FABRIC__MTU=1500
 declare -gA FABRIC__NS=()      # name -> namespace
 declare -gA FABRIC__ROLE=()    # name -> role (train, infer, host, far, switch)
 declare -gA FABRIC__DEV=()     # name -> its fabric interface inside its namespace
@@ -142,6 +144,7 @@ fabric__in() { nsenter --net="/run/netns/$1" -- "${@:2}"; }
 # A veth end that carries frames: TSO off (GSO stays on, see the header).
 fabric__frames_only() {
     local ns=$1 dev=$2
+    fabric__in "$ns" ip link set dev "$dev" mtu "$FABRIC__MTU" || { fabric__fail "cannot set MTU $FABRIC__MTU on $dev"; return 1; }
     fabric__in "$ns" ethtool -K "$dev" tso off >/dev/null 2>&1 ||
         fabric__fail "cannot turn TSO off on $dev in $ns (is ethtool installed?)"
 }
@@ -151,13 +154,16 @@ fabric__frames_only() {
 fabric_create() {
     [[ -z $FABRIC_PREFIX ]] || { fabric__fail "a fabric already exists (prefix $FABRIC_PREFIX)"; return 1; }
     command -v ethtool >/dev/null || { fabric__fail "ethtool is missing (contrib/install-deps.sh)"; return 1; }
-    : "${FABRIC_RATE:=200mbit}" "${FABRIC_LIMIT:=1000}" "${FABRIC_BURST:=6056}"
+    : "${FABRIC_RATE:=200mbit}" "${FABRIC_LIMIT:=1000}" "${FABRIC_MTU:=1500}"
+    [[ $FABRIC_MTU =~ ^[1-9][0-9]*$ ]] && ((FABRIC_MTU >= 1280 && FABRIC_MTU <= 9000)) ||
+        { fabric__fail "bad FABRIC_MTU '$FABRIC_MTU' (1280..9000)"; return 1; }
+    : "${FABRIC_BURST:=$((4 * (FABRIC_MTU + 14)))}"
     : "${FABRIC_HOSTS=train1:train train2:train infer1:infer}"
     fabric__tc_rate_bits "$FABRIC_RATE" >/dev/null || { fabric__fail "bad FABRIC_RATE '$FABRIC_RATE'"; return 1; }
     [[ $FABRIC_LIMIT =~ ^[1-9][0-9]*$ ]] || { fabric__fail "bad FABRIC_LIMIT '$FABRIC_LIMIT'"; return 1; }
     [[ $FABRIC_BURST =~ ^[1-9][0-9]*$ ]] || { fabric__fail "bad FABRIC_BURST '$FABRIC_BURST'"; return 1; }
     # Kept for the life of the fabric (the caller may have set them for this call only).
-    FABRIC__RATE=$FABRIC_RATE FABRIC__LIMIT=$FABRIC_LIMIT FABRIC__BURST=$FABRIC_BURST
+    FABRIC__RATE=$FABRIC_RATE FABRIC__LIMIT=$FABRIC_LIMIT FABRIC__BURST=$FABRIC_BURST FABRIC__MTU=$FABRIC_MTU
     local try p
     for try in 0 1 2 3 4 5 6 7 8 9; do
         if ((try == 0)); then p=lf$$; else p=lf$$r$RANDOM; fi
@@ -256,7 +262,7 @@ fabric_attach() {
 fabric__uplink_qdisc() {
     local ns=$1 dev=$2 mode=$3 bits
     bits=$(fabric__tc_rate_bits "$FABRIC__RATE") || return 1
-    local b=$FABRIC__BURST lim=$FABRIC__LIMIT q=1514 t=(fabric__in "$ns" tc)
+    local b=$FABRIC__BURST lim=$FABRIC__LIMIT q=$((FABRIC__MTU + 14)) t=(fabric__in "$ns" tc)
     "${t[@]}" qdisc del dev "$dev" root 2>/dev/null
     "${t[@]}" qdisc add dev "$dev" root handle 1: htb default 20 &&
         "${t[@]}" class add dev "$dev" parent 1: classid 1:1 htb rate "${bits}bit" ceil "${bits}bit" \

@@ -17,11 +17,27 @@
 # Scenarios (--scenarios, comma-separated; default: all):
 #   floor       no training: the unloaded latency floor
 #   noqos       training, FIFO switch, nothing else              ("without Lanes")
+#   lanes-idle  the real plugins, no training: an inference job submitted
+#               through Slurm (job_submit/lanes, spank_lanes marks it AF41) on
+#               a slurmd attached to the fabric; the floor through the plugins
+#   lanes       the real plugins under load                       ("with Lanes")
+#               the same inference job, and a 2-node training job submitted
+#               through Slurm (--lanes-class=training: spank_lanes caps it at
+#               --cap per node, bounds its GSO by lanes.toml's gso_burst and
+#               marks it CS1); DSCP-aware switch. Nothing is set by hand.
+#   lanes-nocap the same training load as a job of class "batch" (no cap, no
+#               marks): what the GSO bound costs where nothing is capped (not
+#               in the default list; compare runs with --gso-burst off)
+# and, by hand on the bench's own hosts (comparisons: what each part of the
+# mechanism contributes):
 #   cap         node caps on the training hosts only (with --gso)
 #   cap-gso64k  the same caps with Linux's default 64 KB GSO bursts
 #   dscp        training marked CS1, DSCP-aware switch, no caps
-#   both        caps + --gso + CS1 marks + DSCP-aware switch     ("with Lanes")
+#   both        caps + --gso + CS1 marks + DSCP-aware switch, by hand
 #   borrow      "both" with inference idle, then bursting: training before/during
+# The lanes scenarios need the built plugins (LANES_BUILDDIR) and Slurm; they
+# start tests/cluster/cluster.sh's cluster with contrib/demo/lanes.toml.in
+# (bench/lanes_cluster.sh). --no-slurm leaves them out of the default list.
 # and two more, not in the default list (inference marks its own traffic; the
 # switch trusts DSCP; training is neither marked nor capped):
 #   client-ef   the client marks its requests EF (IP_TOS / IPV6_TCLASS)
@@ -36,6 +52,7 @@
 #                      connections requests pipeline and TCP holds replies back
 #                      on a congested path, which would inflate the no-QoS case)
 #   --link RATE        uplink rate (default 200mbit)
+#   --mtu N            MTU of every fabric link (default 1500; 9000: jumbo frames)
 #   --cap PCT          node cap per training host, % of the link (default 47.5:
 #                      both hosts together 95%)
 #   --cap-burst BYTES  HTB burst of the node cap (default 3028: two frames)
@@ -49,6 +66,10 @@
 #   --window SIZE      iperf3 -w (default 2M: training is not receive-window bound)
 #   --ipv6             inference over IPv6
 #   --no-rt            the probe without SCHED_FIFO (see docs/benchmark.md)
+#   --no-slurm         leave lanes-idle and lanes out of the default scenarios
+#   --gso-burst T      add gso_burst = "T" to lanes.toml's [nodes] for the Slurm
+#                      scenarios (spank_lanes' GSO bound; "off" turns it off;
+#                      default: what contrib/demo/lanes.toml.in says)
 #   --json FILE        every measurement, the medians and the ratios as JSON
 #   --plot FILE.png    a chart of the medians (gnuplot)
 #   --replot JSON      no measurements: draw --plot from an earlier --json file
@@ -67,13 +88,14 @@ die() { say "error: $*"; exit 1; }
 reps=3 duration=5 rate=200 connections=16 link=200mbit cap_pct=47.5 cap_burst=3028 cap_limit=100
 gso=4500 warmup=2 burst_rate=1500 burst_bytes=4096 cc=cubic window=2M ipv6=0 rt=1
 json_out="" plot_out="" replot=""
-scenarios="floor,noqos,cap,cap-gso64k,dscp,both,borrow"
+scenarios="" slurm=1
 probe=${LANES_BUILDDIR:-$here/..}/bench/inference_probe
 while (($#)); do
     case $1 in
         --quick) reps=1 duration=2 warmup=1.5 ;;
         --reps | --duration | --rate | --connections | --link | --cap | --cap-burst | --cap-limit | --gso | \
-            --burst-rate | --burst-bytes | --cc | --window | --scenarios | --json | --plot | --probe | --replot)
+            --burst-rate | --burst-bytes | --cc | --window | --scenarios | --json | --plot | --probe | --replot | \
+            --gso-burst | --mtu)
             (($# >= 2)) || die "$1 needs a value"
             v=$2
             case $1 in
@@ -83,10 +105,13 @@ while (($#)); do
                 --burst-rate) burst_rate=$v ;; --burst-bytes) burst_bytes=$v ;; --cc) cc=$v ;;
                 --window) window=$v ;; --scenarios) scenarios=$v ;; --json) json_out=$v ;;
                 --plot) plot_out=$v ;; --probe) probe=$v ;; --replot) replot=$v ;;
+                --gso-burst) export LANES_DEMO_GSO_BURST=$v ;;
+                --mtu) export FABRIC_MTU=$v ;;
             esac
             shift ;;
         --ipv6) ipv6=1 ;;
         --no-rt) rt=0 ;;
+        --no-slurm) slurm=0 ;;
         -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option '$1' (see --help)" ;;
     esac
@@ -102,8 +127,9 @@ plot_chart() {
     python3 - "$1" "$dat" <<'EOF' || return 1
 import json, sys
 j = json.load(open(sys.argv[1]))
-short = {"floor": "floor (idle)", "noqos": "no QoS", "cap": "node cap", "cap-gso64k": "cap, 64K GSO",
-         "dscp": "DSCP switch", "both": "Lanes: cap+DSCP", "borrow": "Lanes + burst",
+short = {"floor": "floor", "noqos": "no QoS", "cap": "hand: cap", "cap-gso64k": "hand: 64K",
+         "dscp": "hand: DSCP", "both": "hand: all", "borrow": "hand: burst",
+         "lanes-idle": "Lanes idle", "lanes": "WITH LANES", "lanes-nocap": "Lanes no cap",
          "client-ef": "client EF", "server-ef": "server EF"}
 with open(sys.argv[2], "w") as f:
     for s, v in j["summary"].items():
@@ -112,7 +138,7 @@ with open(sys.argv[2], "w") as f:
 EOF
     floor=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"].get("floor", {}).get("p99_ms") or "NaN")' "$1")
     gnuplot <<EOF || return 1
-set terminal pngcairo size 900,600 font "Sans,10"
+set terminal pngcairo size 1000,600 font "Sans,10"
 set output "$2"
 set multiplot layout 2,1 title "Inference p99 and training throughput on a shared $link uplink (medians of $reps runs)"
 set style data histograms
@@ -159,10 +185,17 @@ done
 for tool in iperf3 ethtool nft tc python3; do command -v "$tool" >/dev/null || die "$tool is missing"; done
 link_bits=$(fabric__tc_rate_bits "$link") || die "bad --link '$link'"
 cap_bits=$(awk -v l="$link_bits" -v p="$cap_pct" 'BEGIN { printf "%.0f", l * p / 100 }')
+build=${LANES_BUILDDIR:-$here/..}
+if [[ -z $scenarios ]]; then
+    scenarios="floor,noqos,cap,cap-gso64k,dscp,both,borrow"
+    ((slurm)) && scenarios="floor,lanes-idle,noqos,lanes,cap,cap-gso64k,dscp,both,borrow"
+fi
 IFS=, read -r -a scen_list <<<"$scenarios"
+use_slurm=0
 for s in "${scen_list[@]}"; do
     case $s in
         floor | noqos | cap | cap-gso64k | dscp | both | borrow | client-ef | server-ef) ;;
+        lanes | lanes-idle | lanes-nocap) use_slurm=1 ;;
         *) die "unknown scenario '$s'" ;;
     esac
 done
@@ -170,7 +203,11 @@ if [[ -n $plot_out ]] && ! command -v gnuplot >/dev/null; then die "--plot needs
 
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lanes-bench.XXXXXX") || die "mktemp"
-cleanup() { fabric_destroy; [[ -n ${LANES_BENCH_KEEP:-} ]] && say "kept $work" || rm -rf "$work"; }
+cleanup() {
+    ((use_slurm)) && lanes_cluster_stop
+    fabric_destroy
+    [[ -n ${LANES_BENCH_KEEP:-} ]] && say "kept $work" || rm -rf "$work"
+}
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
@@ -187,7 +224,7 @@ fabric_create || die "cannot build the fabric"
 
 # Everything is bounded: servers get a lifetime, clients a duration.
 lifetime=$(awk -v r="$reps" -v d="$duration" -v n="${#scen_list[@]}" -v w="$warmup" \
-    'BEGIN { printf "%d", r * n * (2 * d + w + 6) + 60 }')
+    'BEGIN { printf "%d", r * n * (2 * d + w + 20) + 120 }')
 port=7000
 if ((ipv6)); then target="[$(fabric_ip6 infer1)]:$port"; else target="$(fabric_ip infer1):$port"; fi
 fabric_spawn infer1 "$work/serve.log" "${rt_cmd[@]}" "$probe" serve --listen "[::]:$port" --congestion "$cc" \
@@ -200,8 +237,42 @@ for h in $(fabric_members train); do
     fabric_spawn far "$work/iperf-server-$h.log" timeout "$lifetime" iperf3 -s -p $((5201 + i)) || die "iperf3 -s"
     i=$((i + 1))
 done
-for log in serve serve-ef; do
-    for _ in $(seq 100); do grep -q 'serving on' "$work/$log.log" 2>/dev/null && break; sleep 0.05; done
+lanes_port=$((port + 2))
+if ((use_slurm)); then
+    # The real plugins: a Slurm cluster on the same fabric, its nodes attached as
+    # lanes-train1, lanes-train2, lanes-infer1 (not "train" members: by-hand
+    # load never runs there). The inference server is a Slurm job (classified
+    # inference by its name, marked AF41 by spank_lanes) for the whole run.
+    export LANES_SRCDIR=${LANES_SRCDIR:-$(cd "$here/.." && pwd)} LANES_BUILDDIR=$build
+    for f in job_submit/.libs/job_submit_lanes.so spank/.libs/spank_lanes.so lanesctl/lanesctl; do
+        [[ -e $build/$f ]] || die "the lanes scenarios need $build/$f (build it, or --no-slurm)"
+    done
+    # shellcheck source=bench/lanes_cluster.sh
+    source "$here/lanes_cluster.sh"
+    LANES_CLUSTER_ADDR_BASE=20 lanes_cluster_start "bench$$" "${cap_bits}bit" "${cap_bits}bit" lanes- ||
+        die "cannot start the Slurm cluster with the Lanes plugins"
+    lanesctl=$build/lanesctl/lanesctl
+    cat >"$work/serve-lanes.sh" <<SH
+#!/bin/sh
+exec ${rt_cmd[*]} "$probe" serve --listen "[::]:$lanes_port" --congestion "$cc" --exit-after "$lifetime"
+SH
+    cat >"$work/train-lanes.sh" <<SH
+#!/bin/bash
+# Training through Slurm: from each node, iperf3 -P 4 to the far side.
+srun --ntasks-per-node=1 bash -c 'exec iperf3 -c $(fabric_ip far) -p \$((5211 + SLURM_PROCID)) -P 4 -C $cc -w $window -t \$BENCH_TRAIN_SECS --connect-timeout 2000 --forceflush >"$work/train-lanes-\$SLURM_JOB_ID-\$SLURMD_NODENAME.log" 2>&1'
+SH
+    chmod 755 "$work/serve-lanes.sh" "$work/train-lanes.sh"
+    for p in 5211 5212; do
+        fabric_spawn far "$work/iperf-server-lanes-$p.log" timeout "$lifetime" iperf3 -s -p "$p" || die "iperf3 -s"
+    done
+    lanes_serve_id=$(lanes_cluster_submit -J serve-bench -w infer1 -t $((lifetime / 60 + 2)) \
+        -o "$work/serve-lanes.log" "$work/serve-lanes.sh") || die "cannot submit the inference job"
+    cluster_wait_job "$lanes_serve_id" RUNNING 60 >/dev/null || die "the inference job did not start"
+    lanes_serve_partition=$(cluster_job_field "$lanes_serve_id" Partition)
+    say "Slurm cluster with the Lanes plugins up; inference job $lanes_serve_id in partition $lanes_serve_partition"
+fi
+for log in serve serve-ef $(((use_slurm)) && echo serve-lanes); do
+    for _ in $(seq 200); do grep -q 'serving on' "$work/$log.log" 2>/dev/null && break; sleep 0.05; done
     grep -q 'serving on' "$work/$log.log" || die "probe server: $(cat "$work/$log.log")"
 done
 
@@ -215,7 +286,7 @@ table inet bench {
     chain in {
         type filter hook input priority 0; policy accept;
         tcp dport 5201-5299 counter name training
-        tcp sport { $port, $((port + 1)) } counter name inference
+        tcp sport { $port, $((port + 1)), $lanes_port } counter name inference
     }
 }
 EOF
@@ -233,7 +304,25 @@ meter_mbit() {
     awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { split(a, x, " "); split(b, y, " ")
         printf "%.2f", (y[f] - x[f]) * 8 / (y[1] - x[1]) / 1e6 }'
 }
+# meter_bytes "READING0" "READING1" FIELD: bytes counted between the readings.
+meter_bytes() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", y[f] - x[f] }'; }
 uplink_drops() { fabric_exec sw tc -s qdisc show dev up0 | awk '/^qdisc pfifo/ { f = 1; next } f && /dropped/ { gsub(/[(),]/, " "); d += $7; f = 0 } END { print d + 0 }'; }
+# uplink_classes: "1:10=BYTES,1:20=BYTES,..." sent by each uplink class toward
+# the far side (the congested way) since the last fabric_qos.
+uplink_classes() { fabric_uplink_stats sw | awk '{ printf "%s%s=%s", n++ ? "," : "", $1, $2 }'; }
+# node_caps: "BYTES OVERLIMITS GSO" summed over the training hosts' by-hand
+# caps (HTB class 1:10 on their fabric NIC), and the smallest gso_max_size.
+node_caps() {
+    local h b=0 o=0 g=65536 x y z
+    for h in $(fabric_members train); do
+        read -r x y < <(fabric_exec "$h" tc -s class show dev "$(fabric_dev "$h")" classid 1:10 2>/dev/null |
+            awk '/Sent/ { gsub(/[(),]/, " "); print $2, $9; f = 1 } END { if (!f) print 0, 0 }')
+        z=$(fabric_exec "$h" ip -d link show dev "$(fabric_dev "$h")" | grep -o 'gso_max_size [0-9]*' | awk '{ print $2 }')
+        b=$((b + ${x:-0})) o=$((o + ${y:-0}))
+        ((${z:-65536} < g)) && g=$z
+    done
+    printf '%s %s %s\n' "$b" "$o" "$g"
+}
 
 # configure QOS CAP(on|off) GSO(bytes|default) MARK(dscp|off)
 configure() {
@@ -288,6 +377,9 @@ for kv in sys.argv[1:]:
         except Exception:
             r[k] = {}
         continue
+    if k == "uplink_classes":
+        r[k] = {c: int(b) for c, b in (x.split("=") for x in v.split(",") if "=" in x)}
+        continue
     try:
         r[k] = int(v)
     except ValueError:
@@ -325,8 +417,12 @@ measure() {
     ((train)) && tm=$(meter_mbit "$m0" "$m1" 2)
     im=$(meter_mbit "$m0" "$m1" 3)
     ((train)) && wait "${train_pids[@]}"
+    local caps
+    read -r -a caps < <(node_caps)
     record scenario="$s" rep="$rep" train_mbit="$tm" inference_wire_mbit="$im" \
-        uplink_drops=$(($(uplink_drops) - d0)) probe="$work/$tag.probe"
+        train_bytes="$(meter_bytes "$m0" "$m1" 2)" inference_wire_bytes="$(meter_bytes "$m0" "$m1" 3)" \
+        uplink_drops=$(($(uplink_drops) - d0)) uplink_classes="$(uplink_classes)" \
+        cap_bytes="${caps[0]}" cap_overlimits="${caps[1]}" gso_max_size="${caps[2]}" probe="$work/$tag.probe"
     python3 - "$results" <<'EOF' >&2
 import json, sys
 r = json.loads(open(sys.argv[1]).read().splitlines()[-1]); p = r["probe"]
@@ -334,6 +430,73 @@ t = "-" if r["train_mbit"] is None else "%.1f Mbit/s" % r["train_mbit"]
 print("bench: %-10s rep %d: p50 %s p99 %s max %s ms, ok %s/%s; training %s; uplink drops %d" % (r["scenario"],
       r["rep"], p.get("p50_ms"), p.get("p99_ms"), p.get("max_ms"), p.get("ok"), p.get("scheduled"), t,
       r["uplink_drops"]))
+EOF
+}
+
+# lanes_caps JOB: "BYTES OVERLIMITS GSO" of the training job's HTB classes (from
+# lanesctl status on each node) and the smallest gso_max_size of their fab0 now.
+lanes_caps() {
+    local node b=0 o=0 g=65536 x y z
+    for node in train1 train2; do
+        read -r x y < <(cluster_run_node "$node" env SLURMD_NODENAME="$node" "$lanesctl" --json status \
+            --config "$LANES_CLUSTER_CONF" --node "$node" 2>/dev/null | python3 -c '
+import json, sys
+b = o = 0
+for j in json.load(sys.stdin)["jobs"]:
+    if j["job_id"] == int(sys.argv[1]):
+        for d in j["devices"]:
+            b += d.get("bytes", 0); o += d.get("overlimits", 0)
+print(b, o)' "$1" 2>/dev/null || echo 0 0)
+        z=$(fabric_exec "lanes-$node" ip -d link show dev fab0 | grep -o 'gso_max_size [0-9]*' | awk '{ print $2 }')
+        b=$((b + ${x:-0})) o=$((o + ${y:-0}))
+        ((${z:-65536} < g)) && g=$z
+    done
+    printf '%s %s %s\n' "$b" "$o" "$g"
+}
+
+# measure_lanes SCENARIO REP: the real plugins. lanes-idle: the inference job
+# alone; lanes: with a 2-node training job submitted through Slurm.
+measure_lanes() {
+    local s=$1 rep=$2 tag="$1-$2" m0 m1 tm="" im id="" caps=(0 0 65536) saved=$target
+    configure dscp off default off
+    if [[ $s == lanes || $s == lanes-nocap ]]; then
+        local class=training
+        [[ $s == lanes-nocap ]] && class=batch
+        id=$(lanes_cluster_submit -J "train-bench-$rep" -N2 -w train1,train2 --lanes-class=$class -t 10 \
+            --export=ALL,BENCH_TRAIN_SECS="$(awk "BEGIN { printf \"%d\", $warmup + $duration + 4 }")" -o "$work/$tag.out" \
+            "$work/train-lanes.sh") || { say "cannot submit the training job"; return 1; }
+        cluster_wait_job "$id" RUNNING 60 >/dev/null || { say "training job $id did not start"; return 1; }
+        # Both nodes' iperf3 connected (srun starts them some time after RUNNING).
+        local _ n
+        for _ in $(seq 300); do
+            n=$(cat "$work/train-lanes-$id-"*.log 2>/dev/null | grep -c 'Connecting to host')
+            ((n >= 2)) && break
+            sleep 0.1
+        done
+        sleep "$warmup"
+    fi
+    if ((ipv6)); then target="[$(fabric_ip6 lanes-infer1)]:$lanes_port"; else target="$(fabric_ip lanes-infer1):$lanes_port"; fi
+    m0=$(meter_read)
+    probe_load "$duration" "$rate" 0 "$work/$tag.probe"
+    m1=$(meter_read)
+    target=$saved
+    if [[ -n $id ]]; then
+        read -r -a caps < <(lanes_caps "$id")
+        tm=$(meter_mbit "$m0" "$m1" 2)
+        cluster_wait_job "$id" 'COMPLETED|FAILED|CANCELLED|TIMEOUT' 120 >/dev/null || say "training job $id did not end"
+    fi
+    im=$(meter_mbit "$m0" "$m1" 3)
+    record scenario="$s" rep="$rep" train_mbit="$tm" inference_wire_mbit="$im" \
+        train_bytes="$(meter_bytes "$m0" "$m1" 2)" inference_wire_bytes="$(meter_bytes "$m0" "$m1" 3)" \
+        uplink_drops=0 uplink_classes="$(uplink_classes)" job="$id" \
+        cap_bytes="${caps[0]}" cap_overlimits="${caps[1]}" gso_max_size="${caps[2]}" probe="$work/$tag.probe"
+    python3 - "$results" <<'EOF' >&2
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1]); p = r["probe"]
+t = "-" if r["train_mbit"] is None else "%.1f Mbit/s" % r["train_mbit"]
+print("bench: %-10s rep %d: p50 %s p99 %s max %s ms, ok %s/%s; training %s (Slurm job %s, gso_max_size %s)" % (
+      r["scenario"], r["rep"], p.get("p50_ms"), p.get("p99_ms"), p.get("max_ms"), p.get("ok"), p.get("scheduled"), t,
+      r.get("job") or "-", r["gso_max_size"]))
 EOF
 }
 
@@ -367,7 +530,11 @@ say "fabric $FABRIC_PREFIX: uplink $link, FIFO $FABRIC__LIMIT frames; node caps 
     "${duration}s x $reps reps; probe ${rt_cmd[*]:-unprioritised}"
 for ((rep = 1; rep <= reps; rep++)); do
     for s in "${scen_list[@]}"; do
-        if [[ $s == borrow ]]; then measure_borrow "$rep"; else measure "$s" "$rep"; fi
+        case $s in
+            borrow) measure_borrow "$rep" ;;
+            lanes | lanes-idle | lanes-nocap) measure_lanes "$s" "$rep" ;;
+            *) measure "$s" "$rep" ;;
+        esac
     done
 done
 elapsed=$(($(date +%s) - started))
@@ -377,12 +544,16 @@ python3 - "$results" "$json_out" <<EOF
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 link = $link_bits / 1e6
-# TCP goodput over Ethernet at MTU 1500 with timestamps: 1448 of every 1514 bytes.
-eff = 1448.0 / 1514.0
-order = ["floor", "noqos", "cap", "cap-gso64k", "dscp", "both", "borrow", "client-ef", "server-ef"]
-label = {"floor": "unloaded floor", "noqos": "no QoS (without Lanes)", "cap": "node cap only",
-         "cap-gso64k": "node cap, 64 KB GSO", "dscp": "DSCP marks + switch only",
-         "both": "cap + DSCP (with Lanes)", "borrow": "with Lanes, inference burst",
+# TCP goodput over Ethernet with timestamps: MTU - 52 of every MTU + 14 bytes
+# (1448 of 1514 at MTU 1500).
+eff = ($FABRIC__MTU - 52.0) / ($FABRIC__MTU + 14.0)
+order = ["floor", "lanes-idle", "noqos", "lanes", "lanes-nocap", "cap", "cap-gso64k", "dscp", "both", "borrow", "client-ef",
+         "server-ef"]
+label = {"floor": "unloaded floor", "noqos": "no QoS (without Lanes)", "cap": "by hand: node cap only",
+         "lanes-idle": "Lanes plugins, no training", "lanes": "WITH LANES (real plugins)",
+         "lanes-nocap": "Lanes, training uncapped",
+         "cap-gso64k": "by hand: cap, 64 KB GSO", "dscp": "by hand: DSCP + switch only",
+         "both": "by hand: cap+GSO+DSCP", "borrow": "by hand: c+G+D, burst",
          "client-ef": "client marks requests EF", "server-ef": "server marks replies EF"}
 def med(vals):
     vals = [v for v in vals if v is not None]
@@ -417,16 +588,22 @@ if floor:
     for s, v in summary.items():
         if v["p99_ms"] is not None:
             v["p99_vs_floor"] = v["p99_ms"] / floor
+    if "lanes" in summary:
+        ratios["p99_with_lanes_vs_floor"] = summary["lanes"]["p99_vs_floor"]
+        if summary.get("lanes-idle", {}).get("p99_ms"):
+            ratios["p99_with_lanes_vs_lanes_idle"] = summary["lanes"]["p99_ms"] / summary["lanes-idle"]["p99_ms"]
     if "both" in summary:
-        ratios["p99_with_lanes_vs_floor"] = summary["both"]["p99_vs_floor"]
+        ratios["p99_by_hand_vs_floor"] = summary["both"]["p99_vs_floor"]
     if "noqos" in summary:
         ratios["p99_without_lanes_vs_floor"] = summary["noqos"]["p99_vs_floor"]
+if "lanes" in summary and summary["lanes"]["train_vs_leftover"] is not None:
+    ratios["training_with_lanes_vs_leftover"] = summary["lanes"]["train_vs_leftover"]
 if "both" in summary and summary["both"]["train_vs_leftover"] is not None:
-    ratios["training_with_lanes_vs_leftover"] = summary["both"]["train_vs_leftover"]
+    ratios["training_by_hand_vs_leftover"] = summary["both"]["train_vs_leftover"]
 if "borrow" in summary and summary["borrow"]["train_vs_leftover"] is not None:
     ratios["training_during_burst_vs_leftover"] = summary["borrow"]["train_vs_leftover"]
     ratios["training_idle_vs_link"] = med([r.get("train_idle_vs_link") for r in rows if r["scenario"] == "borrow"])
-out = {"link_mbit": link, "rate": $rate, "connections": $connections, "cap_pct": $cap_pct, "cap_burst": $cap_burst,
+out = {"link_mbit": link, "mtu": $FABRIC__MTU, "rate": $rate, "connections": $connections, "cap_pct": $cap_pct, "cap_burst": $cap_burst,
        "cap_limit": $cap_limit, "gso": "$gso", "reps": $reps, "duration_s": $duration, "cc": "$cc",
        "elapsed_s": $elapsed, "summary": summary, "ratios": ratios, "runs": rows}
 json.dump(out, open(sys.argv[2], "w"), indent=1)
@@ -450,11 +627,12 @@ for s, v in summary.items():
           fmt(None if v["train_vs_leftover"] is None else 100 * v["train_vs_leftover"], "%.0f%%")))
     if v["timeouts"] or v["errors"]:
         print("%-29s   ! %d timeouts, %d errors of %d requests" % ("", v["timeouts"], v["errors"], v["scheduled"]))
-print("(leftover = what training could have had: (link - inference's wire rate) x 1448/1514 TCP goodput)")
+print("(leftover = what training could have had: (link - inference's wire rate) x %d/%d TCP goodput)" % (
+    $FABRIC__MTU - 52, $FABRIC__MTU + 14))
 if "borrow" in summary:
     b = summary["borrow"]
     print()
-    print("Borrowing, with Lanes: training %s Mbit/s while inference idles (%s of the link's goodput); during a "
+    print("Borrowing, by hand (cap+GSO+DSCP): training %s Mbit/s while inference idles (%s of the link's goodput); during a "
           "%s Mbit/s inference burst %s Mbit/s (%s of what the burst leaves), burst p99 %s ms." % (
               fmt(b["train_mbit_idle"], "%.1f"), fmt(ratios.get("training_idle_vs_link") and
                                                       100 * ratios["training_idle_vs_link"], "%.0f%%"),
@@ -464,14 +642,25 @@ if ratios:
     print()
     print("RATIOS (this run)")
     if "p99_with_lanes_vs_floor" in ratios:
-        print("  inference p99 with Lanes / floor     %7.2fx  (%s / %s ms; goal <= 1.5x)" % (
-            ratios["p99_with_lanes_vs_floor"], fmt(summary["both"]["p99_ms"]), fmt(floor)))
+        print("  inference p99 with Lanes / floor     %7.2fx  (%s / %s ms; goal <= 1.5x; real plugins)" % (
+            ratios["p99_with_lanes_vs_floor"], fmt(summary["lanes"]["p99_ms"]), fmt(floor)))
+    if "p99_with_lanes_vs_lanes_idle" in ratios:
+        print("  ... / Lanes plugins without training %7.2fx  (%s / %s ms)" % (
+            ratios["p99_with_lanes_vs_lanes_idle"], fmt(summary["lanes"]["p99_ms"]),
+            fmt(summary["lanes-idle"]["p99_ms"])))
+    if "p99_by_hand_vs_floor" in ratios:
+        print("  by hand (cap+GSO+DSCP) p99 / floor   %7.2fx  (%s / %s ms; comparison)" % (
+            ratios["p99_by_hand_vs_floor"], fmt(summary["both"]["p99_ms"]), fmt(floor)))
     if "p99_without_lanes_vs_floor" in ratios:
         print("  inference p99 without Lanes / floor  %7.1fx  (%s / %s ms)" % (
             ratios["p99_without_lanes_vs_floor"], fmt(summary["noqos"]["p99_ms"]), fmt(floor)))
     if "training_with_lanes_vs_leftover" in ratios:
-        print("  training with Lanes / leftover       %7.1f%%  (%.1f / %.1f Mbit/s; goal >= 90%%)" % (
-            100 * ratios["training_with_lanes_vs_leftover"], summary["both"]["train_mbit"],
+        print("  training with Lanes / leftover       %7.1f%%  (%.1f / %.1f Mbit/s; goal >= 90%%; real plugins)" % (
+            100 * ratios["training_with_lanes_vs_leftover"], summary["lanes"]["train_mbit"],
+            summary["lanes"]["leftover_mbit"]))
+    if "training_by_hand_vs_leftover" in ratios:
+        print("  by hand: training / leftover         %7.1f%%  (%.1f / %.1f Mbit/s; comparison)" % (
+            100 * ratios["training_by_hand_vs_leftover"], summary["both"]["train_mbit"],
             summary["both"]["leftover_mbit"]))
 print()
 print("bench: %d s of measurements" % $elapsed)

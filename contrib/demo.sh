@@ -12,13 +12,26 @@
 # Everything is torn down at the end, also on Ctrl-C.
 #
 # Settings: DEMO_SECONDS (per phase, default 12), DEMO_RATE (inference requests
-# per second, default 200), LANES_BUILD_DIR (default ./build), DEMO_NO_BUILD=1.
+# per second, default 200), DEMO_CONNECTIONS (inference client connections,
+# default 16), DEMO_CC (TCP congestion control of training and inference,
+# default cubic, Linux's default), DEMO_RT=0 (the probe without SCHED_FIFO),
+# DEMO_FABRIC_MTU (default 9000, jumbo frames as on AI fabrics; 1500 makes the
+# 2 vCPUs forward six times the packets, see docs/benchmark.md),
+# DEMO_JSON=FILE (the results as JSON, for bench/demo_runs.sh),
+# LANES_BUILD_DIR (default ./build), DEMO_NO_BUILD=1, DEMO_DEBUG=1 (kernel and
+# TCP counters of the inference path after the "with Lanes" phase).
+#
+# The inference probe (client and server, in every phase alike) runs SCHED_FIFO
+# so that on a small shared machine the figures measure the network, not the
+# CPU scheduler; training and forwarding run unprioritised (docs/benchmark.md).
 set -uo pipefail
 export TZ=UTC
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${LANES_BUILD_DIR:-$src/build}
 seconds=${DEMO_SECONDS:-12}
 rate=${DEMO_RATE:-200}
+connections=${DEMO_CONNECTIONS:-16}
+cc=${DEMO_CC:-cubic}
 t_start=$(date +%s)
 
 step() { printf '\n\033[1m== %s\033[0m  (%ds)\n' "$*" "$(($(date +%s) - t_start))"; }
@@ -40,14 +53,12 @@ done
 say "built in $build"
 
 export LANES_SRCDIR=$src LANES_BUILDDIR=$build
-source "$src/tests/cluster/cluster.sh"
 source "$src/bench/fabric.sh"
+source "$src/bench/lanes_cluster.sh"
 lanesctl=$build/lanesctl/lanesctl
 probe=$build/bench/inference_probe
-tag=demo$$
-state_root=/run/lanes-$tag
-cgroup_root=/sys/fs/cgroup/unified/lanes-$tag
-[[ -d /sys/fs/cgroup/unified ]] || cgroup_root=/sys/fs/cgroup/lanes-$tag
+rt=()
+[[ ${DEMO_RT:-1} != 0 ]] && chrt -f 50 true 2>/dev/null && rt=(chrt -f 50)
 conf_src=$(mktemp -d)
 
 teardown() {
@@ -55,9 +66,8 @@ teardown() {
     trap - EXIT INT TERM
     printf '\n== Tearing down\n'
     fabric_destroy
-    cluster_stop "$rc" >/dev/null 2>&1
-    rm -rf "$state_root" "$conf_src"
-    find "$cgroup_root" -depth -type d -exec rmdir {} + 2>/dev/null
+    lanes_cluster_stop "$rc"
+    rm -rf "$conf_src"
     say "cluster, fabric, namespaces and Lanes state removed"
     exit "$rc"
 }
@@ -66,31 +76,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 step "Starting the fabric and a real Slurm cluster with both Lanes plugins"
-FABRIC_HOSTS="" FABRIC_RATE=${DEMO_FABRIC_RATE:-200mbit} fabric_create >/dev/null || die "fabric failed"
+FABRIC_HOSTS="" FABRIC_RATE=${DEMO_FABRIC_RATE:-200mbit} FABRIC_MTU=${DEMO_FABRIC_MTU:-9000} fabric_create >/dev/null || die "fabric failed"
 fabric_qos dscp >/dev/null || die "fabric QoS failed"
-hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }
-sed -e "s|@PEAK_START@|$(hhmm 180)|" -e "s|@PEAK_END@|$(hhmm 360)|" \
-    -e "s|@TRAIN_RATE@|${DEMO_TRAIN_RATE:-80Mbit}|" -e "s|@TRAIN_CEIL@|${DEMO_TRAIN_CEIL:-94Mbit}|" \
-    -e "s|@STATE_ROOT@|$state_root|" -e "s|@CGROUP_ROOT@|$cgroup_root|" \
-    -e "s|@FABRIC_SUBNET@|$FABRIC_SUBNET.0/24|" \
-    "$src/contrib/demo/lanes.toml.in" >"$conf_src/lanes.toml"
-cp "$src/policies/default.lua" "$conf_src/lanes.lua"
-export LANES_CLUSTER_TOML=$conf_src/lanes.toml LANES_CLUSTER_FILES=$conf_src/lanes.lua
-export LANES_CLUSTER_PLUGINDIR=$build/job_submit/.libs
-export LANES_CLUSTER_CONF_EXTRA="JobSubmitPlugins=lanes"
-cluster_hook_pre_start() {
-    printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
-        "$build/spank/.libs/spank_lanes.so" "$1" "$state_root" >"$1/plugstack.conf"
-}
-cluster_start >/dev/null 2>&1 || { cluster_dump_logs; die "cluster did not start"; }
-for node in train1 train2 infer1; do
-    n=${node: -1}; [[ $node == infer1 ]] && n=3
-    fabric_attach "$(cluster_netns "$node")" "$([[ $node == infer1 ]] && echo infer || echo train)" \
-        "$FABRIC_SUBNET.1$n" "" fab0 "$node" >/dev/null || die "cannot attach $node to the fabric"
-done
+lanes_cluster_start "demo$$" "${DEMO_TRAIN_RATE:-80Mbit}" "${DEMO_TRAIN_CEIL:-94Mbit}" ||
+    die "cluster did not start, or cannot attach it to the fabric"
 far=$(fabric_ip far)
 infer=$(fabric_ip infer1)
-say "slurmctld + slurmd train1 train2 infer1 up in ${CLUSTER_START_SECONDS}s; fabric uplink ${FABRIC_RATE:-200mbit}, switch trusts DSCP"
+say "slurmctld + slurmd train1 train2 infer1 up in ${CLUSTER_START_SECONDS}s; fabric uplink $FABRIC__RATE, MTU $FABRIC__MTU, switch trusts DSCP"
 say "lanes.toml: $CLUSTER_CONF_DIR/lanes.toml   policy: $CLUSTER_CONF_DIR/lanes.lua (policies/default.lua)"
 
 step "Checking the configuration and dry-running the policy (lanesctl)"
@@ -112,8 +104,9 @@ done
 sleep 0.3
 
 measure() {  # measure LABEL PORT -> inference_probe JSON in $CLUSTER_WORK_DIR/LABEL.json
-    fabric_exec far timeout $((seconds + 10)) "$probe" load --connect "$infer:$1" --rate "$rate" \
-        --duration "$seconds" --json >"$CLUSTER_WORK_DIR/$2.json" 2>"$CLUSTER_WORK_DIR/$2.err"
+    fabric_exec far timeout $((seconds + 10)) "${rt[@]}" "$probe" load --connect "$infer:$1" --rate "$rate" \
+        --duration "$seconds" --connections "$connections" --congestion "$cc" --json \
+        >"$CLUSTER_WORK_DIR/$2.json" 2>"$CLUSTER_WORK_DIR/$2.err"
 }
 training_mbit() {  # sum of the received rate in the iperf3 JSON files given
     python3 - "$@" <<'PY'
@@ -130,35 +123,39 @@ PY
 
 step "Phase 1: no load (inference alone)"
 # Without Lanes: an inference server started by hand on infer1, not through Slurm.
-fabric_spawn infer1 "$CLUSTER_WORK_DIR/plain-server.log" "$probe" serve --listen "$infer:7001" >/dev/null
+fabric_spawn infer1 "$CLUSTER_WORK_DIR/plain-server.log" "${rt[@]}" "$probe" serve --listen "$infer:7001" \
+    --congestion "$cc" >/dev/null
 sleep 0.3
 measure 7001 floor
 say "done"
 
 step "Phase 2: training without Lanes (the same load, started by hand, unmarked and uncapped)"
+fabric_qos dscp >/dev/null  # fresh counters on the switch's uplink classes
 clients=()
 for node in train1 train2; do
     port=$([[ $node == train1 ]] && echo 5201 || echo 5202)
-    fabric_exec "$node" timeout $((seconds + 8)) iperf3 -c "$far" -p "$port" -P 4 -t $((seconds + 2)) -J \
+    fabric_exec "$node" timeout $((seconds + 10)) iperf3 -c "$far" -p "$port" -P 4 -C "$cc" -t $((seconds + 4)) -J \
         >"$CLUSTER_WORK_DIR/plain-$node.json" 2>/dev/null &
     clients+=($!)
 done
 sleep 1
 measure 7001 nolanes
 wait "${clients[@]}"
+fabric_uplink_stats sw >"$CLUSTER_WORK_DIR/uplink-nolanes.txt"
 say "done"
 
 step "Phase 3: training with Lanes (both jobs submitted through Slurm)"
 cat >"$CLUSTER_WORK_DIR/serve.sh" <<SH
 #!/bin/sh
-exec "$probe" serve --listen "$infer:7000"
+exec ${rt[*]} "$probe" serve --listen "$infer:7000" --congestion "$cc"
 SH
 cat >"$CLUSTER_WORK_DIR/train.sh" <<SH
 #!/bin/bash
 # Gradient sync stand-in: 4 bulk TCP streams from each training node to the far side.
-srun --ntasks-per-node=1 bash -c 'iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P 4 -t $((seconds + 2)) -J >"$CLUSTER_WORK_DIR/lanes-\$SLURMD_NODENAME.json" 2>/dev/null'
+srun --ntasks-per-node=1 bash -c 'iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P 4 -C $cc -t $((seconds + 5)) -J >"$CLUSTER_WORK_DIR/lanes-\$SLURMD_NODENAME.json" 2>/dev/null'
 SH
 chmod 755 "$CLUSTER_WORK_DIR/serve.sh" "$CLUSTER_WORK_DIR/train.sh"
+fabric_qos dscp >/dev/null
 serve_out=$(cd "$CLUSTER_WORK_DIR" && cluster_run_ctl sbatch -J serve-llm -o /dev/null "$CLUSTER_WORK_DIR/serve.sh" 2>&1)
 serve_id=$(grep -oE '[0-9]+$' <<<"$serve_out" | tail -1)
 train_out=$(cd "$CLUSTER_WORK_DIR" && cluster_run_ctl sbatch -J train-llama -N2 --lanes-class=training -t 30 \
@@ -169,22 +166,44 @@ say "sbatch -J serve-llm serve.sh          -> job $serve_id  class $(cluster_run
 say "sbatch -J train-llama -N2 --lanes-class=training train.sh -> job $train_id  $(cluster_run_ctl scontrol show job "$train_id" | grep -oE 'Partition=[^ ]+')"
 cluster_wait_job "$serve_id" RUNNING 30 >/dev/null || die "inference service did not start"
 cluster_wait_job "$train_id" RUNNING 30 >/dev/null || die "training did not start"
-sleep 1.5
+# Measure under the full load: both nodes' 4 streams (and iperf3's control
+# connections) established, then a second for TCP to ramp up.
+for _ in $(seq 150); do
+    (($(fabric_exec far ss -Htn state established '( sport = :5211 or sport = :5212 )' | wc -l) >= 10)) && break
+    sleep 0.1
+done
+sleep 1
 say "on train1, what spank_lanes applied (lanesctl status):"
 cluster_run_node train1 env SLURMD_NODENAME=train1 "$lanesctl" status --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1 2>&1 | sed 's/^/     /'
 say "tc class / nft chain for the job on train1:"
 cluster_run_node train1 tc class show dev fab0 | grep -E "1a4e:[0-9a-f]+ parent 1a4e:1 " | grep -v fffe | sed 's/^/     /'
 cluster_run_node train1 nft list chain inet lanes "job_$train_id" 2>/dev/null | grep -E 'priority|dscp' | sed 's/^ */     /'
+[[ -n ${DEMO_DEBUG:-} ]] && for n in infer1 far train1; do fabric_exec "$n" nstat -n; done
 measure 7000 lanes
+if [[ -n ${DEMO_DEBUG:-} ]]; then
+    for n in infer1 far train1; do
+        echo "== TCP counters in $n"
+        fabric_exec "$n" nstat | grep -iE 'retrans|loss|TCPTimeouts|Probe|drop|ofo|Reorder'
+    done
+    echo "== infer1 fab0"; fabric_exec infer1 tc -s qdisc show dev fab0
+    echo "== infer1 class"; fabric_exec infer1 tc -s class show dev fab0
+    echo "== train1 fab0"; fabric_exec train1 tc -s qdisc show dev fab0
+    echo "== sw up0"; fabric_exec sw tc -s qdisc show dev up0
+    echo "== far up0"; fabric_exec far tc -s qdisc show dev up0
+    cat "$CLUSTER_WORK_DIR/lanes.json"
+fi
 cluster_wait_job "$train_id" COMPLETED $((seconds + 30)) >/dev/null
+fabric_uplink_stats sw >"$CLUSTER_WORK_DIR/uplink-lanes.txt"
 cluster_run_ctl scancel "$serve_id"
 say "done"
 
 step "Results (inference: $rate req/s open-loop, 1 KB replies; training: 2 nodes x 4 TCP streams)"
-python3 - "$CLUSTER_WORK_DIR" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
-    "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" <<'PY'
+python3 - "$CLUSTER_WORK_DIR" "$seconds" "$(fabric__tc_rate_bits "$FABRIC__RATE")" "$FABRIC__MTU" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
+    "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" \
+    "${DEMO_JSON:-}" <<'PY'
 import json, sys
-work, plain_mbit, lanes_mbit = sys.argv[1], sys.argv[2], sys.argv[3]
+work, seconds, link_bits, mtu = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+plain_mbit, lanes_mbit, json_out = sys.argv[5], sys.argv[6], sys.argv[7]
 def load(name):
     try:
         return json.load(open(f"{work}/{name}.json"))
@@ -200,8 +219,49 @@ for name, r, mbit in rows:
     lost = r.get("errors", 0) + r.get("timeouts", 0)
     print(f"   {name:<24} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['p999_ms']:>9.2f} {lost:>5} {mbit:>16}")
 floor, without, with_ = rows[0][1], rows[1][1], rows[2][1]
+# What the switch saw: bytes per uplink class toward the far side (1:10 priority
+# for AF4x/EF, 1:20 best effort, 1:30 scavenger for CS1/LE), and the training
+# payload that arrived.
+def uplink(name):
+    c = {}
+    try:
+        for line in open(f"{work}/uplink-{name}.txt"):
+            f = line.split()
+            c[f[0]] = int(f[1])
+    except Exception:
+        pass
+    return c
+def received(*names):
+    total = 0
+    for n in names:
+        try:
+            total += json.load(open(f"{work}/{n}.json"))["end"]["sum_received"]["bytes"]
+        except Exception:
+            pass
+    return total
+print(f"\n   {'switch uplink, bytes':<24} {'priority':>12} {'best effort':>12} {'scavenger':>12} {'training got':>13}")
+for name, label, got in (("nolanes", "training without Lanes", received("plain-train1", "plain-train2")),
+                         ("lanes", "training with Lanes", received("lanes-train1", "lanes-train2"))):
+    c = uplink(name)
+    print(f"   {label:<24} {c.get('1:10', 0):>12} {c.get('1:20', 0):>12} {c.get('1:30', 0):>12} {got:>13}")
 if floor and without and with_:
     print(f"\n   inference p99 vs no load: without Lanes x{without['p99_ms'] / floor['p99_ms']:.1f}, "
-          f"with Lanes x{with_['p99_ms'] / floor['p99_ms']:.1f}")
+          f"with Lanes x{with_['p99_ms'] / floor['p99_ms']:.2f}  (goal <= 1.5)")
+# What training could have had with Lanes: the link minus inference's bytes on
+# the wire (the priority class), as TCP goodput (MTU - 52 of every MTU + 14
+# bytes: IP and TCP headers with timestamps, Ethernet header).
+inference_mbit = uplink("lanes").get("1:10", 0) * 8 / seconds / 1e6
+leftover = (link_bits / 1e6 - inference_mbit) * (mtu - 52) / (mtu + 14)
+try:
+    print(f"   training with Lanes / capacity inference leaves: {100 * float(lanes_mbit) / leftover:.1f} %  "
+          f"({lanes_mbit} of {leftover:.1f} Mbit/s; goal >= 90 %)")
+except ValueError:
+    pass
+if json_out:
+    num = lambda v: float(v) if v not in ("", "-") else None
+    json.dump({"seconds": seconds, "link_mbit": link_bits / 1e6, "mtu": mtu, "floor": floor, "nolanes": without,
+               "lanes": with_, "train_mbit_nolanes": num(plain_mbit), "train_mbit_lanes": num(lanes_mbit),
+               "leftover_mbit": leftover, "uplink_nolanes": uplink("nolanes"), "uplink_lanes": uplink("lanes")},
+              open(json_out, "w"), indent=1)
 PY
 say "total demo time: $(($(date +%s) - t_start)) s"

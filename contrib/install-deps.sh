@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Install everything Lanes needs to build, test and run its demo on Debian 12.
-# Idempotent; run as root.
+# Idempotent; run as root. `install-deps.sh --list` prints the packages and
+# installs nothing (tests/roots/make_root.sh builds Debian roots from it).
 set -euo pipefail
 packages=(
   build-essential autoconf automake libtool pkg-config
   libslurm-dev slurm-wlm-basic-plugins-dev slurmctld slurmd slurm-client munge
   liblua5.4-dev lua5.4 libtomlplusplus-dev
-  libnl-3-dev libnl-route-3-dev libnftables-dev nftables
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libnl-3-dev libnftables-dev nftables
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  clang-16 libclang-rt-16-dev
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
-  qemu-system-x86 mmdebstrap e2fsprogs zstd
+  dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
+  prometheus prometheus-node-exporter mmdebstrap zstd
+  qemu-system-x86 e2fsprogs
 )
+if [[ ${1:-} == --list ]]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

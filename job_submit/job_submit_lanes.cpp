@@ -50,18 +50,36 @@ struct PluginState {
 
     // Reloads happen here, once a second, never in job_submit: parsing lanes.toml
     // and compiling the policy must not run under slurmctld's job write lock.
+    // The same thread rebuilds the policy's Lua states after a budget overrun
+    // (woken at once by wake_maintainer), so job_submit never builds one.
     std::thread reloader;
     std::mutex reloader_mutex;
     std::condition_variable reloader_wake;
     bool stopping = false;
+    bool maintenance_due = false;
+
+    void wake_maintainer() {
+        {
+            std::lock_guard lock(reloader_mutex);
+            maintenance_due = true;
+        }
+        reloader_wake.notify_all();
+    }
 
     void start_reloader() {
         reloader = std::thread([this] {
             std::unique_lock lock(reloader_mutex);
-            while (!reloader_wake.wait_for(lock, std::chrono::seconds(1), [this] { return stopping; })) {
+            while (!stopping) {
+                reloader_wake.wait_for(lock, std::chrono::seconds(1), [this] { return stopping || maintenance_due; });
+                if (stopping) break;
+                maintenance_due = false;
                 lock.unlock();
                 lanes::guard_entry(0, [](const char* what) { slurm_error("lanes: reload failed: %s", what); },
-                                   [this] { return classifier->reload_if_changed() ? 1 : 0; });
+                                   [this] {
+                                       int changed = classifier->reload_if_changed() ? 1 : 0;
+                                       classifier->maintain();
+                                       return changed;
+                                   });
                 lock.lock();
             }
         });
@@ -118,7 +136,10 @@ extern "C" int init(void) noexcept {
         auto state = std::make_unique<PluginState>();
         state->config_path = lanes::default_config_path(true);  // $LANES_CONFIG, next to $SLURM_CONF, default
         state->validate_operator = reinterpret_cast<bool (*)(uid_t)>(dlsym(RTLD_DEFAULT, "validate_operator"));
-        auto classifier = Classifier::create(state->config_path, log_sink);
+        lanes::ClassifierOptions options;
+        PluginState* raw = state.get();
+        options.wake_maintainer = [raw] { raw->wake_maintainer(); };
+        auto classifier = Classifier::create(state->config_path, log_sink, options);
         if (!classifier) {
             slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(),
                         classifier.error().message.c_str());
@@ -166,6 +187,16 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
 
 namespace {
 
+// The job id of an update request (NO_VAL when only job_id_str names the job).
+// Slurm 26.05 moved it from job_desc_msg_t.job_id into job_desc_msg_t.step_id.
+uint32_t desc_job_id(const job_desc_msg_t& desc) {
+#ifdef HAVE_JOB_DESC_MSG_T_STEP_ID
+    return desc.step_id.job_id;
+#else
+    return desc.job_id;
+#endif
+}
+
 // What a non-admin may not change on an existing job: every field Lanes routes,
 // and the SPANK environment that carries the decision to the nodes.
 int check_modify(const job_desc_msg_t& desc, uint32_t submit_uid, std::string& why) {
@@ -191,7 +222,7 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t 
         int rc = check_modify(*job_desc, submit_uid, why);
         if (rc != SLURM_SUCCESS) {
             slurm_info("lanes: refused update of job %s by uid %u: %s",
-                       job_desc->job_id_str ? job_desc->job_id_str : std::to_string(job_desc->job_id).c_str(),
+                       job_desc->job_id_str ? job_desc->job_id_str : std::to_string(desc_job_id(*job_desc)).c_str(),
                        submit_uid, why.c_str());
             set_err_msg(err_msg, why);
         }

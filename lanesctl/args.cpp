@@ -89,6 +89,10 @@ const std::vector<OptionSpec>& option_table() {
          }},
         {"--prometheus", A::Required, {C::Status}, false,
          [](Options& o, const std::string& v) { return store_string(o.prometheus_file, "--prometheus", v); }},
+        {"--noheader", A::None, {C::Status, C::Windows}, false,
+         [](Options& o, const std::string&) -> Result<void> { o.noheader = true; return {}; }},
+        {"--parsable", A::None, {C::Status, C::Windows}, false,
+         [](Options& o, const std::string&) -> Result<void> { o.parsable = true; return {}; }},
         {"--dry-run", A::None, {C::Gc}, false,
          [](Options& o, const std::string&) -> Result<void> { o.dry_run = true; return {}; }},
         {"--all", A::None, {C::Gc}, false,
@@ -242,6 +246,13 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
         if (!options.fixtures_dir.empty() && !options.at.empty())
             return fail("option '--at' is not valid with '--fixtures' (each fixture has its own \"at\")");
     }
+    if (options.json && (options.parsable || options.noheader))
+        return fail(std::string("option '") + (options.parsable ? "--parsable" : "--noheader") +
+                    "' is not valid with '--json'");
+    if (options.command == Command::Windows && options.noheader && !options.parsable)
+        return fail("option '--noheader' needs '--parsable' for 'windows' (the calendar has no header line)");
+    if (options.command == Command::Windows && options.parsable && options.reservations)
+        return fail("option '--parsable' is not valid with '--reservations' (it prints commands)");
     if (options.command == Command::Windows && !options.reservations &&
         (!options.reservation_accounts.empty() || !options.reservation_users.empty()))
         return fail("options '--reservation-accounts' and '--reservation-users' need '--reservations'");
@@ -271,14 +282,18 @@ std::string usage_text(Command command) {
         case Command::Windows:
             return "usage: lanesctl windows [--config FILE] [--from TIME] [--days N] [--window NAME]...\n"
                    "                        [--reservations [NODES] (--reservation-accounts LIST |\n"
-                   "                         --reservation-users LIST)] [--json]\n"
+                   "                         --reservation-users LIST)] [--json | --parsable [--noheader]]\n"
                    "  The upcoming occurrences of each window in its own time zone (DST and exceptions\n"
                    "  applied); with --reservations, one `scontrol create reservation` per occurrence of\n"
-                   "  every window a class avoids, on NODES or on the partitions that class borrows.\n";
+                   "  every window a class avoids, on NODES or on the partitions that class borrows.\n"
+                   "  --parsable prints one occurrence a line, WINDOW|ZONE|BEGIN|END|MINUTES|DST.\n";
         case Command::Status:
-            return "usage: lanesctl status [--config FILE] [--node NAME] [--json] [--prometheus FILE]\n"
+            return "usage: lanesctl status [--config FILE] [--node NAME] [--json | --parsable] [--noheader]\n"
+                   "                       [--prometheus FILE]\n"
                    "  The jobs Lanes shapes on this node, with their HTB counters per NIC (root).\n"
-                   "  --prometheus writes node_exporter textfile metrics atomically.\n";
+                   "  --noheader leaves out the node line and the column names; --parsable prints\n"
+                   "  '|'-separated fields (as sacct -P). --prometheus writes node_exporter textfile\n"
+                   "  metrics atomically.\n";
         case Command::Gc:
             return "usage: lanesctl gc [--config FILE] [--node NAME] [--dry-run] [--all] [--json]\n"
                    "  Remove Lanes' tc classes, nft rules, cgroups and state of jobs that no longer run\n"

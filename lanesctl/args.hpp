@@ -32,6 +32,10 @@ struct Options {
     std::string node;    // empty: the host name
     bool json = false;
 
+    // status, windows: tables for scripts (Slurm's habits: squeue -h, sacct -P)
+    bool noheader = false;               // --noheader: no header line
+    bool parsable = false;               // --parsable: '|'-separated fields, no padding
+
     // policy test
     std::vector<std::string> job_files;  // positional JOB.json (whole fixture or job object)
     std::vector<uint32_t> job_ids;       // --job ID (repeatable)

@@ -6,12 +6,14 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "config.h"
 #include "ctld/classifier.hpp"
 #include "lanesctl/commands.hpp"
 #include "job_submit/job_desc_translate.hpp"  // count_gpus
@@ -44,7 +46,7 @@ Result<Input> load_input(const std::string& path) {
     auto value = json::parse(*text);
     if (!value) return fail(path + ":" + value.error().message);
     Input input;
-    const json::Value* job = value->is_object() ? value->find("job") : nullptr;
+    const json::Value* job = value->is_object() ? json::find(*value, "job") : nullptr;
     if (job && job->is_object()) {
         auto fixture = parse_fixture(*text, path);
         if (!fixture) return std::unexpected(fixture.error());
@@ -97,11 +99,25 @@ void exit_as_runtime_error() {
     }
 }
 
+// slurm_load_job() names the job by a slurm_step_id_t since Slurm 26.05 (by
+// its uint32_t id before).
+int load_job_by_id(job_info_msg_t** msg, uint32_t job_id) {
+#ifdef HAVE_SLURM_LOAD_JOB_STEP_ID
+    slurm_step_id_t id{};
+    id.job_id = job_id;
+    id.step_id = NO_VAL;
+    id.step_het_comp = NO_VAL;
+    return slurm_load_job(msg, id, SHOW_DETAIL);
+#else
+    return slurm_load_job(msg, job_id, SHOW_DETAIL);
+#endif
+}
+
 // One job from slurmctld: Ok, or a runtime error message.
 Result<JobView> load_slurm_job(uint32_t job_id, UserNames& names) {
     job_info_msg_t* msg = nullptr;
-    if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS) {
-        int err = slurm_get_errno();
+    if (load_job_by_id(&msg, job_id) != SLURM_SUCCESS) {
+        int err = errno;  // slurm_get_errno() is gone since 23.x; Slurm sets errno
         return fail("job " + std::to_string(job_id) + ": cannot load it from slurmctld: " + slurm_strerror(err));
     }
     if (!msg || msg->record_count == 0) {

@@ -60,7 +60,7 @@ int run_status(const Options& options, const Context& context) {
     if (options.json) {
         print_json(status_json(report));
     } else if (options.prometheus_file.empty()) {
-        std::string text = format_status_human(report);
+        std::string text = format_status_human(report, TableStyle{!options.noheader, options.parsable});
         std::fputs(text.c_str(), stdout);
     }
     return rc;

@@ -34,6 +34,9 @@ int run_windows(const Options& options, const Context& context) {
     }
     if (options.json) {
         print_json(windows_json(*report));
+    } else if (options.parsable) {
+        std::string text = format_windows_parsable(*report, !options.noheader);
+        std::fputs(text.c_str(), stdout);
     } else {
         std::string text = format_windows_human(*report);
         std::fputs(text.c_str(), stdout);

@@ -30,8 +30,50 @@ json::Value u64(uint64_t v) { return json::Value(static_cast<int64_t>(v)); }
 
 }  // namespace
 
-std::string format_status_human(const StatusReport& report) {
-    std::string out = "node " + report.node + ": ";
+namespace {
+
+std::string format_status_parsable(const StatusReport& report, bool header) {
+    std::string out;
+    if (header) out += "JOBID|CLASS|DEVICE|RATE|CEIL|DSCP|BYTES|PACKETS|DROPS|OVERLIMITS|BACKLOG|ERROR\n";
+    // '|' and newlines cannot appear in a field: they would shift the columns.
+    auto field = [](std::string s) {
+        for (char& c : s)
+            if (c == '|' || c == '\n') c = ' ';
+        return s;
+    };
+    for (const auto& job : report.jobs) {
+        const auto& st = job.state;
+        const std::string head = std::to_string(st.job_id) + "|" + field(st.class_name) + "|";
+        if (!job.error.empty() || st.devices.empty()) {
+            out += head + "|||" + field(dscp_text(st.net.dscp)) + "||||||" + field(job.error) + "\n";
+            continue;
+        }
+        for (const auto& dev : st.devices) {
+            auto it = job.counters.find(dev.device);
+            ClassCounters c = it == job.counters.end() ? ClassCounters{} : it->second;
+            out += head + field(dev.device) + "|" + format_rate(dev.rate_bits) + "|" + format_rate(dev.ceil_bits) +
+                   "|" + dscp_text(st.net.dscp) + "|" + std::to_string(c.bytes) + "|" + std::to_string(c.packets) +
+                   "|" + std::to_string(c.drops) + "|" + std::to_string(c.overlimits) + "|" +
+                   std::to_string(c.backlog) + "|\n";
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string format_status_human(const StatusReport& report, TableStyle style) {
+    if (style.parsable) return format_status_parsable(report, style.header);
+    std::string out;
+    if (!style.header) {
+        // Rows only: nothing at all when no job is shaped (squeue -h prints nothing too).
+        const std::string table = format_status_human(report, {});
+        auto first = table.find('\n');
+        if (report.jobs.empty() || first == std::string::npos) return out;
+        auto second = table.find('\n', first + 1);
+        return second == std::string::npos ? out : table.substr(second + 1);
+    }
+    out = "node " + report.node + ": ";
     if (report.nics.empty()) {
         out += "no NICs selected\n";
     } else {
@@ -138,10 +180,10 @@ std::string prometheus_text(const StatusReport& report) {
          [](const JobDevice&, const ClassCounters& c) { return c.overlimits; }},
         {"lanes_job_backlog_bytes", "gauge", "Bytes queued in the job's HTB class now.",
          [](const JobDevice&, const ClassCounters& c) { return c.backlog; }},
-        {"lanes_job_rate_bits_per_second", "gauge", "Guaranteed rate (HTB rate) of the job on the device.",
-         [](const JobDevice& d, const ClassCounters&) { return d.rate_bits; }},
-        {"lanes_job_ceil_bits_per_second", "gauge", "Maximum rate (HTB ceil) of the job on the device.",
-         [](const JobDevice& d, const ClassCounters&) { return d.ceil_bits; }},
+        {"lanes_job_rate_bytes_per_second", "gauge", "Guaranteed rate (HTB rate) of the job on the device.",
+         [](const JobDevice& d, const ClassCounters&) { return d.rate_bits / 8; }},
+        {"lanes_job_ceil_bytes_per_second", "gauge", "Maximum rate (HTB ceil) of the job on the device.",
+         [](const JobDevice& d, const ClassCounters&) { return d.ceil_bits / 8; }},
     };
     std::string out;
     out += "# HELP lanes_jobs Jobs Lanes shapes on this node.\n# TYPE lanes_jobs gauge\n";
@@ -149,9 +191,9 @@ std::string prometheus_text(const StatusReport& report) {
     size_t errors = 0;
     for (const auto& job : report.jobs)
         if (!job.error.empty()) ++errors;
-    out += "# HELP lanes_job_counter_errors Jobs whose counters could not be read.\n"
-           "# TYPE lanes_job_counter_errors gauge\n";
-    out += "lanes_job_counter_errors{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) +
+    out += "# HELP lanes_jobs_unreadable Jobs whose counters could not be read.\n"
+           "# TYPE lanes_jobs_unreadable gauge\n";
+    out += "lanes_jobs_unreadable{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) +
            "\n";
     for (const auto& m : metrics) {
         out += std::string("# HELP ") + m.name + " " + m.help + "\n# TYPE " + m.name + " " + m.type + "\n";
@@ -160,7 +202,9 @@ std::string prometheus_text(const StatusReport& report) {
             for (const auto& dev : job.state.devices) {
                 auto it = job.counters.find(dev.device);
                 if (it == job.counters.end()) continue;
-                out += std::string(m.name) + "{job=\"" + std::to_string(job.state.job_id) + "\",class=\"" +
+                // hpc_job, as DCGM's exporter labels GPU metrics: never "job" or
+                // "instance", which Prometheus sets itself on every scrape.
+                out += std::string(m.name) + "{hpc_job=\"" + std::to_string(job.state.job_id) + "\",class=\"" +
                        prometheus_label(job.state.class_name) + "\",device=\"" + prometheus_label(dev.device) +
                        "\"} " + std::to_string(m.value(dev, it->second)) + "\n";
             }

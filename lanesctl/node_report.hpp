@@ -28,14 +28,24 @@ struct StatusReport {
     std::vector<JobStatus> jobs;     // by job id
 };
 
-std::string format_status_human(const StatusReport& report);
+// How a table is printed: `header` false drops the node line and the column
+// names (squeue --noheader); `parsable` joins fields with '|' and no padding,
+// one line per job and device, JOBID|CLASS|DEVICE|RATE|CEIL|DSCP|BYTES|PACKETS|
+// DROPS|OVERLIMITS|BACKLOG|ERROR (as sacct --parsable2).
+struct TableStyle {
+    bool header = true;
+    bool parsable = false;
+};
+std::string format_status_human(const StatusReport& report, TableStyle style = {});
 // {"node", "leaf_qdisc", "nics": [{"device","link_speed_bits","lanes_root"}],
 //  "jobs": [{"job_id","class","minor","dscp","dscp_value","cgroup","error",
 //            "devices": [{"device","rate_bits","ceil_bits","bytes","packets","drops",
 //                         "overlimits","backlog_bytes"}]}]}
 json::Value status_json(const StatusReport& report);
 // node_exporter textfile collector format: HELP/TYPE once per metric, then samples
-// lanes_job_bytes_total{job="7",class="training",device="eth0"} 123 ...
+// lanes_job_bytes_total{hpc_job="7",class="training",device="eth0"} 123 ...
+// Base units (bytes, bytes per second); the job label is hpc_job (DCGM's name),
+// never job/instance, which Prometheus attaches to every scraped sample.
 std::string prometheus_text(const StatusReport& report);
 // A label value with \\, \" and \n escaped.
 std::string prometheus_label(std::string_view value);

@@ -37,19 +37,19 @@ std::string rate_text(const Rate& r) { return format_rate(r); }
 
 Result<std::string> string_of(const json::Value& v, const std::string& key) {
     if (!v.is_string()) return fail(key + ": expected a string, got " + v.type_name());
-    return v.as_string();
+    return v.get_ref<const std::string&>();
 }
 
 Result<uint32_t> u32_of(const json::Value& v, const std::string& key) {
-    if (!v.is_int() || v.as_int() < 0 || v.as_int() > UINT32_MAX)
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > UINT32_MAX)
         return fail(key + ": expected a non-negative integer, got " + v.type_name());
-    return static_cast<uint32_t>(v.as_int());
+    return static_cast<uint32_t>(v.get<int64_t>());
 }
 
 Result<SysSeconds> time_of(const json::Value& v, const std::string& key) {
-    if (v.is_int()) return SysSeconds{std::chrono::seconds{v.as_int()}};
+    if (v.is_number_integer()) return SysSeconds{std::chrono::seconds{v.get<int64_t>()}};
     if (!v.is_string()) return fail(key + ": expected a timestamp, got " + v.type_name());
-    auto t = parse_timestamp(v.as_string());
+    auto t = parse_timestamp(v.get_ref<const std::string&>());
     if (!t) return fail(key + ": " + t.error().message);
     return *t;
 }
@@ -100,7 +100,7 @@ std::string format_timestamp_utc(SysSeconds t) {
 Result<JobView> job_from_json(const json::Value& v) {
     if (!v.is_object()) return fail("job: expected an object");
     JobView j;
-    for (const auto& [key, val] : v.as_object()) {
+    for (const auto& [key, val] : v.get_ref<const json::Object&>()) {
         const std::string k = "job." + key;
         auto str = [&](std::string& dst) -> Result<void> {
             auto s = string_of(val, k);
@@ -133,7 +133,7 @@ Result<JobView> job_from_json(const json::Value& v) {
             if (val.is_null()) {
                 j.time_limit_minutes.reset();
             } else if (val.is_string()) {
-                auto d = parse_slurm_duration(val.as_string());
+                auto d = parse_slurm_duration(val.get_ref<const std::string&>());
                 if (!d) return fail(k + ": " + d.error().message);
                 j.time_limit_minutes = *d;
             } else {
@@ -142,13 +142,13 @@ Result<JobView> job_from_json(const json::Value& v) {
                 j.time_limit_minutes = m;
             }
         } else if (key == "batch") {
-            if (!val.is_bool()) return fail(k + ": expected true or false");
-            j.batch = val.as_bool();
+            if (!val.is_boolean()) return fail(k + ": expected true or false");
+            j.batch = val.get<bool>();
         } else if (key == "env") {
             if (!val.is_object()) return fail(k + ": expected an object of strings");
-            for (const auto& [ek, ev] : val.as_object()) {
+            for (const auto& [ek, ev] : val.get_ref<const json::Object&>()) {
                 if (!ev.is_string()) return fail(k + "." + ek + ": expected a string");
-                j.environment[ek] = ev.as_string();
+                j.environment[ek] = ev.get_ref<const std::string&>();
             }
         } else if (key == "lanes_class" || key == "lanes_cap") {
             std::string s;
@@ -204,10 +204,10 @@ Result<PolicyFixture> parse_fixture(std::string_view text, const std::string& pa
     PolicyFixture f;
     f.path = path;
     bool has_job = false, has_at = false, has_expect = false;
-    for (const auto& [key, val] : doc->as_object()) {
+    for (const auto& [key, val] : doc->get_ref<const json::Object&>()) {
         if (key == "description") {
             if (!val.is_string()) return fail(path + ": description: expected a string");
-            f.description = val.as_string();
+            f.description = val.get_ref<const std::string&>();
         } else if (key == "job") {
             auto j = job_from_json(val);
             if (!j) return fail(path + ": " + j.error().message);
@@ -219,8 +219,8 @@ Result<PolicyFixture> parse_fixture(std::string_view text, const std::string& pa
             f.at = *t;
             has_at = true;
         } else if (key == "admin") {
-            if (!val.is_bool()) return fail(path + ": admin: expected true or false");
-            f.admin = val.as_bool();
+            if (!val.is_boolean()) return fail(path + ": admin: expected true or false");
+            f.admin = val.get<bool>();
         } else if (key == "expect") {
             if (!val.is_object()) return fail(path + ": expect: expected an object");
             f.expect = val;
@@ -249,10 +249,10 @@ std::vector<std::string> check_fixture(const PolicyFixture& f, const Decision& d
     auto contains_each = [&](const json::Value& want, const std::string& key, const std::vector<std::string>& texts) {
         std::vector<std::string> needles;
         if (want.is_string()) {
-            needles.push_back(want.as_string());
+            needles.push_back(want.get_ref<const std::string&>());
         } else if (want.is_array()) {
-            for (const auto& n : want.as_array())
-                if (n.is_string()) needles.push_back(n.as_string());
+            for (const auto& n : want.get_ref<const json::Array&>())
+                if (n.is_string()) needles.push_back(n.get_ref<const std::string&>());
         } else {
             bad.push_back(key + ": expected a string or a list of strings");
             return;
@@ -268,13 +268,13 @@ std::vector<std::string> check_fixture(const PolicyFixture& f, const Decision& d
             }
         }
     };
-    for (const auto& [key, want] : f.expect.as_object()) {
+    for (const auto& [key, want] : f.expect.get_ref<const json::Object&>()) {
         if (key == "reason_contains") {
             contains_each(want, key, {d.reason});
         } else if (key == "message_contains") {
             contains_each(want, key, d.user_messages);
         } else if (key == "messages") {
-            const json::Value* got = actual.find("messages");
+            const json::Value* got = json::find(actual, "messages");
             if (json::write(*got) != json::write(want)) bad.push_back("messages: want " + json::write(want) + ", got " + show(got));
         } else if (key == "begin_time") {
             if (want.is_null()) {
@@ -287,13 +287,13 @@ std::vector<std::string> check_fixture(const PolicyFixture& f, const Decision& d
                                   (d.begin_time ? format_timestamp_utc(*d.begin_time) : "unset"));
             }
         } else if (key == "network") {
-            const json::Value* got_net = actual.find("network");
+            const json::Value* got_net = json::find(actual, "network");
             if (!want.is_object()) {
                 bad.push_back("network: expected an object");
                 continue;
             }
-            for (const auto& [nk, nv] : want.as_object()) {
-                const json::Value* got = got_net->find(nk);
+            for (const auto& [nk, nv] : want.get_ref<const json::Object&>()) {
+                const json::Value* got = json::find(*got_net, nk);
                 if (!got) bad.push_back("network." + nk + ": unknown key");
                 else if (json::write(*got) != json::write(nv))
                     bad.push_back("network." + nk + ": want " + json::write(nv) + ", got " + json::write(*got));
@@ -307,7 +307,7 @@ std::vector<std::string> check_fixture(const PolicyFixture& f, const Decision& d
                 bad.push_back("expect." + key + ": unknown key");
                 continue;
             }
-            const json::Value* got = actual.find(key);
+            const json::Value* got = json::find(actual, key);
             if (!got || json::write(*got) != json::write(want))
                 bad.push_back(key + ": want " + json::write(want) + ", got " + show(got));
         }

@@ -184,6 +184,22 @@ std::string format_windows_human(const WindowsReport& report) {
     return out;
 }
 
+std::string format_windows_parsable(const WindowsReport& report, bool header) {
+    std::string out;
+    if (header) out += "WINDOW|ZONE|BEGIN|END|MINUTES|DST\n";
+    for (const auto& cal : report.windows) {
+        const TimeZone* zone = zone_of(*cal.window);
+        for (const auto& occ : cal.occurrences) {
+            const bool dst = zone && zone->offset_at(occ.begin) != zone->offset_at(occ.end);
+            out += cal.name + "|" + zone_name(*cal.window) + "|" + format_iso(occ.begin, zone) + "|" +
+                   format_iso(occ.end, zone) + "|" +
+                   std::to_string(duration_cast<minutes>(occ.end - occ.begin).count()) + "|" +
+                   (dst ? "yes" : "no") + "\n";
+        }
+    }
+    return out;
+}
+
 json::Value windows_json(const WindowsReport& report) {
     json::Array windows;
     for (const auto& cal : report.windows) {

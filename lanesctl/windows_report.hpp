@@ -60,6 +60,10 @@ inline constexpr const char* kReservationFlags = "IGNORE_JOBS,MAGNETIC";
 // `names` empty: every window in config; unknown names are errors. `reservations`:
 // also compute one reservation per occurrence (and per partition) of the windows
 // that a class avoids (or of `names` when given).
+// --parsable: one occurrence a line, WINDOW|ZONE|BEGIN|END|MINUTES|DST (ISO 8601
+// times with the window's UTC offset; DST "yes" when the offset changes inside).
+std::string format_windows_parsable(const WindowsReport& report, bool header);
+
 Result<WindowsReport> build_windows_report(const Config& config, SysSeconds from, int days,
                                            const std::vector<std::string>& names,
                                            const std::optional<ReservationRequest>& reservations);

@@ -77,6 +77,7 @@ Result<std::shared_ptr<Generation>> build_generation(const std::string& config_p
         if (!policy) return fail(policy.error().message);
         auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
         if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) return fail(ok.error().message);
+        if (options.wake_maintainer) (*policy)->build_in_background(options.wake_maintainer);
         gen->policy = std::move(*policy);
     } else {
         script_stamp = FileStamp{};
@@ -130,6 +131,16 @@ public:
     }
 
     std::shared_ptr<const Config> config() const override { return current()->config; }
+
+    void maintain() noexcept override {
+        try {
+            auto gen = current();
+            if (gen->policy) gen->policy->maintain();
+        } catch (const std::exception& e) {
+            log(LogLevel::Error, std::string("lanes: policy maintenance failed: ") + e.what());
+        } catch (...) {
+        }
+    }
 
 private:
     static int64_t steady_ns() {
@@ -437,6 +448,7 @@ Result<std::unique_ptr<Classifier>> Classifier::from_config(Config config, LogSi
             if (!policy) return fail(policy.error().message);
             auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
             if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) return fail(ok.error().message);
+            if (options.wake_maintainer) (*policy)->build_in_background(options.wake_maintainer);
             gen->policy = std::move(*policy);
         }
         return std::unique_ptr<Classifier>(

@@ -23,6 +23,9 @@ struct ClassifierOptions {
     size_t max_lua_states = 0;
     // window_overrun = "shorten" never shortens a job below this; it defers instead.
     uint32_t min_shorten_minutes = 10;
+    // Set (slurmctld): policies build and close their lua_States only in
+    // maintain(), never inside classify(); called when maintain() has work.
+    std::function<void()> wake_maintainer;
 };
 
 class Classifier {
@@ -50,6 +53,10 @@ public:
     virtual bool reload_if_changed() = 0;
 
     virtual std::shared_ptr<const Config> config() const = 0;
+
+    // With options.wake_maintainer: close the policy's discarded lua_States and
+    // build its pool back up. Call from a thread that holds no slurmctld lock.
+    virtual void maintain() = 0;
 };
 
 }  // namespace lanes

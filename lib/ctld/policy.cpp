@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ctld/bounded_strings.hpp"
 #include "ctld/builtin_rules.hpp"
 
 namespace lanes {
@@ -84,13 +85,16 @@ struct LuaState {
     int job_ref = LUA_NOREF;
     int env_ref = LUA_NOREF;
     bool tainted = false;  // budget exceeded: discard rather than reuse
+    uint64_t calls = 0;    // function calls seen by the hook this call
+    int unplaced = 0;      // aborts seen in calls with no Lua line to name yet
+    int last_line = 0;     // where the count hook last saw the script (names out-of-memory errors)
+    char last_src[LUA_IDSIZE] = {};
+    StringMeter meter{};   // the metered string functions' link to the budgets
 
     ~LuaState() {
+        // Scripts cannot set __gc (see l_setmetatable), so closing runs no
+        // script code: it frees at most memory_limit bytes.
         if (L) {
-            // Finalizers the script may have set run under a fresh budget.
-            abort = Abort::None;
-            instructions = 0;
-            deadline = Clock::now() + time_budget;
             job = nullptr;
             lua_close(L);
         }
@@ -100,6 +104,20 @@ struct LuaState {
 namespace {
 
 LuaState* state_of(lua_State* L) { return *static_cast<LuaState**>(lua_getextraspace(L)); }
+
+// Where the script is, for an out-of-memory error (which unwinds before
+// anyone can ask). Read-only debug queries: they allocate nothing.
+void note_position(LuaState* s) noexcept {
+    if (!s->L) return;
+    lua_Debug ar;
+    for (int level = 0; lua_getstack(s->L, level, &ar); ++level) {
+        if (lua_getinfo(s->L, "Sl", &ar) && ar.currentline > 0) {
+            s->last_line = ar.currentline;
+            std::memcpy(s->last_src, ar.short_src, sizeof s->last_src);
+            return;
+        }
+    }
+}
 
 void* counting_alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept {
     auto* s = static_cast<LuaState*>(ud);
@@ -111,6 +129,7 @@ void* counting_alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept {
     }
     if (nsize > old && s->mem_used - old + nsize > s->mem_limit) {
         s->mem_refused = true;
+        note_position(s);
         return nullptr;
     }
     void* p = std::realloc(ptr, nsize);
@@ -293,8 +312,23 @@ int parse_duration_noexcept(const char* p, size_t n, uint32_t* minutes) noexcept
 
 void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
     LuaState* s = state_of(L);
-    if (ar->event == LUA_HOOKCOUNT) {
-        s->instructions += static_cast<uint64_t>(s->hook_chunk);
+    bool is_call = ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL;
+    if (ar->event == LUA_HOOKCOUNT || is_call) {
+        // Calls count too: C functions called from C (a gsub callback, a sort
+        // comparator) run no VM instruction, so only the call hook sees them.
+        // The clock is read on every call: one C call on a string of up to
+        // memory_limit bytes (string.upper of 16 MiB, some ms) is then the
+        // most that runs between two checks.
+        if (is_call) {
+            ++s->instructions;
+            ++s->calls;
+        } else {
+            s->instructions += static_cast<uint64_t>(s->hook_chunk);
+            if (s->abort == Abort::None && lua_getinfo(L, "Sl", ar) && ar->currentline > 0) {
+                s->last_line = ar->currentline;
+                std::memcpy(s->last_src, ar->short_src, sizeof s->last_src);
+            }
+        }
         if (s->abort == Abort::None) {
             if (s->instructions > s->instruction_budget)
                 s->abort = Abort::Instructions;
@@ -302,12 +336,29 @@ void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
                 s->abort = Abort::Time;
         }
         if (s->abort == Abort::None) return;
-        // From now on fire on every instruction, so pcall() in the script cannot
-        // swallow the abort and carry on.
-        lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
+        // From now on fire on every instruction and call, so pcall() in the
+        // script cannot swallow the abort and carry on.
+        lua_sethook(L, budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
         int line = 0;
         const char* src = "?";
-        if (lua_getinfo(L, "Sl", ar)) {
+        char caller_src[LUA_IDSIZE];
+        if (is_call) {
+            // The function being called has not started (and may be C called
+            // from C, as gsub calls string.lower): name the nearest Lua line.
+            lua_Debug caller;
+            for (int level = 1; lua_getstack(L, level, &caller); ++level) {
+                if (lua_getinfo(L, "Sl", &caller) && caller.currentline > 0) {
+                    line = caller.currentline;
+                    std::memcpy(caller_src, caller.short_src, sizeof caller_src);
+                    src = caller_src;
+                    break;
+                }
+            }
+            // None (a __close of the C library's own buffers runs with no
+            // visible caller): the next event, one instruction after the C
+            // code returns to Lua, names the line; a bounded number of times.
+            if (line == 0 && ++s->unplaced < 64) return;
+        } else if (lua_getinfo(L, "Sl", ar)) {
             line = ar->currentline;
             src = ar->short_src;
         }
@@ -338,7 +389,35 @@ void arm_budget(LuaState* s, int factor) {
     s->deadline = Clock::now() + s->time_budget * factor;
     uint64_t budget = s->instruction_budget * static_cast<uint64_t>(factor);
     s->hook_chunk = static_cast<int>(std::clamp<uint64_t>(budget / 100, 1, 1000));
-    lua_sethook(s->L, budget_hook, LUA_MASKCOUNT | LUA_MASKRET, s->hook_chunk);
+    s->calls = 0;
+    s->unplaced = 0;
+    s->last_line = 0;
+    lua_sethook(s->L, budget_hook, LUA_MASKCOUNT | LUA_MASKRET | LUA_MASKCALL, s->hook_chunk);
+}
+
+// StringMeter::charge: work done inside the metered string functions counts
+// as VM instructions; past a budget, abort as the hook does, naming the line
+// of the Lua code that called the string function.
+void charge_steps(lua_State* L, uint64_t steps) {
+    LuaState* s = state_of(L);
+    s->instructions += steps;
+    if (s->abort == Abort::None) {
+        if (s->instructions > s->instruction_budget)
+            s->abort = Abort::Instructions;
+        else if (Clock::now() > s->deadline)
+            s->abort = Abort::Time;
+    }
+    if (s->abort == Abort::None) return;
+    lua_sethook(L, budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
+    luaL_where(L, 1);
+    if (s->abort == Abort::Instructions)
+        lua_pushfstring(L, "instruction budget exceeded (%I VM instructions) in a string or table function",
+                        static_cast<lua_Integer>(s->instruction_budget));
+    else
+        lua_pushfstring(L, "time budget exceeded (%I us) in a string or table function",
+                        static_cast<lua_Integer>(s->time_budget.count()));
+    lua_concat(L, 2);
+    lua_error(L);
 }
 
 // --- job proxy ----------------------------------------------------------------
@@ -728,6 +807,7 @@ int l_rules(lua_State* L) noexcept {
 int l_load(lua_State* L) noexcept {
     size_t n;
     const char* text = luaL_checklstring(L, 1, &n);
+    charge_steps(L, n);  // the parser runs in C: one step a byte
     const char* name = luaL_optstring(L, 2, "=(load)");
     int has_env = !lua_isnone(L, 4);
     int status = luaL_loadbufferx(L, text, n, name, "t");
@@ -754,6 +834,73 @@ int l_collectgarbage(lua_State* L) noexcept {
     return luaL_error(L, "collectgarbage('%s') is not available in policies", opt);
 }
 
+// A snapshot metatable remembers here whether the script's metatable was
+// protected (had a __metatable field).
+const char kProtectedKey = 0;
+
+// StringMeter::too_large: a string.rep result over memory_limit is a memory
+// bomb like any other (reported as the memory limit, state discarded).
+void string_too_large(lua_State* L, const char* function, int64_t bytes) {
+    LuaState* s = state_of(L);
+    s->mem_refused = true;
+    luaL_error(L, "%s: a result of %I bytes: memory limit of %I bytes exceeded", function,
+               static_cast<lua_Integer>(bytes),
+               static_cast<lua_Integer>(s->mem_limit));
+}
+
+// setmetatable(t, mt), with the metatable read once, now: t gets a snapshot
+// (a shallow copy) of mt, so fields added to mt later change nothing, and
+// getmetatable(t) still returns mt (or mt.__metatable). __gc and __mode are
+// refused: finalizers run with hooks off, so no budget could stop them, and
+// weak tables make the collector's work superlinear. Without them, lua_close
+// and every collection run no script code and free at most memory_limit bytes.
+int l_setmetatable(lua_State* L) noexcept {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int type = lua_type(L, 2);
+    luaL_argexpected(L, type == LUA_TNIL || type == LUA_TTABLE, 2, "nil or table");
+    if (lua_getmetatable(L, 1)) {
+        lua_rawgetp(L, -1, &kProtectedKey);
+        if (lua_toboolean(L, -1)) return luaL_error(L, "cannot change a protected metatable");
+        lua_pop(L, 2);
+    }
+    lua_settop(L, 2);
+    if (type == LUA_TNIL) {
+        lua_setmetatable(L, 1);
+        return 1;
+    }
+    for (const char* key : {"__gc", "__mode"}) {
+        lua_pushstring(L, key);
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L,
+                              "setmetatable: %s is not allowed in policies (finalizers and weak tables run "
+                              "outside the budgets)",
+                              key);
+        lua_settop(L, 2);
+    }
+    lua_createtable(L, 0, 8);
+    int snapshot = lua_gettop(L);
+    uint64_t copied = 0;
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, snapshot);
+        if ((++copied & 1023) == 0) charge_steps(L, 1024);
+    }
+    lua_pushliteral(L, "__metatable");
+    bool is_protected = lua_rawget(L, 2) != LUA_TNIL;
+    lua_pop(L, 1);
+    if (!is_protected) {
+        lua_pushvalue(L, 2);
+        lua_setfield(L, snapshot, "__metatable");
+    }
+    lua_pushboolean(L, is_protected);
+    lua_rawsetp(L, snapshot, &kProtectedKey);
+    lua_setmetatable(L, 1);
+    lua_settop(L, 1);
+    return 1;
+}
+
 int setup_state(lua_State* L) noexcept {
     LuaState* s = state_of(L);
     // Libraries: base, string, table, math, utf8. Not os, io, package, debug, coroutine.
@@ -763,6 +910,9 @@ int setup_state(lua_State* L) noexcept {
     luaL_requiref(L, LUA_MATHLIBNAME, luaopen_math, 1);
     luaL_requiref(L, LUA_UTF8LIBNAME, luaopen_utf8, 1);
     lua_settop(L, 0);
+    install_bounded_strings(L, &s->meter);
+    lua_pushcfunction(L, l_setmetatable);
+    lua_setglobal(L, "setmetatable");
     for (const char* name : {"dofile", "loadfile", "warn", "require"}) {
         lua_pushnil(L);
         lua_setglobal(L, name);
@@ -1025,6 +1175,22 @@ void read_result(lua_State* L, LuaState* s, int idx) {
     out.kind = PolicyOutcome::Kind::Class;
 }
 
+// Message handler of the script's pcalls: an error object that is not a
+// string (error({}), error(nil)) gets the line it was raised at, which is
+// only known here, before the stack unwinds.
+int locate_error(lua_State* L) noexcept {
+    if (lua_type(L, 1) == LUA_TSTRING || lua_type(L, 1) == LUA_TNUMBER) return 1;
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); ++level) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+            lua_pushfstring(L, "%s:%d: error object is a %s value", ar.short_src, ar.currentline,
+                            luaL_typename(L, 1));
+            return 1;
+        }
+    }
+    return 1;
+}
+
 int run_classify(lua_State* L) noexcept {
     LuaState* s = state_of(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, s->classify_ref);
@@ -1096,6 +1262,9 @@ Result<std::unique_ptr<LuaState>> Policy::new_state() {
     auto s = std::make_unique<LuaState>();
     const PolicyConfig& limits = config_->policy;
     s->mem_limit = limits.memory_limit_bytes;
+    s->meter.charge = charge_steps;
+    s->meter.max_string_bytes = limits.memory_limit_bytes;
+    s->meter.too_large = string_too_large;
     s->instruction_budget = std::max<uint64_t>(limits.instruction_budget, 1);
     s->time_budget = limits.time_budget;
     s->config = config_.get();
@@ -1119,7 +1288,9 @@ Result<std::unique_ptr<LuaState>> Policy::new_state() {
     status = luaL_loadbufferx(L, source_.data(), source_.size(), ("@" + chunk_name_).c_str(), "t");
     if (status != LUA_OK) return fail(error_text(L, status));
     arm_budget(s.get(), kLoadBudgetFactor);
-    status = lua_pcall(L, 0, 0, 0);
+    lua_pushcfunction(L, locate_error);
+    lua_insert(L, -2);
+    status = lua_pcall(L, 0, 0, lua_gettop(L) - 1);
     if (status != LUA_OK) {
         std::string msg = error_text(L, status);
         if (status == LUA_ERRMEM || s->mem_refused)
@@ -1136,11 +1307,23 @@ Result<std::unique_ptr<LuaState>> Policy::new_state() {
 
 std::unique_ptr<LuaState> Policy::acquire(std::string& error) {
     std::unique_lock lock(mutex_);
+    // In the background mode a caller waits at most this long for a state.
+    auto give_up = Clock::now() + std::max<std::chrono::microseconds>(config_->policy.time_budget,
+                                                                      std::chrono::milliseconds(1));
     while (true) {
         if (!idle_.empty()) {
             auto s = std::move(idle_.back());
             idle_.pop_back();
             return s;
+        }
+        if (background_) {
+            if (idle_cv_.wait_until(lock, give_up) == std::cv_status::timeout && idle_.empty()) {
+                error = chunk_name_ + ": no policy Lua state became free within the time budget (" +
+                        std::to_string(total_) + " in use, " + std::to_string(max_states_ - total_) +
+                        " being rebuilt after budget overruns)";
+                return nullptr;
+            }
+            continue;
         }
         if (total_ < max_states_) {
             ++total_;
@@ -1159,18 +1342,57 @@ std::unique_ptr<LuaState> Policy::acquire(std::string& error) {
 
 void Policy::release(std::unique_ptr<LuaState> state) {
     std::unique_ptr<LuaState> discard;
+    bool wake = false;
     {
         std::lock_guard lock(mutex_);
         if (state->tainted) {
-            discard = std::move(state);
             --total_;
             ++rebuilds_;
+            if (background_) {
+                graveyard_.push_back(std::move(state));
+                wake = true;
+            } else {
+                discard = std::move(state);
+            }
         } else {
             idle_.push_back(std::move(state));
         }
         idle_cv_.notify_one();
     }
+    if (wake && wake_) wake_();
     // discard's lua_close runs outside the lock.
+}
+
+void Policy::build_in_background(std::function<void()> wake) {
+    {
+        std::lock_guard lock(mutex_);
+        background_ = true;
+        wake_ = std::move(wake);
+    }
+    if (wake_) wake_();
+}
+
+void Policy::maintain() {
+    std::vector<std::unique_ptr<LuaState>> dead;
+    size_t missing = 0;
+    {
+        std::lock_guard lock(mutex_);
+        dead.swap(graveyard_);
+        missing = max_states_ > total_ ? max_states_ - total_ : 0;
+        total_ += missing;  // reserved; given back below if a build fails
+    }
+    dead.clear();
+    for (size_t i = 0; i < missing; ++i) {
+        auto made = new_state();
+        std::lock_guard lock(mutex_);
+        if (made) {
+            idle_.push_back(std::move(*made));
+            idle_cv_.notify_one();
+        } else {
+            --total_;
+            if (log_) log_(LogLevel::Error, "lanes: policy: cannot rebuild a Lua state: " + made.error().message);
+        }
+    }
 }
 
 size_t Policy::state_count() const {
@@ -1212,8 +1434,9 @@ PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowO
         s->in_classify = true;
         lua_settop(L, 0);
         arm_budget(s.get(), 1);
+        lua_pushcfunction(L, locate_error);
         lua_pushcfunction(L, run_classify);
-        int status = lua_pcall(L, 0, 0, 0);
+        int status = lua_pcall(L, 0, 0, 1);
         s->in_classify = false;
 
         PolicyOutcome out = std::move(s->out);
@@ -1225,13 +1448,21 @@ PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowO
         if (s->rejected) {
             out.kind = PolicyOutcome::Kind::Reject;
             if (out.reject_message.empty()) out.reject_message = "rejected by the site policy";
-        } else if (s->abort != Abort::None) {
+        } else if (s->abort != Abort::None && status != LUA_ERRMEM) {
             out.kind = PolicyOutcome::Kind::Error;
             out.error = error_text(L, status);
         } else if (status == LUA_ERRMEM || (status != LUA_OK && s->mem_refused)) {
             out.kind = PolicyOutcome::Kind::Error;
-            out.error = basename_of(chunk_name_) + ": memory limit of " + std::to_string(s->mem_limit) +
-                        " bytes exceeded";
+            std::string limit = "memory limit of " + std::to_string(s->mem_limit) + " bytes exceeded";
+            if (status != LUA_ERRMEM) {  // raised with a position (string.rep, or the script's own error)
+                std::string text = error_text(L, status);
+                out.error = text.find("memory limit") != std::string::npos ? text : text + " (" + limit + ")";
+            } else if (s->last_line > 0) {  // no frame left to ask: where the hook last saw the script
+                s->last_src[sizeof s->last_src - 1] = '\0';
+                out.error = basename_of(s->last_src) + ":" + std::to_string(s->last_line) + ": " + limit;
+            } else {
+                out.error = basename_of(chunk_name_) + ": " + limit;
+            }
         } else if (status != LUA_OK) {
             out.kind = PolicyOutcome::Kind::Error;
             out.error = error_text(L, status);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -75,6 +76,15 @@ public:
 
     const std::string& chunk_name() const { return chunk_name_; }
     const Config& config() const { return *config_; }
+    // Build and close lua_States off the caller's path (slurmctld): from now on
+    // classify() never builds or closes a state; it takes an idle one, waiting
+    // at most the time budget, and a state that hit a budget is set aside.
+    // maintain(), called from a thread that holds no slurmctld lock, closes
+    // those and builds the pool up to its size; `wake` asks for a maintain()
+    // soon (called with no lock held; may be empty).
+    void build_in_background(std::function<void()> wake);
+    void maintain();
+
     // How many lua_States exist now (tests).
     size_t state_count() const;
     // How many states were discarded and rebuilt after a budget violation (tests).
@@ -95,6 +105,9 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable idle_cv_;
     std::vector<std::unique_ptr<LuaState>> idle_;
+    std::vector<std::unique_ptr<LuaState>> graveyard_;  // tainted, closed by maintain()
+    bool background_ = false;
+    std::function<void()> wake_;
     size_t total_ = 0;
     uint64_t rebuilds_ = 0;
 };

@@ -1,7 +1,9 @@
 // rtnetlink tc requests: messages built with libnl's nl_msg/nla helpers, sent on
-// one NETLINK_ROUTE socket owned here, replies read by a small loop that matches
-// sequence numbers and reports the kernel's extended ack text.
+// one NETLINK_ROUTE socket owned here through the shared send/ack loop
+// (netlink_socket.hpp: timeout, EINTR, sequence matching, extack text).
 #include "node/traffic_control.hpp"
+
+#include "node/netlink_socket.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -37,81 +39,14 @@ std::string handle_text(uint32_t h) {
     return buf;
 }
 
-// One rtnetlink socket; request() sends one message and reads until its ack,
-// error or (dumps) NLMSG_DONE.
-class NetlinkSocket {
-public:
-    NetlinkSocket() = default;
-    ~NetlinkSocket() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    NetlinkSocket(const NetlinkSocket&) = delete;
-    NetlinkSocket& operator=(const NetlinkSocket&) = delete;
-
-    Result<void> open() {
-        fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-        if (fd_ < 0) return fail(std::string("lanes: netlink socket: ") + std::strerror(errno));
-        int one = 1;
-        ::setsockopt(fd_, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);
-        ::setsockopt(fd_, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one);
-        sockaddr_nl sa{};
-        sa.nl_family = AF_NETLINK;
-        if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
-            return fail(std::string("lanes: netlink bind: ") + std::strerror(errno));
-        return {};
-    }
-
-    // Returns 0 or a negative errno; `text` gets the kernel's extack message.
-    int request(nl_msg* msg, bool dump, const std::function<void(nlmsghdr*)>& on_msg, std::string* text) {
-        nlmsghdr* hdr = nlmsg_hdr(msg);
-        hdr->nlmsg_seq = ++seq_;
-        hdr->nlmsg_pid = 0;
-        hdr->nlmsg_flags |= NLM_F_REQUEST | (dump ? NLM_F_DUMP : NLM_F_ACK);
-        const uint32_t seq = hdr->nlmsg_seq;
-        sockaddr_nl kernel{};
-        kernel.nl_family = AF_NETLINK;
-        for (;;) {
-            ssize_t n = ::sendto(fd_, hdr, hdr->nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel);
-            if (n >= 0) break;
-            if (errno != EINTR) return -errno;
-        }
-        alignas(nlmsghdr) static thread_local char buf[64 * 1024];
-        for (;;) {
-            ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                return -errno;
-            }
-            int len = static_cast<int>(n);
-            for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-                if (h->nlmsg_seq != seq) continue;  // a late reply to an earlier request
-                if (h->nlmsg_type == NLMSG_DONE) return 0;
-                if (h->nlmsg_type == NLMSG_ERROR) {
-                    auto* err = static_cast<nlmsgerr*>(NLMSG_DATA(h));
-                    if (text && (h->nlmsg_flags & NLM_F_ACK_TLVS)) *text = extack_text(h, err);
-                    if (err->error != 0 || !dump) return err->error;
-                    continue;
-                }
-                if (on_msg) on_msg(h);
-            }
-        }
-    }
-
-private:
-    static std::string extack_text(nlmsghdr* h, nlmsgerr* err) {
-        std::size_t offset = NLMSG_HDRLEN + sizeof(nlmsgerr);
-        if (!(h->nlmsg_flags & NLM_F_CAPPED)) offset += err->msg.nlmsg_len - NLMSG_HDRLEN;
-        if (offset >= h->nlmsg_len) return {};
-        auto* attr = reinterpret_cast<nlattr*>(reinterpret_cast<char*>(h) + NLMSG_ALIGN(offset));
-        int rem = static_cast<int>(h->nlmsg_len) - static_cast<int>(NLMSG_ALIGN(offset));
-        for (; nla_ok(attr, rem); attr = nla_next(attr, &rem))
-            if (nla_type(attr) == NLMSGERR_ATTR_MSG) return nla_get_string(attr);
-        return {};
-    }
-
-    int fd_ = -1;
-    uint32_t seq_ = 0;
-};
+// The one netlink send/ack loop (netlink_socket.hpp) on an rtnetlink socket:
+// 0 or a negative errno, the kernel's extack text in `text`.
+int rt_request(NetlinkSocket& sock, nl_msg* msg, bool dump, const std::function<void(nlmsghdr*)>& on_msg,
+               std::string* text) {
+    auto out = sock.request(nlmsg_hdr(msg), dump, on_msg);
+    if (text) *text = out.extack;
+    return out.error;
+}
 
 MsgPtr tc_msg(int type, int flags, int ifindex, uint32_t handle, uint32_t parent) {
     MsgPtr msg(nlmsg_alloc_simple(type, flags));
@@ -149,14 +84,12 @@ bool put_htb_class(nl_msg* msg, const HtbParams& p) {
 }
 
 std::string describe_error(int err, const std::string& extack) {
-    std::string s = std::strerror(-err);
-    if (!extack.empty()) s += " (" + extack + ")";
-    return s;
+    return netlink_error_text(NetlinkSocket::Outcome{err, extack});
 }
 
 class NetlinkTrafficControl final : public TrafficControl {
 public:
-    Result<void> open() { return sock_.open(); }
+    Result<void> open() { return sock_.open(NETLINK_ROUTE); }
 
     Result<std::vector<std::string>> devices() override {
         std::vector<std::string> out;
@@ -187,7 +120,7 @@ public:
         nla_put(msg.get(), RTA_DST, family == AF_INET ? 4 : 16, bin);
         int oif = 0;
         std::string extack;
-        int err = sock_.request(msg.get(), false, [&](nlmsghdr* h) {
+        int err = rt_request(sock_, msg.get(), false, [&](nlmsghdr* h) {
             nlattr* tb[RTA_MAX + 1];
             if (nlmsg_parse(h, sizeof(rtmsg), tb, RTA_MAX, nullptr) == 0 && tb[RTA_OIF]) oif = static_cast<int>(nla_get_u32(tb[RTA_OIF]));
         }, &extack);
@@ -215,7 +148,7 @@ public:
         auto msg = tc_msg(RTM_GETQDISC, NLM_F_ECHO, ifindex, 0, TC_H_ROOT);
         RootQdisc root;
         std::string extack;
-        int err = sock_.request(msg.get(), false, [&](nlmsghdr* h) {
+        int err = rt_request(sock_, msg.get(), false, [&](nlmsghdr* h) {
             if (h->nlmsg_type != RTM_NEWQDISC) return;
             auto* t = static_cast<tcmsg*>(nlmsg_data(h));
             if (t->tcm_ifindex != ifindex || t->tcm_parent != TC_H_ROOT) return;
@@ -238,10 +171,10 @@ public:
         std::thread probe([&] {
             if (::unshare(CLONE_NEWNET) != 0) return;
             NetlinkSocket s;
-            if (!s.open()) return;
+            if (!s.open(NETLINK_ROUTE)) return;
             auto msg = tc_msg(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, 1, tc_handle(1, 0), TC_H_ROOT);
             nla_put_string(msg.get(), TCA_KIND, kind.c_str());
-            ok = s.request(msg.get(), false, {}, nullptr) == 0;
+            ok = rt_request(s, msg.get(), false, {}, nullptr) == 0;
         });
         probe.join();
         return ok;
@@ -261,7 +194,7 @@ public:
             nla_put(msg.get(), TCA_HTB_INIT, sizeof glob, &glob);
             nla_nest_end(msg.get(), nest);
             std::string extack;
-            int err = sock_.request(msg.get(), false, {}, &extack);
+            int err = rt_request(sock_, msg.get(), false, {}, &extack);
             if (err == -EEXIST) {
                 // Someone (an earlier run) made it: fine if it is ours.
                 auto root = root_qdisc(op.ifindex);
@@ -283,7 +216,7 @@ public:
         auto msg = tc_msg(RTM_NEWTCLASS, NLM_F_CREATE, op.ifindex, op.classid, op.parent);
         if (!put_htb_class(msg.get(), op.htb)) return fail("lanes: netlink message too large");
         std::string extack;
-        int err = sock_.request(msg.get(), false, {}, &extack);
+        int err = rt_request(sock_, msg.get(), false, {}, &extack);
         if (err < 0)
             return fail("lanes: NIC " + op.device + ": class " + handle_text(op.classid) + ": " +
                         describe_error(err, extack));
@@ -303,7 +236,7 @@ public:
             nla_put(msg.get(), TCA_OPTIONS, sizeof q, &q);
         }
         std::string extack;
-        int err = sock_.request(msg.get(), false, {}, &extack);
+        int err = rt_request(sock_, msg.get(), false, {}, &extack);
         if (err < 0)
             return fail("lanes: NIC " + op.device + ": " + op.kind + " qdisc under class " + handle_text(op.parent) +
                         ": " + describe_error(err, extack));
@@ -316,7 +249,7 @@ public:
         if (ifindex == 0) return {};  // the NIC is gone, and its classes with it
         auto msg = tc_msg(RTM_DELTCLASS, 0, ifindex, op.classid, 0);
         std::string extack;
-        int err = sock_.request(msg.get(), false, {}, &extack);
+        int err = rt_request(sock_, msg.get(), false, {}, &extack);
         if (err < 0 && err != -ENOENT && err != -ENODEV)
             return fail("lanes: NIC " + op.device + ": delete class " + handle_text(op.classid) + ": " +
                         describe_error(err, extack));
@@ -332,7 +265,7 @@ public:
         if (root->kind != "htb" || root->handle != tc_handle(op.major, 0)) return {};
         auto msg = tc_msg(RTM_DELQDISC, 0, ifindex, tc_handle(op.major, 0), TC_H_ROOT);
         std::string extack;
-        int err = sock_.request(msg.get(), false, {}, &extack);
+        int err = rt_request(sock_, msg.get(), false, {}, &extack);
         if (err < 0 && err != -ENOENT && err != -ENODEV)
             return fail("lanes: NIC " + op.device + ": delete root htb: " + describe_error(err, extack));
         return {};
@@ -343,7 +276,7 @@ public:
         ClassCounters c;
         bool found = false;
         std::string extack;
-        int err = sock_.request(msg.get(), false, [&](nlmsghdr* h) {
+        int err = rt_request(sock_, msg.get(), false, [&](nlmsghdr* h) {
             if (h->nlmsg_type != RTM_NEWTCLASS) return;
             auto* t = static_cast<tcmsg*>(nlmsg_data(h));
             if (t->tcm_handle != classid) return;
@@ -379,7 +312,7 @@ public:
         auto msg = tc_msg(RTM_GETTCLASS, 0, ifindex, 0, 0);
         std::vector<uint32_t> out;
         std::string extack;
-        int err = sock_.request(msg.get(), true, [&](nlmsghdr* h) {
+        int err = rt_request(sock_, msg.get(), true, [&](nlmsghdr* h) {
             if (h->nlmsg_type != RTM_NEWTCLASS) return;
             auto* t = static_cast<tcmsg*>(nlmsg_data(h));
             if (t->tcm_ifindex == ifindex && (t->tcm_handle >> 16) == major) out.push_back(t->tcm_handle);

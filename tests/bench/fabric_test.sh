@@ -99,14 +99,18 @@ fabric_node_cap node7 20mbit || bad "fabric_node_cap"
 fabric_mark node7 CS1 || bad "fabric_mark"
 fabric_qos dscp
 fabric_exec node7 timeout 10 iperf3 -c "$(fabric_ip far)" -p 5301 -t 2 -J >"$tmp/cap.json" 2>&1
-mbit=$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e6))' "$tmp/cap.json" 2>/dev/null)
-if [[ -n $mbit ]] && awk -v m="$mbit" 'BEGIN { exit !(m > 10 && m < 21) }'; then
-    ok "node cap 20mbit holds ($mbit Mbit/s)"
+got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bytes"])' "$tmp/cap.json" 2>/dev/null)
+read -r cap_rate cap_bytes cap_over < <(fabric_exec node7 tc -s class show dev fab0 classid 1:10 |
+    awk '/rate/ && !r { for (i = 1; i < NF; i++) if ($i == "rate") r = $(i + 1) }
+         /Sent/ { gsub(/[(),]/, " "); b = $2; o = $9 } END { print r, b + 0, o + 0 }')
+# The cap's class has the rate, carried every byte that got across, and held the flow back.
+if [[ $cap_rate == 20Mbit ]] && ((${got:-0} > 0 && cap_bytes >= got && cap_over > 0)); then
+    ok "node cap 20mbit carries and throttles the flow ($got bytes across, class $cap_bytes bytes, $cap_over overlimits)"
 else
-    bad "node cap 20mbit: ${mbit:-no result} Mbit/s"
+    bad "node cap 20mbit: rate ${cap_rate:-none}, ${got:-no} bytes across, class $cap_bytes bytes, $cap_over overlimits"
 fi
 scav=$(class_bytes 1:30)
-((scav > 2000000)) && ok "CS1-marked training lands in the scavenger class ($scav bytes)" ||
+((${got:-0} > 0 && scav >= got)) && ok "CS1-marked training lands in the scavenger class ($scav bytes)" ||
     bad "scavenger class has ${scav:-0} bytes"
 fabric_node_cap node7 off && [[ -z $(fabric_exec node7 tc qdisc show dev fab0 | grep htb) ]] &&
     ok "node cap off" || bad "node cap not removed"

@@ -11,12 +11,18 @@ set -uo pipefail
 export TZ=UTC
 
 : "${LANES_SRCDIR:?run through make check (LANES_SRCDIR unset)}"
-: "${LANES_BUILDDIR:?run through make check (LANES_BUILDDIR unset)}"
+# What is tested: this build's plugins and lanesctl, unless E2E_JOB_SUBMIT_SO,
+# E2E_SPANK_SO and E2E_LANESCTL name other files (tests/pkg/install_test.sh
+# runs these tests on a Debian root with the .deb installed and no build tree).
+if [[ -z ${E2E_JOB_SUBMIT_SO:-} || -z ${E2E_SPANK_SO:-} || -z ${E2E_LANESCTL:-} ]]; then
+    : "${LANES_BUILDDIR:?run through make check (LANES_BUILDDIR unset)}"
+fi
 # shellcheck source=../cluster/cluster.sh
 source "$LANES_SRCDIR/tests/cluster/cluster.sh"
 
-E2E_JOB_SUBMIT_SO=$LANES_BUILDDIR/job_submit/.libs/job_submit_lanes.so
-E2E_SPANK_SO=$LANES_BUILDDIR/spank/.libs/spank_lanes.so
+E2E_JOB_SUBMIT_SO=${E2E_JOB_SUBMIT_SO:-$LANES_BUILDDIR/job_submit/.libs/job_submit_lanes.so}
+E2E_SPANK_SO=${E2E_SPANK_SO:-$LANES_BUILDDIR/spank/.libs/spank_lanes.so}
+E2E_LANESCTL=${E2E_LANESCTL:-$LANES_BUILDDIR/lanesctl/lanesctl}
 E2E_FAILED=0
 
 e2e_require_root() {
@@ -24,7 +30,7 @@ e2e_require_root() {
         echo "SKIP: $(basename "$0") needs root (it starts slurmctld, slurmd, munged and network namespaces)"
         exit 77
     fi
-    for so in "$E2E_JOB_SUBMIT_SO" "$E2E_SPANK_SO"; do
+    for so in "$E2E_JOB_SUBMIT_SO" "$E2E_SPANK_SO" "$E2E_LANESCTL"; do
         [[ -f $so ]] || { echo "FAIL: $so is not built"; exit 1; }
     done
 }
@@ -147,14 +153,22 @@ e2e_start_cluster() {
     e2e_write_config "$conf_src" "${E2E_MODE:-peak}"
     export LANES_CLUSTER_TOML=$conf_src/lanes.toml
     export LANES_CLUSTER_FILES="$conf_src/policy.lua ${E2E_EXTRA_FILES:-}"
-    export LANES_CLUSTER_PLUGINDIR="$LANES_BUILDDIR/job_submit/.libs"
+    export LANES_CLUSTER_PLUGINDIR="${E2E_JOB_SUBMIT_SO%/*}"
     local extra="JobSubmitPlugins=${E2E_JOB_SUBMIT_PLUGINS:-lanes}"
     local line
     for line in "$@"; do extra+=$'\n'"$line"; done
     export LANES_CLUSTER_CONF_EXTRA=$extra
     cluster_hook_pre_start() {
-        printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
-            "$E2E_SPANK_SO" "$1" "$E2E_STATE_ROOT" >"$1/plugstack.conf"
+        if [[ ${E2E_INSTALLED_PLUGSTACK:-0} == 1 ]]; then
+            # Only in the install test's throw-away root: spank_lanes comes in
+            # through the package's /etc/slurm/plugstack.conf.d/lanes.conf,
+            # which reads /etc/slurm/lanes.toml.
+            cp -- "$1/lanes.toml" /etc/slurm/lanes.toml && cp -- "$1/policy.lua" /etc/slurm/policy.lua &&
+                cp -- /etc/slurm/plugstack.conf "$1/plugstack.conf" || return 1
+        else
+            printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
+                "$E2E_SPANK_SO" "$1" "$E2E_STATE_ROOT" >"$1/plugstack.conf"
+        fi
         if declare -F e2e_pre_start >/dev/null; then e2e_pre_start "$1"; fi
     }
     cluster_install_trap

@@ -76,7 +76,7 @@ reason=$(cluster_job_field "$id" Reason)
 e2e_check "pending reason is BeginTime ($reason)" test "$reason" = BeginTime
 
 # lanesctl fetches the pending job from slurmctld (libslurm) and dry-runs it.
-dry=$(cluster_run_ctl "$LANES_BUILDDIR/lanesctl/lanesctl" policy test --config "$CLUSTER_CONF_DIR/lanes.toml" --job "$id" 2>&1)
+dry=$(cluster_run_ctl "$E2E_LANESCTL" policy test --config "$CLUSTER_CONF_DIR/lanes.toml" --job "$id" 2>&1)
 e2e_check "lanesctl policy test --job $id classifies the real job as training" grep -qE '^  class: +training' <<<"$dry"
 
 # 3. Exempt user (root) is not deferred.

@@ -120,7 +120,7 @@ echo "$human" | grep -Eq "^101 +training +$DEV +100Mbit +400Mbit +CS1 " || fail 
 prom=$TMP/lanes.prom
 ctl status --prometheus "$prom" >"$TMP/prom.out" || fail "status --prometheus"
 [ -s "$TMP/prom.out" ] && fail "status --prometheus printed: $(cat "$TMP/prom.out")"
-grep -Eq "^lanes_job_bytes_total\{job=\"101\",class=\"training\",device=\"$DEV\"\} [1-9][0-9]+$" "$prom" \
+grep -Eq "^lanes_job_bytes_total\{hpc_job=\"101\",class=\"training\",device=\"$DEV\"\} [1-9][0-9]+$" "$prom" \
   || fail "prometheus bytes: $(cat "$prom")"
 grep -q '^# TYPE lanes_job_drops_total counter$' "$prom" || fail "prometheus TYPE line"
 grep -q '^lanes_jobs{node="testnode"} 4$' "$prom" || grep -q '^lanes_jobs{node=' "$prom" || fail "lanes_jobs"

@@ -81,6 +81,16 @@ TEST(LanesctlArgs, SubcommandOptions) {
     EXPECT_EQ(ok({"policy", "test", "--", "-odd.json"}).job_files, (std::vector<std::string>{"-odd.json"}));
 }
 
+TEST(LanesctlArgs, TablesForScripts) {
+    auto s = ok({"status", "--noheader", "--parsable"});
+    EXPECT_TRUE(s.noheader);
+    EXPECT_TRUE(s.parsable);
+    auto w = ok({"windows", "--parsable"});
+    EXPECT_TRUE(w.parsable);
+    EXPECT_FALSE(w.noheader);
+    EXPECT_FALSE(ok({"status"}).parsable);
+}
+
 TEST(LanesctlArgs, HelpAndVersion) {
     EXPECT_TRUE(ok({"--help"}).help);
     EXPECT_TRUE(ok({"-h"}).help);
@@ -128,6 +138,12 @@ TEST(LanesctlArgs, UsageErrorsNameTheOption) {
         {{"status", "--dry-run"}, "option '--dry-run' is not valid for 'status'"},
         {{"gc", "--prometheus", "f"}, "option '--prometheus' is not valid for 'gc'"},
         {{"check", "--config="}, "--config: the value is empty"},
+        {{"status", "--parsable", "--json"}, "option '--parsable' is not valid with '--json'"},
+        {{"status", "--noheader", "--json"}, "option '--noheader' is not valid with '--json'"},
+        {{"gc", "--parsable"}, "option '--parsable' is not valid for 'gc'"},
+        {{"windows", "--noheader"}, "option '--noheader' needs '--parsable' for 'windows'"},
+        {{"windows", "--parsable", "--reservations", "--reservation-users", "u"},
+         "option '--parsable' is not valid with '--reservations'"},
     };
     for (const auto& c : cases) {
         std::string message = error_of(c.args);

@@ -2,6 +2,7 @@
 // textfile format, and the slurmstepd process-title parsing gc relies on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -114,22 +115,22 @@ TEST(LanesctlPolicyOutput, JsonShape) {
     failing.checked = true;
     failing.diffs = {"class: want \"inference\", got \"training\""};
     auto v = lanes::ctl::policy_json({r, failing}, nullptr);
-    EXPECT_EQ(v.find("passed")->as_int(), 1);
-    EXPECT_EQ(v.find("failed")->as_int(), 1);
-    const auto& results = v.find("results")->as_array();
+    EXPECT_EQ(lanes::json::find(v, "passed")->get<int64_t>(), 1);
+    EXPECT_EQ(lanes::json::find(v, "failed")->get<int64_t>(), 1);
+    const auto& results = lanes::json::find(v, "results")->get_ref<const json::Array&>();
     ASSERT_EQ(results.size(), 2u);
-    EXPECT_EQ(results[0].find("source")->as_string(), "train.json");
-    EXPECT_EQ(results[0].find("at")->as_string(), "2026-12-01T08:00:00Z");
-    EXPECT_TRUE(results[0].find("ok")->as_bool());
-    EXPECT_TRUE(results[0].find("error")->is_null());
-    const auto* decision = results[0].find("decision");
+    EXPECT_EQ(lanes::json::find(results[0], "source")->get_ref<const std::string&>(), "train.json");
+    EXPECT_EQ(lanes::json::find(results[0], "at")->get_ref<const std::string&>(), "2026-12-01T08:00:00Z");
+    EXPECT_TRUE(lanes::json::find(results[0], "ok")->get<bool>());
+    EXPECT_TRUE(lanes::json::find(results[0], "error")->is_null());
+    const auto* decision = lanes::json::find(results[0], "decision");
     ASSERT_TRUE(decision && decision->is_object());
-    EXPECT_EQ(decision->find("class")->as_string(), "training");
-    EXPECT_EQ(decision->find("begin_time")->as_string(), "2026-12-01T19:00:00Z");
-    EXPECT_EQ(lanes::json::write(*decision->find("network")),
+    EXPECT_EQ(lanes::json::find(*decision, "class")->get_ref<const std::string&>(), "training");
+    EXPECT_EQ(lanes::json::find(*decision, "begin_time")->get_ref<const std::string&>(), "2026-12-01T19:00:00Z");
+    EXPECT_EQ(lanes::json::write(*lanes::json::find(*decision, "network")),
               R"({"dscp":8,"rate":"10Gbit","ceil":"40%","rdma_traffic_class":32,"rdma_service_level":1,"rank":0})");
-    EXPECT_FALSE(results[1].find("ok")->as_bool());
-    EXPECT_EQ(lanes::json::write(*results[1].find("diffs")), R"(["class: want \"inference\", got \"training\""])");
+    EXPECT_FALSE(lanes::json::find(results[1], "ok")->get<bool>());
+    EXPECT_EQ(lanes::json::write(*lanes::json::find(results[1], "diffs")), R"(["class: want \"inference\", got \"training\""])");
 }
 
 lanes::ctl::StatusReport status_report() {
@@ -171,6 +172,35 @@ TEST(LanesctlStatusOutput, Human) {
     EXPECT_EQ(lanes::ctl::format_status_human(empty), "node n: no NICs selected\nno jobs shaped\n");
 }
 
+TEST(LanesctlStatusOutput, NoheaderAndParsable) {
+    using lanes::ctl::TableStyle;
+    const std::string rows = lanes::ctl::format_status_human(status_report(), TableStyle{false, false});
+    EXPECT_EQ(rows.rfind("7         training    eth0", 0), 0u) << rows;  // first line is a row
+    EXPECT_FALSE(contains(rows, "node gpu1")) << rows;
+    EXPECT_FALSE(contains(rows, "CLASS")) << rows;
+    EXPECT_TRUE(contains(rows, "9         inf\"erence  error:")) << rows;
+    lanes::ctl::StatusReport empty;
+    empty.node = "n";
+    EXPECT_EQ(lanes::ctl::format_status_human(empty, TableStyle{false, false}), "");
+
+    const std::string p = lanes::ctl::format_status_human(status_report(), TableStyle{true, true});
+    EXPECT_EQ(p,
+              "JOBID|CLASS|DEVICE|RATE|CEIL|DSCP|BYTES|PACKETS|DROPS|OVERLIMITS|BACKLOG|ERROR\n"
+              "7|training|eth0|10Gbit|25Gbit|CS1|123456|100|2|5|1500|\n"
+              "9|inf\"erence||||-||||||lanes: eth0: no such device\n");
+    const std::string ph = lanes::ctl::format_status_human(status_report(), TableStyle{false, true});
+    EXPECT_EQ(ph.rfind("7|training|", 0), 0u) << ph;
+    // Every line has the same number of fields.
+    size_t start = 0;
+    while (start < p.size()) {
+        size_t end = p.find('\n', start);
+        std::string line = p.substr(start, end - start);
+        EXPECT_EQ(std::count(line.begin(), line.end(), '|'), 11) << line;
+        start = end + 1;
+    }
+    EXPECT_EQ(lanes::ctl::format_status_human(empty, TableStyle{false, true}), "");
+}
+
 TEST(LanesctlStatusOutput, Json) {
     const std::string json = lanes::json::write(lanes::ctl::status_json(status_report()));
     EXPECT_EQ(json,
@@ -188,19 +218,19 @@ TEST(LanesctlStatusOutput, Prometheus) {
     const std::string text = lanes::ctl::prometheus_text(status_report());
     EXPECT_TRUE(contains(text, "# HELP lanes_job_bytes_total Bytes sent through the job's HTB class.\n"
                                "# TYPE lanes_job_bytes_total counter\n"
-                               "lanes_job_bytes_total{job=\"7\",class=\"training\",device=\"eth0\"} 123456\n"))
+                               "lanes_job_bytes_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 123456\n"))
         << text;
-    EXPECT_TRUE(contains(text, "lanes_job_drops_total{job=\"7\",class=\"training\",device=\"eth0\"} 2\n"));
-    EXPECT_TRUE(contains(text, "lanes_job_overlimits_total{job=\"7\",class=\"training\",device=\"eth0\"} 5\n"));
+    EXPECT_TRUE(contains(text, "lanes_job_drops_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 2\n"));
+    EXPECT_TRUE(contains(text, "lanes_job_overlimits_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 5\n"));
     EXPECT_TRUE(contains(text, "# TYPE lanes_job_backlog_bytes gauge\n"
-                               "lanes_job_backlog_bytes{job=\"7\",class=\"training\",device=\"eth0\"} 1500\n"));
-    EXPECT_TRUE(contains(text, "lanes_job_ceil_bits_per_second{job=\"7\",class=\"training\",device=\"eth0\"} 25000000000\n"));
+                               "lanes_job_backlog_bytes{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 1500\n"));
+    EXPECT_TRUE(contains(text, "lanes_job_ceil_bytes_per_second{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 3125000000\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs{node=\"gpu1\"} 2\n"));
-    EXPECT_TRUE(contains(text, "lanes_job_counter_errors{node=\"gpu1\"} 1\n"));
+    EXPECT_TRUE(contains(text, "lanes_jobs_unreadable{node=\"gpu1\"} 1\n"));
     // The job without counters has no samples (not zeros that would reset rates).
-    EXPECT_FALSE(contains(text, "job=\"9\""));
+    EXPECT_FALSE(contains(text, "hpc_job=\"9\""));
     // Every metric family has exactly one HELP and one TYPE, before its samples.
-    for (const char* name : {"lanes_job_bytes_total", "lanes_job_packets_total", "lanes_job_rate_bits_per_second"}) {
+    for (const char* name : {"lanes_job_bytes_total", "lanes_job_packets_total", "lanes_job_rate_bytes_per_second"}) {
         const std::string help = std::string("# HELP ") + name + " ";
         ASSERT_TRUE(contains(text, help)) << name;
         EXPECT_EQ(text.find(help), text.rfind(help)) << name;
@@ -208,6 +238,11 @@ TEST(LanesctlStatusOutput, Prometheus) {
     }
     EXPECT_EQ(lanes::ctl::prometheus_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     EXPECT_EQ(text.back(), '\n');
+    // Labels Prometheus owns (it renames ours to exported_job) and bit units are gone.
+    EXPECT_FALSE(contains(text, "{job=")) << text;
+    EXPECT_FALSE(contains(text, ",job=")) << text;
+    EXPECT_FALSE(contains(text, "instance=")) << text;
+    EXPECT_FALSE(contains(text, "bits")) << text;
 }
 
 TEST(LanesctlGc, StepdProcessTitle) {

@@ -138,6 +138,14 @@ TEST(LanesctlWindows, CalendarAcrossDstChange) {
         << json;
     EXPECT_TRUE(contains(json, R"("exceptions":[{"first":"2026-03-31","last":"2026-03-31","add":false}])")) << json;
     EXPECT_FALSE(contains(json, "reservations"));
+
+    const std::string parsable = lanes::ctl::format_windows_parsable(*report, true);
+    EXPECT_EQ(parsable,
+              "WINDOW|ZONE|BEGIN|END|MINUTES|DST\n"
+              "night|Europe/Berlin|2026-03-28T22:00:00+01:00|2026-03-29T06:00:00+02:00|420|yes\n"
+              "peak|Europe/Berlin|2026-03-27T08:00:00+01:00|2026-03-27T20:00:00+01:00|720|no\n"
+              "peak|Europe/Berlin|2026-03-30T08:00:00+02:00|2026-03-30T20:00:00+02:00|720|no\n");
+    EXPECT_EQ(lanes::ctl::format_windows_parsable(*report, false).rfind("night|", 0), 0u);
 }
 
 TEST(LanesctlWindows, UnknownWindowName) {

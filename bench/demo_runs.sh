@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# bench/demo_runs.sh: run the README's demo (contrib/demo.sh, the real plugins
+# through Slurm) N times and report the distribution, not the best run:
+# every run's p99 without and with Lanes against its own no-load p99, how many
+# runs meet the goal (p99 with Lanes <= 1.5x no load; training >= 90 % of the
+# capacity inference leaves), and a chart of inference latency without and
+# with Lanes (the README's picture).
+#
+#   bench/demo_runs.sh [--runs N] [--out DIR] [--plot FILE.png] [--replot]
+#
+# "probe late by" is the most the open-loop client sent a request after its due
+# time in the no-load or with-Lanes phase: the probe runs SCHED_FIFO, so only
+# the machine (kernel work, other load) can delay it; it shows the runs in which
+# the machine stalled.
+#
+#   --runs N       demo runs (default 10)
+#   --out DIR      where each run's log and JSON go (default: a new temp dir)
+#   --plot FILE    the chart (gnuplot; default DIR/demo.png)
+#   --replot       no runs: redo the table and chart from DIR's JSON files
+# Environment: the demo's own settings (DEMO_SECONDS, DEMO_FABRIC_MTU, ...) pass
+# through; LANES_BUILD_DIR (default ./build) must hold a build (the demo runs
+# with DEMO_NO_BUILD=1). Needs root. Exit: 0 done (whatever the figures),
+# 1 error, 77 not root.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+src=$(cd "$here/.." && pwd)
+runs=10 out="" plot="" replot=0
+while (($#)); do
+    case $1 in
+        --runs) runs=$2; shift ;;
+        --out) out=$2; shift ;;
+        --plot) plot=$2; shift ;;
+        --replot) replot=1 ;;
+        -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "demo_runs: unknown option '$1'" >&2; exit 1 ;;
+    esac
+    shift
+done
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "demo_runs: --runs '$runs' is not a positive number" >&2; exit 1; }
+if ((!replot)); then
+    ((EUID == 0)) || { echo "demo_runs: needs root (the demo does)"; exit 77; }
+    [[ -n $out ]] || out=$(mktemp -d "${TMPDIR:-/tmp}/lanes-demo-runs.XXXXXX")
+    mkdir -p "$out" || exit 1
+    for ((i = 1; i <= runs; i++)); do
+        DEMO_NO_BUILD=1 DEMO_JSON="$out/run-$i.json" LANES_BUILD_DIR=${LANES_BUILD_DIR:-$src/build} \
+            timeout 600 bash "$src/contrib/demo.sh" >"$out/run-$i.log" 2>&1
+        rc=$?
+        echo "demo_runs: run $i of $runs: exit $rc; $(grep -E 'inference p99 vs no load' "$out/run-$i.log" | sed 's/^ *//')" >&2
+    done
+fi
+[[ -n $out && -d $out ]] || { echo "demo_runs: --replot needs --out DIR" >&2; exit 1; }
+[[ -n $plot ]] || plot=$out/demo.png
+dat=$out/demo.dat
+python3 - "$out" "$dat" <<'PY' || exit 1
+import glob, json, os, re, statistics, sys
+out, dat = sys.argv[1], sys.argv[2]
+def key(p):
+    m = re.search(r"run-(\d+)\.json$", p)
+    return int(m.group(1)) if m else 0
+rows = []
+for p in sorted(glob.glob(os.path.join(out, "run-*.json")), key=key):
+    try:
+        j = json.load(open(p))
+        f, w, l = j["floor"], j["nolanes"], j["lanes"]
+        rows.append({"run": key(p), "floor": f["p99_ms"], "without": w["p99_ms"], "with": l["p99_ms"],
+                     "floor50": f["p50_ms"], "without50": w["p50_ms"], "with50": l["p50_ms"],
+                     "lost": sum(x.get("errors", 0) + x.get("timeouts", 0) for x in (f, w, l)),
+                     "train": j["train_mbit_lanes"], "train_plain": j["train_mbit_nolanes"],
+                     "leftover": j["leftover_mbit"], "mtu": j.get("mtu"),
+                     "lag": max(x.get("max_send_lag_ms", 0) for x in (f, l))})
+    except Exception as e:
+        print("demo_runs: %s: no result (%s)" % (p, e), file=sys.stderr)
+if not rows:
+    sys.exit("demo_runs: no results")
+print("| run | no load p99 ms | without Lanes p99 ms | with Lanes p99 ms | without / no load | with / no load "
+      "| training with Lanes, % of leftover | lost | probe late by, ms |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+met = tmet = 0
+for r in rows:
+    r["rw"], r["rl"] = r["without"] / r["floor"], r["with"] / r["floor"]
+    r["share"] = 100 * r["train"] / r["leftover"] if r["train"] else 0.0
+    met += r["rl"] <= 1.5
+    tmet += r["share"] >= 90
+    print("| %d | %.2f | %.2f | %.2f | %.1fx | **%.2fx** | %.1f %% | %d | %.1f |" % (
+        r["run"], r["floor"], r["without"], r["with"], r["rw"], r["rl"], r["share"], r["lost"], r["lag"]))
+med = lambda k: statistics.median(r[k] for r in rows)
+print()
+print("%d runs (MTU %s). p99 with Lanes / no load: median %.2fx, min %.2fx, max %.2fx; <= 1.5x in %d of %d runs. "
+      "Without Lanes: median %.1fx (min %.1fx, max %.1fx). Training with Lanes: median %.1f %% of the capacity "
+      "inference leaves (min %.1f %%); >= 90 %% in %d of %d runs." % (
+          len(rows), rows[0]["mtu"], med("rl"), min(r["rl"] for r in rows), max(r["rl"] for r in rows), met,
+          len(rows), med("rw"), min(r["rw"] for r in rows), max(r["rw"] for r in rows), med("share"),
+          min(r["share"] for r in rows), tmet, len(rows)))
+with open(dat, "w") as f:
+    # label, median p99, min, max, median p50 (for the chart)
+    for label, k, k50, color in (("no load", "floor", "floor50", 0x888888),
+                                 ("training, without Lanes", "without", "without50", 0xcc3311),
+                                 ("training, with Lanes", "with", "with50", 0x228833)):
+        v = [r[k] for r in rows]
+        f.write('"%s" %g %g %g %g %d\n' % (label, statistics.median(v), min(v), max(v),
+                                           statistics.median(r[k50] for r in rows), color))
+PY
+if command -v gnuplot >/dev/null; then
+    n=$(ls "$out"/run-*.json 2>/dev/null | wc -l)
+    gnuplot <<EOF || { echo "demo_runs: gnuplot failed" >&2; exit 1; }
+set terminal pngcairo size 800,440 font "Sans,11"
+set output "$plot"
+set title "Inference latency on a shared fabric, real Slurm cluster with the Lanes plugins\n(contrib/demo.sh, $n runs: median p99, bars from min to max; p50 as dots)" font ",11"
+set style fill solid 0.85 border -1
+set boxwidth 0.55
+set xrange [-0.6:2.6]
+set logscale y
+set yrange [0.05:500]
+set ylabel "inference latency (ms, log scale)"
+set grid ytics
+set key top left
+set xtics scale 0 font ",11"
+plot "$dat" using 0:2:6:xtic(1) with boxes lc rgb variable title "p99", \
+     "" using 0:2:3:4 with yerrorbars lc rgb "#222222" lw 1.5 notitle, \
+     "" using 0:5 with points pt 7 ps 1.1 lc rgb "#000000" title "p50", \
+     "" using 0:(\$4 * 1.6):(sprintf("%.2f ms", \$2)) with labels font ",11" notitle
+EOF
+    echo "demo_runs: chart in $plot" >&2
+fi
+echo "demo_runs: results in $out" >&2

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The hostile-policy corpus (tests/hostile/*.lua) live in a real slurmctld:
+# each policy is pushed as the running policy; then a user submits a job with a
+# 1000-character comment (which triggers the attacks that pass the load-time
+# self-check) while another user submits ordinary jobs and sinfo/squeue are
+# called. Asserted: every submission is answered, slurmctld keeps serving, and
+# a policy that failed says so with the policy's file:line in slurmctld's log.
+# Submission latencies are printed as ratios to the benign policy's, never
+# asserted (generous timeouts only catch hangs).
+source "$LANES_SRCDIR/tests/e2e/e2e.sh"
+e2e_require_root
+E2E_MODE=offpeak e2e_start_cluster
+user=$(cluster_test_user)
+policy=$CLUSTER_CONF_DIR/policy.lua
+ctl_log=$(cluster_log slurmctld)
+comment=$(printf 'a%.0s' $(seq 1000))
+LIMIT=120  # seconds: only a hang gets near it
+VICTIMS=5
+
+now_us() { local t=${EPOCHREALTIME/[.,]/}; printf '%s\n' "$((10#$t))"; }
+reloads() { grep -cE 'lanes: (reloaded|reload failed)' "$ctl_log"; }
+
+# push FILE: make FILE the running policy; waits for slurmctld's reload verdict.
+push() {
+    local before
+    before=$(reloads)
+    sleep 1.1  # a rewrite within the same second is still seen (ns mtime), but keep it clear
+    cp "$1" "$policy.new" && mv "$policy.new" "$policy"
+    for _ in $(seq 100); do (($(reloads) > before)) && return 0; sleep 0.1; done
+    return 1
+}
+
+# victims: VICTIMS held jobs of root, one after the other; prints their
+# latencies in microseconds (one a line) or "hang"/"refused".
+victims() {
+    local i t0 out
+    for i in $(seq "$VICTIMS"); do
+        t0=$(now_us)
+        if out=$(timeout "$LIMIT" nsenter --net="/run/netns/${CLUSTER_PREFIX}ctl" \
+            env SLURM_CONF="$CLUSTER_CONF" sbatch --parsable --hold -J "infer-victim-$i" -o /dev/null \
+            --wrap true 2>&1); then
+            echo "$(($(now_us) - t0))"
+        elif (($? == 124)); then
+            echo hang
+        else
+            echo "refused: $out"
+        fi
+    done
+}
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR ? a[int((NR + 1) / 2)] : 0) }'; }
+
+benign=$(mktemp)
+cp "$policy" "$benign"
+base=$(victims | median)
+e2e_check "victims answered under the benign policy (median ${base} us)" test "$base" -gt 0
+
+ran=0
+for hostile in "$LANES_SRCDIR"/tests/hostile/*.lua; do
+    name=$(basename "$hostile")
+    ran=$((ran + 1))
+    lines_before=$(wc -l <"$ctl_log")
+    if ! push "$hostile"; then
+        e2e_fail "$name: slurmctld never reported a reload of it"
+        continue
+    fi
+    # The attacker, in the background; victims and status queries meanwhile.
+    attacker_out=$(mktemp)
+    (
+        a0=$(now_us)
+        cluster_run_as "$user" timeout "$LIMIT" sbatch --parsable -J hostile-input --comment="$comment" \
+            -o /dev/null --wrap true
+        echo "rc=$?"
+        echo "us=$(($(now_us) - a0))"
+    ) >"$attacker_out" 2>&1 &
+    attacker=$!
+    lat=$(victims)
+    sinfo_ok=0 squeue_ok=0
+    timeout "$LIMIT" nsenter --net="/run/netns/${CLUSTER_PREFIX}ctl" env SLURM_CONF="$CLUSTER_CONF" sinfo -h >/dev/null 2>&1 &&
+        sinfo_ok=1
+    timeout "$LIMIT" nsenter --net="/run/netns/${CLUSTER_PREFIX}ctl" env SLURM_CONF="$CLUSTER_CONF" squeue -h >/dev/null 2>&1 &&
+        squeue_ok=1
+    wait "$attacker"
+    out=$(cat "$attacker_out")
+    attacker_us=$(sed -n 's/^us=//p' <<<"$out")
+    rm -f "$attacker_out"
+
+    e2e_check "$name: the attacker's submission was answered ($(tr '\n' ' ' <<<"$out" | cut -c1-160))" \
+        bash -c "! grep -qx 'rc=124' <<<\"\$1\" && grep -qE '^[0-9]+|error:' <<<\"\$1\"" _ "$out"
+    e2e_check "$name: every victim submission was answered" bash -c "! grep -qE 'hang|refused' <<<\"\$1\"" _ "$lat"
+    e2e_check "$name: sinfo and squeue kept answering" test "$sinfo_ok$squeue_ok" = 11
+    new_log=$(tail -n +"$((lines_before + 1))" "$ctl_log")
+    if grep -q 'lanes: reload failed' <<<"$new_log"; then
+        e2e_check "$name: the refused reload names policy.lua:LINE" grep -qE 'policy\.lua:[0-9]+' <<<"$new_log"
+    elif grep -q 'error:' <<<"$out"; then
+        e2e_check "$name: the policy error reached the user with policy.lua:LINE" grep -qE 'policy\.lua:[0-9]+' <<<"$out"
+        e2e_check "$name: slurmctld logged the policy error with policy.lua:LINE" \
+            grep -qE 'policy error: .*policy\.lua:[0-9]+' <<<"$new_log"
+    fi
+    med=$(grep -E '^[0-9]+$' <<<"$lat" | median)
+    printf 'figure: %-26s victim median %7d us (%s x benign), attacker answered in %7d us\n' "$name" "${med:-0}" \
+        "$(awk -v a="${med:-0}" -v b="$base" 'BEGIN { printf "%.1f", a / b }')" "${attacker_us:-0}"
+done
+e2e_check "ran the whole corpus ($ran policies)" test "$ran" -ge 15
+e2e_check "slurmctld is alive after the corpus" cluster_run_ctl scontrol ping
+push "$benign" || true
+rm -f "$benign"
+cluster_run_ctl scancel --quiet --user root 2>/dev/null
+e2e_finish

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The bash completion for lanesctl offers the subcommands, each subcommand's
+# own options (and not another's), and file names after --config. Runs the
+# completion function as bash does, with bash-completion's helpers when they are
+# installed and without them otherwise.
+set -uo pipefail
+: "${LANES_SRCDIR:?run through make check}"
+failed=0
+complete_line() {  # complete_line WORD... : COMPREPLY for the last word
+    bash --norc --noprofile -c '
+        [[ -r /usr/share/bash-completion/bash_completion ]] && source /usr/share/bash-completion/bash_completion
+        source "$0"
+        COMP_WORDS=("${@}"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+        COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}
+        _lanesctl lanesctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+        printf "%s\n" "${COMPREPLY[@]}"' "$LANES_SRCDIR/contrib/completions/lanesctl" "$@" | sort | tr '\n' ' '
+}
+expect() {  # expect "WORDS" WANT-WORD... / "!WORD" must be absent
+    local words=$1 got w
+    shift
+    # shellcheck disable=SC2086
+    got=" $(complete_line $words '') "
+    [[ $words == *"|"* ]] && got=" $(complete_line ${words%%|*} "${words#*|}") "
+    for w in "$@"; do
+        if [[ $w == !* ]]; then
+            [[ $got == *" ${w#!} "* ]] && { echo "FAIL: '$words': offered ${w#!}: $got"; failed=1; }
+        else
+            [[ $got == *" $w "* ]] || { echo "FAIL: '$words': no $w in: $got"; failed=1; }
+        fi
+    done
+}
+expect "lanesctl" check policy windows status gc --config '!--prometheus'
+expect "lanesctl status" --noheader --parsable --prometheus --node '!--dry-run' '!check'
+expect "lanesctl windows" --parsable --noheader --days '!--prometheus'
+expect "lanesctl gc" --dry-run --all '!--parsable'
+expect "lanesctl policy" test
+expect "lanesctl policy test|--" --fixtures --job --at
+expect "lanesctl --config x.toml status" --parsable '!check'
+# After --config, file names: the completion script itself is there.
+dir=$LANES_SRCDIR/contrib/completions
+got=$(complete_line lanesctl --config "$dir/lan")
+[[ $got == *"$dir/lanesctl"* ]] || { echo "FAIL: --config did not complete a file name: $got"; failed=1; }
+((failed)) && exit 1
+echo "ok: lanesctl completion"

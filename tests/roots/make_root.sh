@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# tests/roots/make_root.sh: a Debian root filesystem with Slurm and everything
+# Lanes needs to build and test, made with mmdebstrap and cached.
+#
+#   tests/roots/make_root.sh SUITE DEST     # SUITE: bookworm, trixie or sid
+#   tests/roots/make_root.sh --key SUITE    # print the cache key and exit
+#   tests/roots/make_root.sh --packages     # print the package list and exit
+#
+# DEST must not exist or be an empty directory; it receives a fresh copy of the
+# root (a throw-away: change it freely). Slurm in the root: bookworm 22.05,
+# trixie 24.11, sid whatever unstable has (26.05 when this was written).
+#
+# Packages: Slurm (slurmctld slurmd slurm-client munge libslurm-dev
+# slurm-wlm-basic-plugins-dev) and the build and test dependencies listed by
+# contrib/install-deps.sh (less what only the host needs), plus $LANES_ROOT_EXTRA_PACKAGES (space separated; a
+# VM image adds its kernel here). Recommends are not installed.
+#
+# Cache ($LANES_CACHE_DIR, default /var/cache/lanes), kept across runs:
+#   debs/SUITE/*.deb          every .deb downloaded for SUITE; later builds
+#                             copy them in, so apt downloads only what changed
+#   roots/SUITE-KEY.tar.zst   the finished root; KEY hashes the suite, the
+#                             mirror, the package list and $recipe (bumped when
+#                             the way roots are made changes), so a changed
+#                             list builds a new root (older ones of the suite
+#                             are removed)
+# A second run with the same KEY only unpacks the tarball. sid moves daily:
+# LANES_ROOT_REFRESH=1 rebuilds even when a cached root exists. Concurrent runs
+# for one suite wait for each other (flock), so a root is built once.
+#
+# Mirror: $LANES_DEBIAN_MIRROR, else the first Debian URI in this machine's apt
+# sources. bookworm, trixie and sid are all signed by keys in Debian 12's
+# debian-archive-keyring. Valid-Until is not checked: sid's Release file
+# expires within days, and a mirror frozen at a date (a snapshot) still serves it. Needs root (mmdebstrap --mode=root), mmdebstrap and
+# zstd (contrib/install-deps.sh installs both).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+
+say() { printf 'make_root: %s\n' "$*" >&2; }
+die() { printf 'make_root: ERROR: %s\n' "$*" >&2; exit 1; }
+
+usage() {
+    sed -n '2,9s/^# \{0,1\}//p' "$0" >&2
+    exit 2
+}
+
+# What only the host needs (packaging, monitoring, making roots, plotting)
+# stays out of a root: it builds and tests Lanes, nothing more.
+host_only=" dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion "
+host_only+=" prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox "
+
+root_packages() {
+    local -a pkgs=()
+    local p
+    while read -r p; do
+        [[ -n $p && $host_only != *" $p "* ]] && pkgs+=("$p")
+    done < <(bash "$src/contrib/install-deps.sh" --list)
+    ((${#pkgs[@]})) || die "contrib/install-deps.sh --list printed nothing"
+    # shellcheck disable=SC2206 # word splitting is the point
+    # What minbase lacks and the tests use (useradd, hostname, ping), and ccache
+    # so rebuilding Lanes in a cached root is quick.
+    pkgs+=(passwd hostname iputils-ping ccache ${LANES_ROOT_EXTRA_PACKAGES:-})
+    printf '%s\n' "${pkgs[@]}" | sort -u
+}
+
+default_mirror() {
+    local m=${LANES_DEBIAN_MIRROR:-}
+    if [[ -z $m ]]; then
+        # deb822 (URIs:) or one-line (deb URI suite ...) sources; the first
+        # Debian archive wins (not the security archive).
+        m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+            awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }')
+    fi
+    if [[ -z $m ]]; then
+        m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+            awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\// && $i !~ /security/) { print $i; exit } }')
+    fi
+    [[ -n $m ]] || die "no Debian mirror in this machine's apt sources; set LANES_DEBIAN_MIRROR"
+    printf '%s\n' "${m%/}"
+}
+
+# Bump when the way a root is made changes (the mmdebstrap call, the hooks).
+recipe=1
+
+cache_key() {
+    local suite=$1 mirror=$2
+    {
+        printf 'recipe=%s\nsuite=%s\nmirror=%s\n' "$recipe" "$suite" "$mirror"
+        root_packages
+    } | sha256sum | cut -c1-16
+}
+
+case ${1:-} in
+    --packages) root_packages; exit 0 ;;
+    --key) [[ $# == 2 ]] || usage; cache_key "$2" "$(default_mirror)"; exit 0 ;;
+    -h | --help | "") usage ;;
+esac
+[[ $# == 2 ]] || usage
+suite=$1 dest=$2
+case $suite in
+    bookworm | trixie | sid | forky | testing | unstable | stable) ;;
+    *) die "unknown suite '$suite' (bookworm, trixie or sid)" ;;
+esac
+((EUID == 0)) || die "needs root (mmdebstrap --mode=root, device nodes, file owners)"
+command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (apt-get install mmdebstrap)"
+command -v zstd >/dev/null || die "zstd is missing (apt-get install zstd)"
+if [[ -e $dest ]] && [[ -n $(ls -A "$dest" 2>/dev/null) ]]; then
+    die "$dest exists and is not empty"
+fi
+
+cache=${LANES_CACHE_DIR:-/var/cache/lanes}
+mirror=$(default_mirror)
+key=$(cache_key "$suite" "$mirror")
+debs=$cache/debs/$suite
+tarball=$cache/roots/$suite-$key.tar.zst
+mkdir -p "$debs" "$cache/roots"
+
+exec 9>"$cache/roots/$suite.lock"
+flock 9
+
+t0=$(date +%s%N)
+secs() { local t=$(( ($(date +%s%N) - t0) / 1000000 )); printf '%d.%01d' $((t / 1000)) $((t % 1000 / 100)); }
+
+if [[ -s $tarball && ${LANES_ROOT_REFRESH:-0} != 1 ]]; then
+    mkdir -p "$dest"
+    zstd -q -d -c -T0 "$tarball" | tar -x -p --numeric-owner -C "$dest" ||
+        die "cannot unpack $tarball into $dest"
+    say "$suite root from cache ($tarball) in $(secs) s"
+    exit 0
+fi
+
+# Build into a scratch dir next to the cache, then publish the tarball with a
+# rename, so an interrupted build never leaves a half root in the cache.
+work=$(mktemp -d "$cache/roots/.build-$suite.XXXXXX")
+cleanup() { rm -rf -- "$work"; }
+trap cleanup EXIT
+mapfile -t pkgs < <(root_packages)
+include=$(IFS=,; printf '%s' "${pkgs[*]}")
+say "building a $suite root from $mirror (${#pkgs[@]} packages; $(find "$debs" -name '*.deb' | wc -l) .debs cached)"
+mkdir "$work/root"
+# The hooks run in mmdebstrap's shell with the root as $1: cached .debs go in
+# before apt runs, new ones come out before the root is packed.
+# shellcheck disable=SC2016 # $1 belongs to the hooks
+mmdebstrap --mode=root --variant=minbase --format=directory --skip=download/empty \
+    --aptopt='APT::Install-Recommends "false"' --aptopt='Acquire::Check-Valid-Until "false"' \
+    --include="$include" \
+    --setup-hook='mkdir -p "$1/var/cache/apt/archives" && find '"'$debs'"' -maxdepth 1 -name "*.deb" -exec cp -t "$1/var/cache/apt/archives/" {} +' \
+    --customize-hook='find "$1/var/cache/apt/archives" -maxdepth 1 -name "*.deb" -exec cp -n -t '"'$debs'"' {} + ; rm -f "$1"/var/cache/apt/archives/*.deb' \
+    "$suite" "$work/root" "deb $mirror $suite main" >"$work/mmdebstrap.log" 2>&1 || {
+    tail -40 "$work/mmdebstrap.log" >&2
+    die "mmdebstrap $suite failed"
+}
+say "$suite root built in $(secs) s; caching it"
+tar -c --numeric-owner -C "$work/root" . | zstd -q -T0 -3 -o "$work/root.tar.zst" ||
+    die "cannot pack the $suite root"
+mv -f "$work/root.tar.zst" "$tarball"
+find "$cache/roots" -maxdepth 1 -name "$suite-*.tar.zst" ! -name "$suite-$key.tar.zst" -delete
+# Old .debs of packages that moved on are dead weight: keep the newest version
+# of each package only.
+(cd "$debs" && ls -1 ./*.deb 2>/dev/null | sed 's|^\./||' | sort -t_ -k1,1 -k2,2V |
+    awk -F_ '{ if ($1 == prev) print last; prev = $1; last = $0 }' | xargs -r rm -f --)
+[[ -d $dest ]] && rmdir "$dest"
+mv "$work/root" "$dest" || die "cannot move the root to $dest"
+say "$suite root ready at $dest in $(secs) s (cache: $tarball, $(du -sh "$tarball" | cut -f1))"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# tests/slurm_versions/in_root.sh: runs INSIDE a Debian root made by
+# tests/roots/make_root.sh (see slurm_versions.sh, which enters it). Builds
+# Lanes from /lanes/src against that root's Slurm, runs the unit tests and the
+# real-cluster suite with the root's slurmctld/slurmd/munged, and prints the
+# failing tests' logs. Exit 0 only when every test passed (a skip fails too).
+#
+#   in_root.sh MAJOR.MINOR     # the Slurm release the root must have, e.g. 24.11
+set -uo pipefail
+want=${1:?usage: in_root.sh MAJOR.MINOR}
+src=/lanes/src
+build=/lanes/build
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export CCACHE_DIR=/lanes/ccache LANG=C.UTF-8
+# The real-cluster suite: the same scripts the host runs.
+tests=(
+    tests/unit/lanes_unit
+    tests/cluster/smoke_test.sh
+    tests/e2e/job_submit_test.sh
+    tests/e2e/spank_test.sh
+    tests/e2e/faults_test.sh
+    tests/e2e/lua_and_lanes_test.sh
+)
+
+say() { printf 'in_root: %s\n' "$*"; }
+t0=$(date +%s)
+since() { echo "$(($(date +%s) - t0)) s"; }
+
+have=$(slurmd -V 2>/dev/null | awk '{ print $2 }')
+say "$(. /etc/os-release && echo "$PRETTY_NAME"), Slurm $have, $(g++ --version | head -1)"
+if [[ ${have%.*} != "$want" ]]; then
+    say "FAIL: this root has Slurm ${have:-none}, the test is for $want (the suite's Slurm moved on?)"
+    exit 1
+fi
+
+mkdir -p "$build" "$CCACHE_DIR"
+cd "$src" || exit 1
+if ! autoreconf -fi >"$build/autoreconf.log" 2>&1; then
+    tail -20 "$build/autoreconf.log"
+    say "FAIL: autoreconf"
+    exit 1
+fi
+cd "$build" || exit 1
+if ! "$src/configure" -q CXX="ccache g++" CC="ccache gcc" >configure.out 2>&1; then
+    cat configure.out
+    say "FAIL: configure against Slurm $have"
+    exit 1
+fi
+grep -i warning configure.out
+say "configured in $(since)"
+# Everything, check programs included, in parallel; the tests then run one at
+# a time (each cluster test starts its own daemons).
+if ! make -j"$(nproc)" all >make.log 2>&1 || ! make -j"$(nproc)" check TESTS= >>make.log 2>&1; then
+    grep -E -B2 -A6 'error:' make.log | head -80
+    say "FAIL: build against Slurm $have ($(since))"
+    exit 1
+fi
+say "built in $(since) ($(grep -c 'warning:' make.log) compiler warnings)"
+grep -E 'warning:' make.log | sort -u | head -20
+
+make -j1 check TESTS="${tests[*]}" >check.log 2>&1
+rc=$?
+grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.log
+count() { sed -n "s/^# $1: *\([0-9][0-9]*\)$/\1/p" check.log | tail -1; }
+pass=$(count PASS) fail=$(count FAIL) err=$(count ERROR) skip=$(count SKIP) total=$(count TOTAL)
+pass=${pass:-0} fail=$((${fail:-0} + ${err:-0})) skip=${skip:-0}
+for log in $(grep -lE '^:test-result: (FAIL|ERROR|SKIP)' $(find . -name '*.trs') 2>/dev/null); do
+    echo "==== ${log%.trs}.log (Slurm $have)"
+    tail -80 "${log%.trs}.log"
+done
+if [[ $rc != 0 || $fail != 0 || $skip != 0 || ${total:-0} != "${#tests[@]}" ]]; then
+    [[ $rc != 0 && $fail == 0 && $skip == 0 ]] && tail -30 check.log
+    say "FAIL: Slurm $have: $pass passed, $fail failed, $skip skipped of ${total:-0} ($(since))"
+    exit 1
+fi
+say "Slurm $have: $pass passed, 0 failed ($(since))"

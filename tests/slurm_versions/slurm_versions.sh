@@ -1,0 +1,117 @@
+# shellcheck shell=bash
+# tests/slurm_versions/slurm_versions.sh: build and test Lanes against the Slurm
+# of another Debian release, in a root made by tests/roots/make_root.sh.
+#
+#   source tests/slurm_versions/slurm_versions.sh
+#   slurm_versions_run SUITE MAJOR.MINOR      # e.g. trixie 24.11
+#
+# What it does, as root:
+#   1. make_root.sh SUITE (cached under $LANES_CACHE_DIR, default /var/cache/lanes)
+#      into a scratch dir under ${TMPDIR:-/tmp};
+#   2. copies the source tree into it (the files git knows, tracked or not
+#      ignored; without git, the tree less build output);
+#   3. enters it in new mount, PID and UTS namespaces: /dev and /sys bound from
+#      the host, its own /proc, a private /run and /tmp, the ccache dir
+#      ($LANES_CACHE_DIR/ccache/SUITE) bound in; network namespaces come from the
+#      host kernel as always;
+#   4. runs in_root.sh there: configure, build, the unit tests, tests/cluster's
+#      smoke test and tests/e2e's job_submit, spank, faults and lua_and_lanes
+#      tests, with the root's own slurmctld, slurmd and munged;
+#   5. cleans up: the PID namespace's end kills anything left, the mount
+#      namespace's end drops every mount, and the scratch dir is removed (kept
+#      with LANES_KEEP_ROOT=1).
+# Returns in_root.sh's status; its output (with the failing tests' logs) goes to
+# stdout.
+
+slurm_versions__say() { printf 'slurm_versions: %s\n' "$*"; }
+
+# slurm_versions__copy_source SRC DEST: the source tree without build output.
+slurm_versions__copy_source() {
+    local src=$1 dest=$2
+    mkdir -p "$dest" || return 1
+    if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
+        [[ $(git -C "$src" rev-parse --show-toplevel) == "$src" ]]; then
+        (cd "$src" && git ls-files -z --cached --others --exclude-standard |
+            while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done |
+            tar -c --null -T - -f -) | tar -x -C "$dest"
+    else
+        # A dist tree (make distcheck) or an export: everything but build output.
+        tar -c -C "$src" --exclude='./build*' --exclude='./_build' --exclude=.git \
+            --exclude=config.status --exclude=config.log --exclude=autom4te.cache \
+            --exclude='*.o' --exclude='*.lo' --exclude='*.la' --exclude=.libs --exclude=.deps . |
+            tar -x -C "$dest"
+    fi
+}
+
+# slurm_versions__enter ROOT CMD...: CMD chrooted in ROOT, in new mount, PID and
+# UTS namespaces. Everything mounted here lives only as long as the namespace.
+slurm_versions__enter() {
+    local root=$1
+    shift
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    unshare --mount --pid --fork --uts --propagation private -- /bin/bash -c '
+        set -e
+        root=$1; shift
+        mount --rbind /dev "$root/dev"
+        mount --make-rslave "$root/dev"
+        mount --rbind /sys "$root/sys"
+        mount --make-rslave "$root/sys"
+        mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
+        mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$root/run"
+        mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/tmp"
+        mkdir -p "$root/lanes/ccache"
+        mount --bind "$CCACHE_HOST_DIR" "$root/lanes/ccache"
+        hostname lanes-root
+        exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root "$@"
+    ' slurm-versions "$root" "$@"
+}
+
+# slurm_versions_run SUITE MAJOR.MINOR
+slurm_versions_run() {
+    local suite=$1 want=$2
+    local src=${LANES_SRCDIR:?run through make check (LANES_SRCDIR unset)}
+    local here=$src/tests/slurm_versions
+    local cache=${LANES_CACHE_DIR:-/var/cache/lanes}
+    local t0 scratch rc
+    t0=$(date +%s)
+    scratch=$(mktemp -d "${TMPDIR:-/tmp}/lanes-slurm-$suite.XXXXXX") || return 1
+    # The namespaces take every mount and process with them; only the scratch
+    # dir is ours to remove (never while a bind mount might still be inside).
+    # shellcheck disable=SC2064 # expand now: the trap must remove this dir
+    trap "slurm_versions__cleanup '$scratch'" EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+
+    if ! bash "$src/tests/roots/make_root.sh" "$suite" "$scratch/root"; then
+        slurm_versions__say "FAIL: cannot make the $suite root"
+        return 1
+    fi
+    local root=$scratch/root
+    slurm_versions__copy_source "$src" "$root/lanes/src" || {
+        slurm_versions__say "FAIL: cannot copy the source tree into the root"
+        return 1
+    }
+    export CCACHE_HOST_DIR=$cache/ccache/$suite
+    mkdir -p "$CCACHE_HOST_DIR"
+    slurm_versions__say "$suite root ready in $(($(date +%s) - t0)) s; building and testing inside"
+    slurm_versions__enter "$root" /bin/bash /lanes/src/tests/slurm_versions/in_root.sh "$want"
+    rc=$?
+    slurm_versions__say "$suite (Slurm $want): exit $rc after $(($(date +%s) - t0)) s"
+    return $rc
+}
+
+slurm_versions__cleanup() {
+    local scratch=$1
+    # Nothing can be mounted below the scratch dir once the namespace is gone;
+    # check anyway, and never remove through a mount.
+    if grep -q " $scratch/" /proc/self/mounts; then
+        slurm_versions__say "ERROR: mounts left under $scratch; not removing it:"
+        grep " $scratch/" /proc/self/mounts
+        return 1
+    fi
+    if [[ ${LANES_KEEP_ROOT:-0} == 1 ]]; then
+        slurm_versions__say "kept $scratch (LANES_KEEP_ROOT=1)"
+    else
+        rm -rf --one-file-system -- "$scratch"
+    fi
+}
