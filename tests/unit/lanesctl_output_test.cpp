@@ -117,7 +117,7 @@ TEST(LanesctlPolicyOutput, JsonShape) {
     auto v = lanes::ctl::policy_json({r, failing}, nullptr);
     EXPECT_EQ(lanes::json::find(v, "passed")->get<int64_t>(), 1);
     EXPECT_EQ(lanes::json::find(v, "failed")->get<int64_t>(), 1);
-    const auto& results = lanes::json::find(v, "results")->get_ref<const json::Array&>();
+    const auto& results = lanes::json::find(v, "results")->get_ref<const lanes::json::Array&>();
     ASSERT_EQ(results.size(), 2u);
     EXPECT_EQ(lanes::json::find(results[0], "source")->get_ref<const std::string&>(), "train.json");
     EXPECT_EQ(lanes::json::find(results[0], "at")->get_ref<const std::string&>(), "2026-12-01T08:00:00Z");
