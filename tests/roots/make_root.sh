@@ -45,16 +45,23 @@ usage() {
     exit 2
 }
 
-# What only the host needs (packaging, monitoring, making roots, plotting)
-# stays out of a root: it builds and tests Lanes, nothing more.
-host_only=" dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion "
-host_only+=" prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox "
+# What only the host needs (packaging, monitoring, making roots, plotting, the
+# sanitizer and fuzzer toolchain, which is pinned to bookworm's clang) stays
+# out of a root: it builds and tests Lanes, nothing more. Shell patterns.
+host_only=(dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
+    prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox
+    'clang-[0-9]*' 'libclang-rt-[0-9]*' 'llvm-[0-9]*')
 
 root_packages() {
     local -a pkgs=()
-    local p
+    local p pattern
     while read -r p; do
-        [[ -n $p && $host_only != *" $p "* ]] && pkgs+=("$p")
+        [[ -n $p ]] || continue
+        for pattern in "${host_only[@]}"; do
+            # shellcheck disable=SC2053 # a pattern on purpose
+            [[ $p == $pattern ]] && continue 2
+        done
+        pkgs+=("$p")
     done < <(bash "$src/contrib/install-deps.sh" --list)
     ((${#pkgs[@]})) || die "contrib/install-deps.sh --list printed nothing"
     # shellcheck disable=SC2206 # word splitting is the point
@@ -158,7 +165,7 @@ mv -f "$work/root.tar.zst" "$tarball"
 find "$cache/roots" -maxdepth 1 -name "$suite-*.tar.zst" ! -name "$suite-$key.tar.zst" -delete
 # Old .debs of packages that moved on are dead weight: keep the newest version
 # of each package only.
-(cd "$debs" && ls -1 ./*.deb 2>/dev/null | sed 's|^\./||' | sort -t_ -k1,1 -k2,2V |
+(cd "$debs" && find . -maxdepth 1 -name '*.deb' -printf '%f\n' | sort -t_ -k1,1 -k2,2V |
     awk -F_ '{ if ($1 == prev) print last; prev = $1; last = $0 }' | xargs -r rm -f --)
 [[ -d $dest ]] && rmdir "$dest"
 mv "$work/root" "$dest" || die "cannot move the root to $dest"

@@ -44,14 +44,18 @@ slurm_versions__copy_source() {
 }
 
 # slurm_versions__enter ROOT CMD...: CMD chrooted in ROOT, in new mount, PID and
-# UTS namespaces. Everything mounted here lives only as long as the namespace.
+# UTS namespaces. Everything mounted here lives only as long as the namespace;
+# --kill-child: if unshare itself is killed (Ctrl-C, a timeout), the namespace's
+# first process gets SIGKILL, and with it every process in the namespace.
 slurm_versions__enter() {
     local root=$1
     shift
     # shellcheck disable=SC2016 # expanded by the inner shell
-    unshare --mount --pid --fork --uts --propagation private -- /bin/bash -c '
+    unshare --mount --pid --fork --kill-child --uts --propagation private -- /bin/bash -c '
         set -e
         root=$1; shift
+        # The root must be a mount point: ip -n/ip netns exec remount "/" rslave.
+        mount --bind "$root" "$root"
         mount --rbind /dev "$root/dev"
         mount --make-rslave "$root/dev"
         mount --rbind /sys "$root/sys"
@@ -62,7 +66,7 @@ slurm_versions__enter() {
         mkdir -p "$root/lanes/ccache"
         mount --bind "$CCACHE_HOST_DIR" "$root/lanes/ccache"
         hostname lanes-root
-        exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root "$@"
+        exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root LANES_FULL_BUILD="${LANES_FULL_BUILD:-0}" "$@"
     ' slurm-versions "$root" "$@"
 }
 
@@ -70,7 +74,6 @@ slurm_versions__enter() {
 slurm_versions_run() {
     local suite=$1 want=$2
     local src=${LANES_SRCDIR:?run through make check (LANES_SRCDIR unset)}
-    local here=$src/tests/slurm_versions
     local cache=${LANES_CACHE_DIR:-/var/cache/lanes}
     local t0 scratch rc
     t0=$(date +%s)
