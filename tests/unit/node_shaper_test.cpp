@@ -288,6 +288,7 @@ TEST_F(NodeShaperTest, ShapesWhatMatchesAndNamesWhatDoesNot) {
     none.line = 20;
     config_.nics.insert(config_.nics.begin(), none);
     NicSelector ib;  // no link speed known for ib0
+    ib.nodes = "gpu[1-4]";
     ib.route_to = "10.10.0.0/16";
     ib.line = 30;
     config_.nics.push_back(ib);
@@ -491,14 +492,15 @@ TEST_F(NodeShaperTest, SlurmCgroupDirIsUsedOnAUnifiedNode) {
     EXPECT_EQ(st->cgroup_id, 77u);
     EXPECT_TRUE(s->attach(7, 99));  // no-op: Slurm placed the tasks
     EXPECT_TRUE(k_.procs.empty());
-    auto own = s->apply(req(8, kGbit));  // no Slurm dir for job 8: our own
+    // No dir for job 8 yet: still Slurm's (made at its first step), never ours.
+    auto own = s->apply(req(8, kGbit));
     ASSERT_TRUE(own);
-    EXPECT_TRUE(own->cgroup_owned);
-    EXPECT_EQ(own->cgroup, "/sys/fs/cgroup/lanes/job_8");
+    EXPECT_FALSE(own->cgroup_owned);
+    EXPECT_TRUE(own->cgroup_slurm);
+    EXPECT_EQ(own->cgroup, "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_8");
     ASSERT_TRUE(s->remove(7));
     EXPECT_TRUE(k_.dirs.count("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7"));  // not ours to remove
-    auto attach = NodeShaper::attach_task(config_, 8, 5);  // real cgroup tree: fails for a fake path
-    EXPECT_FALSE(attach);
+    EXPECT_TRUE(NodeShaper::attach_task(config_, 8, 5));  // Slurm placed the tasks: nothing to move
 }
 
 const std::optional<std::string> kSlurmJob7 = "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7";
