@@ -79,6 +79,12 @@ wait_job_state() {  # JOBID STATE...
   done
   return 1
 }
+# RUNNING can precede the prolog's end: wait until the job's first (extern) step
+# has keyed it on Slurm's cgroup (its state file has a cgroup id).
+wait_keyed() {
+  for _ in $(seq 120); do grep -q '^cgroup_id=[1-9]' /run/lanes/job_$1 2>/dev/null && return 0; sleep 0.5; done
+  return 1
+}
 # The job's HTB class on lv0 (from its state file): "bytes overlimits"
 class_stats() {
   local minor; minor=$(awk -F= '$1=="minor" { printf "%x", $2 }' /run/lanes/job_$1 2>/dev/null)
@@ -108,7 +114,7 @@ grep "JobId=$jid\|job $jid" /var/log/slurm/slurmd.log | grep lanes | head -5
 
 # ---- 2. srun step, with the cap: a burst far above 4Mbit
 jid=$(sbatch --parsable -o /tmp/hold-%j.out --wrap "sleep 300")
-wait_job_state "$jid" RUNNING || fail srun "job $jid not running"
+wait_job_state "$jid" RUNNING && wait_keyed "$jid" || fail srun "job $jid not running or not keyed"
 read -r A0 _ <<<"$(wire af41)"; read -r O0 _ <<<"$(wire other)"
 srun --jobid="$jid" --overlap -n1 bash -c "$(send_cmd 50)" || fail srun "srun exited $?"
 expect_marked srun "$A0" "$O0"
@@ -149,7 +155,7 @@ wait_job_state "$jid" GONE
 
 # ---- 5. fail closed: the job's Lanes record is gone before a step launches
 jid=$(sbatch --parsable -o /dev/null --wrap "sleep 300")
-wait_job_state "$jid" RUNNING || fail fail-closed "job $jid not running"
+wait_job_state "$jid" RUNNING && wait_keyed "$jid" || fail fail-closed "job $jid not running or not keyed"
 mv /run/lanes/job_$jid /run/lanes/saved_$jid
 err=$(srun --jobid="$jid" --overlap -n1 true 2>&1); rc=$?
 mv /run/lanes/saved_$jid /run/lanes/job_$jid
