@@ -3,13 +3,24 @@
 // same work for one job done the classic way (fork/exec of tc and nft).
 //
 //   bench_shaper [--iterations N] [--levels 1,100,500,1000] [--exec-iterations N]
+//                [--packets N] [--reps N]
+//
+// Per-packet cost: a bounded UDP blast (--packets x 64-byte datagrams, one
+// sendto each, --reps times) from a process inside the measured job's cgroup, out
+// of the shaped NIC to a static neighbour (the veth peer drops the frames: not its
+// MAC). The figure is the sender's CPU time (user + system, which includes the
+// output path: nftables, HTB, veth) per packet, median of the repetitions; side by
+// side without any Lanes, with HTB and no nft table, and at each job count.
 //
 // Needs root. Creates its own network namespace (unshare; it dies with the
 // process), a private mount namespace with a tmpfs on /run for the state dir (as
 // on a production node), and a cgroup2 dir <mount>/lanes-bench-<pid>, removed at
 // the end. Prints median/p99 per phase, the time per kernel
 // interface, and the exec/library ratio.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -64,6 +75,8 @@ public:
     Result<void> delete_root(const DeleteRoot& o) override { return in_->delete_root(o); }
     Result<ClassCounters> class_counters(int i, uint32_t c) override { return in_->class_counters(i, c); }
     Result<std::vector<uint32_t>> classes(int i, uint16_t m) override { return in_->classes(i, m); }
+    Result<GsoSize> gso_size(int i) override { Timer t{"tc: get gso size"}; return in_->gso_size(i); }
+    Result<void> set_gso_size(int i, const GsoSize& g) override { Timer t{"tc: set gso size"}; return in_->set_gso_size(i, g); }
 private:
     std::unique_ptr<TrafficControl> in_;
 };
@@ -71,10 +84,15 @@ private:
 class TimedMarker final : public PacketMarker {
 public:
     explicit TimedMarker(std::unique_ptr<PacketMarker> in) : in_(std::move(in)) {}
-    Result<void> ensure_base(const std::vector<int>& l) override { return in_->ensure_base(l); }
-    Result<void> add_job(const NftEnsureJob& o) override { Timer t{"nft: add job (1 transaction)"}; return in_->add_job(o); }
-    Result<void> add_job_cgroup(uint32_t j, uint64_t id) override { return in_->add_job_cgroup(j, id); }
+    void set_base(const MarkerBase& b) override { in_->set_base(b); }
+    Result<MarkedCgroup> resolve(const std::string& c) override { return in_->resolve(c); }
+    Result<MarkedCgroup> add_job(const NftEnsureJob& o, bool* rebuilt) override {
+        Timer t{"nft: add job (check base + 1 transaction)"};
+        return in_->add_job(o, rebuilt);
+    }
     Result<void> remove_job(const NftRemoveJob& o) override { Timer t{"nft: remove job (1 transaction)"}; return in_->remove_job(o); }
+    Result<MarkerCheck> check(const std::vector<NftEnsureJob>& j) override { return in_->check(j); }
+    Result<void> rebuild(const std::vector<NftEnsureJob>& j) override { return in_->rebuild(j); }
     Result<void> remove_all() override { return in_->remove_all(); }
 private:
     std::unique_ptr<PacketMarker> in_;
@@ -106,6 +124,49 @@ Stats stats(std::vector<double> v) {
     return {at(0.5), at(0.99)};
 }
 
+// CPU ns per packet of a UDP blast from a child placed in `cgroup_dir` first
+// (sockets are marked by the cgroup they were created in).
+double blast_ns_per_packet(const std::string& cgroup_dir, int packets) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        ::close(fds[0]);
+        double result = -1;
+        FILE* procs = std::fopen((cgroup_dir + "/cgroup.procs").c_str(), "w");
+        if (procs && std::fprintf(procs, "%d", getpid()) > 0 && std::fclose(procs) == 0) {
+            int sock = ::socket(AF_INET, SOCK_DGRAM, 0);
+            sockaddr_in to{};
+            to.sin_family = AF_INET;
+            to.sin_port = htons(9);
+            inet_pton(AF_INET, "10.99.0.2", &to.sin_addr);
+            char payload[64] = {};
+            timespec a{}, b{};
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+            int sent = 0;
+            for (int i = 0; i < packets; ++i)
+                if (::sendto(sock, payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) > 0) ++sent;
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+            if (sent > packets * 9 / 10)
+                result = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / sent;
+        }
+        (void)!::write(fds[1], &result, sizeof result);
+        _exit(0);
+    }
+    ::close(fds[1]);
+    double result = -1;
+    if (::read(fds[0], &result, sizeof result) != sizeof result) result = -1;
+    ::close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return result;
+}
+
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? -1 : v[v.size() / 2];
+}
+
 int run(const std::string& cmd) {
     int rc = std::system(cmd.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
@@ -119,13 +180,11 @@ void exec_job(const std::string& dev, const std::string& cg, const std::string& 
         ::mkdir(cg.c_str(), 0755);
         run("tc class add dev " + dev + " parent 1a4e:1 classid " + cls + " htb rate 50mbit ceil 100mbit prio 4");
         run("tc qdisc add dev " + dev + " parent " + cls + " handle " + std::to_string(minor) + ": pfifo limit 1000");
-        run("nft -f - <<'EOF'\nadd chain inet lanes job_x\nadd rule inet lanes job_x meta priority set " +
-            std::string(cls) + " counter\nadd rule inet lanes job_x meta nfproto ipv4 ip dscp set 8\n"
-            "add rule inet lanes job_x meta nfproto ipv6 ip6 dscp set 8\nadd element inet lanes jobs { \"" +
-            key + "\" : goto job_x }\nEOF");
+        run("nft -f - <<'EOF'\nadd element inet lanes prio { \"" + key + "\" : " + std::string(cls) +
+            " }\nadd element inet lanes dscp_8 { \"" + key + "\" }\nEOF");
     } else {
-        run("nft -f - <<'EOF'\ndelete element inet lanes jobs { \"" + key +
-            "\" }\nflush chain inet lanes job_x\ndelete chain inet lanes job_x\nEOF");
+        run("nft -f - <<'EOF'\ndelete element inet lanes prio { \"" + key +
+            "\" }\ndelete element inet lanes dscp_8 { \"" + key + "\" }\nEOF");
         run("tc class del dev " + dev + " classid " + cls);
         ::rmdir(cg.c_str());
     }
@@ -134,12 +193,14 @@ void exec_job(const std::string& dev, const std::string& cg, const std::string& 
 }  // namespace
 
 int main(int argc, char** argv) {
-    int iterations = 200, exec_iterations = 30;
+    int iterations = 200, exec_iterations = 30, packets = 100000, reps = 5;
     std::vector<int> levels{1, 100, 500, 1000};
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string a = argv[i];
         if (a == "--iterations") iterations = std::atoi(argv[i + 1]);
         else if (a == "--exec-iterations") exec_iterations = std::atoi(argv[i + 1]);
+        else if (a == "--packets") packets = std::atoi(argv[i + 1]);
+        else if (a == "--reps") reps = std::atoi(argv[i + 1]);
         else if (a == "--levels") {
             levels.clear();
             for (char* p = std::strtok(argv[i + 1], ","); p; p = std::strtok(nullptr, ",")) levels.push_back(std::atoi(p));
@@ -153,7 +214,9 @@ int main(int argc, char** argv) {
         std::perror("unshare(CLONE_NEWNET)");
         return 1;
     }
-    if (run("ip link add lbench0 type veth peer name lbench1 && ip link set lbench0 up && ip link set lbench1 up") != 0)
+    if (run("ip link add lbench0 type veth peer name lbench1 && ip link set lbench0 up && ip link set lbench1 up && "
+            "ip addr add 10.99.0.1/24 dev lbench0 && "
+            "ip neigh add 10.99.0.2 lladdr 02:00:00:00:00:02 dev lbench0 nud permanent") != 0)
         return 1;
     auto mount = make_cgroup_tree()->mount();
     if (!mount) {
@@ -180,9 +243,19 @@ int main(int argc, char** argv) {
     nic.link_speed_bits = 100'000'000'000ull;
     config.nics.push_back(nic);
 
+    // Per packet without any Lanes (no HTB root, no nft table).
+    const std::string nojob = cgroot + "/nojob";
+    ::mkdir(nojob.c_str(), 0755);
+    auto blast = [&](const std::string& dir) {
+        std::vector<double> v;
+        for (int r = 0; r < reps; ++r) v.push_back(blast_ns_per_packet(dir, packets));
+        return median_of(v);
+    };
+    const double pkt_none = blast(nojob);
+
     auto t_open = Clock::now();
     auto tc = make_netlink_traffic_control();
-    auto marker = make_nftables_packet_marker({});
+    auto marker = make_nftables_packet_marker(*mount, {});
     if (!tc || !marker) return 1;
     auto shaper = NodeShaper::open_with(config, "bench", std::make_unique<TimedTc>(std::move(*tc)),
                                         std::make_unique<TimedMarker>(std::move(*marker)),
@@ -208,6 +281,9 @@ int main(int argc, char** argv) {
     };
     int failures = 0;
     double lib_setup_1 = 0, lib_teardown_1 = 0;
+    std::map<int, std::pair<double, double>> per_level;       // jobs -> (setup+teardown median, p99 of setup)
+    std::map<int, std::pair<double, double>> per_level_parts; // jobs -> (setup median, teardown median)
+    std::map<int, double> pkt_job;                            // jobs -> ns per packet from inside a job
     uint32_t background = 0;
     std::map<std::string, std::pair<double, long>> spent_at_1;
     for (int level : levels) {
@@ -229,6 +305,16 @@ int main(int argc, char** argv) {
         }
         auto a = stats(setup), b = stats(teardown);
         std::printf("%-8d %9.3f ms %9.3f ms %9.3f ms %9.3f ms\n", level, a.median, a.p99, b.median, b.p99);
+        std::vector<double> both;
+        for (std::size_t k = 0; k < setup.size(); ++k) both.push_back(setup[k] + teardown[k]);
+        per_level[level] = {stats(both).median, stats(both).p99};
+        per_level_parts[level] = {a.median, b.median};
+        // The level-th job is the sender.
+        uint32_t sender = 800000;
+        auto st = s.apply(request(sender));
+        if (!st) ++failures;
+        else pkt_job[level] = blast(st->cgroup);
+        if (!s.remove(sender)) ++failures;
         if (level == levels.front()) {
             lib_setup_1 = a.median;
             lib_teardown_1 = b.median;
@@ -243,13 +329,42 @@ int main(int argc, char** argv) {
         std::printf("per kernel interface at %d job(s) (mean per call):\n", levels.front());
         for (const auto& [name, v] : spent_at_1) std::printf("  %-34s %8.3f ms\n", name.c_str(), v.first / v.second / 1000);
     }
+    // Per packet with Lanes' HTB root but no nft table, then the table put back from
+    // the state files (what `lanesctl reapply` does after `nft flush ruleset`).
+    double pkt_htb_only = -1, reapply_ms = -1;
+    {
+        auto st = s.apply(request(800000));
+        if (!st) ++failures;
+        run("nft delete table inet lanes");
+        pkt_htb_only = blast(nojob);
+        auto t0 = Clock::now();
+        auto r = s.reapply(false);
+        reapply_ms = ms_since(t0);
+        if (!r) ++failures;
+        if (!s.remove(800000)) ++failures;
+    }
     for (uint32_t k = 0; k < background; ++k)
         if (!s.remove(100000 + k)) ++failures;
+
+    const int lo = levels.front(), hi = levels.back();
+    std::printf("\nsetup+teardown median per level (p99):");
+    for (const auto& [lvl, v] : per_level) std::printf("  %d: %.3f ms (%.3f)", lvl, v.first, v.second);
+    std::printf("\nper packet (CPU ns, one 64-byte UDP sendto, median of %d x %d): no Lanes %.0f, HTB without nft "
+                "%.0f",
+                reps, packets, pkt_none, pkt_htb_only);
+    for (const auto& [lvl, v] : pkt_job) std::printf(", %d job(s) %.0f", lvl, v);
+    std::printf("\nreapply (nft table + classes of %u jobs from their state files): %.3f ms\n", background + 1, reapply_ms);
+    std::printf("\nratios %d jobs / %d job: setup x%.2f, teardown x%.2f, setup+teardown x%.2f, per packet x%.2f\n", hi, lo,
+                per_level_parts[hi].first / per_level_parts[lo].first,
+                per_level_parts[hi].second / per_level_parts[lo].second, per_level[hi].first / per_level[lo].first,
+                pkt_job[hi] / pkt_job[lo]);
+    std::printf("per packet at %d jobs / HTB without nft rules: x%.2f; / no Lanes at all: x%.2f\n", hi,
+                pkt_job[hi] / pkt_htb_only, pkt_job[hi] / pkt_none);
 
     // The classic way, for one job on the same NIC (root and base table exist).
     std::vector<double> esetup, eteardown;
     const std::string cg = cgroot + "/job_x";
-    const std::string key = relative_path(cg, kNftCgroupBase);
+    const std::string key = relative_path(cg, kNftCgroupBase);  // nft names cgroupsv2 keys from /sys/fs/cgroup
     for (int k = 0; k < exec_iterations; ++k) {
         auto t0 = Clock::now();
         exec_job("lbench0", cg, key, 0x77, true);
@@ -270,6 +385,7 @@ int main(int argc, char** argv) {
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(cgroot, ec))
         if (e.is_directory()) ::rmdir(e.path().c_str());
+    ::rmdir(nojob.c_str());
     ::rmdir(cgroot.c_str());
     std::filesystem::remove_all(state, ec);
     if (failures) std::printf("FAILURES: %d operations failed\n", failures);

@@ -5,6 +5,7 @@
 //   inference_probe load  --connect ADDR:PORT --rate 200 --duration 10
 //                         [--request-bytes 256] [--reply-bytes N] [--connections 4]
 //                         [--dscp EF] [--congestion ALGO] [--timeout-ms 1000] [--json]
+//                         [--metrics ADDR:PORT]
 //
 // serve: a single-threaded epoll request/response server. Each request names its
 // sequence number and length; the reply is --reply-bytes long (or what the
@@ -19,6 +20,10 @@
 // congestion control (e.g. cubic, Linux's default, where a machine's default is
 // something else: BBR's pacing delays small replies on a connection it thinks
 // is slow).
+//
+// --metrics serves the latency histogram in Prometheus' text format over HTTP
+// (GET any path) from the same event loop, for a Prometheus server to scrape
+// while the load runs (lanes_probe_latency_seconds, lanes_probe_requests_total).
 //
 // Exit: 0 when at least one reply came back, 1 on a usage or setup error, 3 when
 // no request succeeded.
@@ -451,7 +456,7 @@ Result<Fd> connect_one(const std::vector<addrinfo>& addrs, std::optional<uint8_t
 int load(int argc, char** argv) {
     auto opts = parse_options(argc, argv,
                               {"connect", "rate", "duration", "request-bytes", "reply-bytes", "connections", "dscp",
-                               "congestion", "timeout-ms"},
+                               "congestion", "timeout-ms", "metrics"},
                               {"json"});
     if (!opts) return say(opts.error().message), 1;
     if (!opts->has("connect")) return say("load needs --connect ADDR:PORT"), 1;
@@ -497,12 +502,64 @@ int load(int argc, char** argv) {
     if (ep.get() < 0) return say(errno_text("epoll_create1")), 1;
     for (size_t i = 0; i < conns.size(); ++i)
         epoll_ctl_fd(ep.get(), EPOLL_CTL_ADD, conns[i].fd.get(), EPOLLIN | EPOLLRDHUP, i);
+    // --metrics: a listening socket (tag kMetricsListen) and its scrape
+    // connections (tag kMetricsBase + fd), all non-blocking in this loop.
+    constexpr uint64_t kMetricsListen = UINT64_MAX, kMetricsBase = uint64_t{1} << 62;
+    LatencyHistogram histogram;
+    Fd metrics_listen;
+    std::map<int, std::pair<Fd, std::string>> scrapes;
+    if (opts->has("metrics")) {
+        auto mhp = parse_host_port(opts->values["metrics"]);
+        if (!mhp) return say("--metrics " + mhp.error().message), 1;
+        std::unique_ptr<addrinfo, void (*)(addrinfo*)> mkeep(nullptr, freeaddrinfo);
+        auto maddrs = resolve(*mhp, true, mkeep);
+        if (!maddrs || maddrs->empty()) return say("--metrics: cannot resolve " + opts->values["metrics"]), 1;
+        const addrinfo& a = maddrs->front();
+        metrics_listen = Fd(socket(a.ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        int one = 1;
+        setsockopt(metrics_listen.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (metrics_listen.get() < 0 || bind(metrics_listen.get(), a.ai_addr, a.ai_addrlen) != 0 ||
+            listen(metrics_listen.get(), 16) != 0)
+            return say(errno_text(("--metrics " + opts->values["metrics"]).c_str())), 1;
+        epoll_ctl_fd(ep.get(), EPOLL_CTL_ADD, metrics_listen.get(), EPOLLIN, kMetricsListen);
+    }
+    auto on_metrics_event = [&](uint64_t tag) {
+        if (tag == kMetricsListen) {
+            for (;;) {
+                int fd = accept4(metrics_listen.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0) break;
+                if (scrapes.size() >= 64) { ::close(fd); continue; }
+                scrapes.emplace(fd, std::make_pair(Fd(fd), std::string()));
+                epoll_ctl_fd(ep.get(), EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP, kMetricsBase + static_cast<uint64_t>(fd));
+            }
+            return;
+        }
+        const int fd = static_cast<int>(tag - kMetricsBase);
+        auto it = scrapes.find(fd);
+        if (it == scrapes.end()) return;
+        std::string& in = it->second.second;
+        char rbuf[4096];
+        ssize_t r;
+        while ((r = recv(fd, rbuf, sizeof rbuf, 0)) > 0 && in.size() < 16384) in.append(rbuf, static_cast<size_t>(r));
+        const bool closed = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+        if (in.find("\r\n\r\n") != std::string::npos) {
+            const std::string body = histogram.prometheus_text();
+            const std::string reply = "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+                                      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+            // A few KiB: fits the socket buffer of a fresh connection in one send.
+            (void)!send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+            scrapes.erase(it);  // closes
+        } else if (closed || in.size() >= 16384) {
+            scrapes.erase(it);
+        }
+    };
 
     const auto start = Clock::now() + std::chrono::milliseconds(1);
     OpenLoopSchedule schedule(start, *rate, *duration);
     const auto send_end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*duration));
     const auto hard_stop = send_end + kHardStopGrace;
     LatencyRecorder rec;
+    rec.attach(&histogram);
     rec.set_scheduled(schedule.count());
     rec.reserve(schedule.count());
 
@@ -624,6 +681,10 @@ int load(int argc, char** argv) {
         int n = wait_events(ep.get(), events, 64, wake - Clock::now());
         if (n < 0 && errno != EINTR) return say(errno_text("epoll_pwait2")), 1;
         for (int i = 0; i < n; ++i) {
+            if (events[i].data.u64 >= kMetricsBase) {
+                on_metrics_event(events[i].data.u64);
+                continue;
+            }
             size_t idx = static_cast<size_t>(events[i].data.u64);
             if (idx >= conns.size() || !conns[idx].alive) continue;
             if (events[i].events & EPOLLOUT) flush(idx);
@@ -664,6 +725,7 @@ int usage(FILE* out) {
                  "       inference_probe load --connect ADDR:PORT --rate 200 --duration 10\n"
                  "                            [--request-bytes 256] [--reply-bytes N] [--connections 4]\n"
                  "                            [--dscp EF] [--congestion ALGO] [--timeout-ms 1000] [--json]\n"
+                 "                            [--metrics ADDR:PORT]\n"
                  "IPv6 addresses as [ADDR]:PORT. Latency is measured from each request's scheduled\n"
                  "send time (open loop); sends stop at --duration, everything stops 2 s later.\n");
     return out == stdout ? 0 : 1;

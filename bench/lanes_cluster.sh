@@ -47,7 +47,7 @@ lanes_cluster_start() {
         -e "s|@FABRIC_SUBNET@|$FABRIC_SUBNET.0/24|" \
         "$src/contrib/demo/lanes.toml.in" >"$conf/lanes.toml" || return 1
     if [[ -n ${LANES_DEMO_GSO_BURST:-} ]]; then
-        sed -i "/^\[nodes\]\$/a gso_burst = \"$LANES_DEMO_GSO_BURST\"" "$conf/lanes.toml" || return 1
+        sed -i -e '/^gso_burst = /d' -e "/^\[nodes\]\$/a gso_burst = \"$LANES_DEMO_GSO_BURST\"" "$conf/lanes.toml" || return 1
     fi
     cp "$src/policies/default.lua" "$conf/lanes.lua" || return 1
     export LANES_CLUSTER_TOML=$conf/lanes.toml LANES_CLUSTER_FILES=$conf/lanes.lua

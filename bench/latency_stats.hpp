@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -70,19 +71,73 @@ struct LatencySummary {
     double mean_ns = 0;
 };
 
+// Cumulative latency histogram in Prometheus' text exposition format (served by
+// `inference_probe load --metrics ADDR:PORT`), so PromQL such as
+//   histogram_quantile(0.99, sum(rate(lanes_probe_latency_seconds_bucket[30s])) by (le))
+// gives the probe's p99. Timeouts count at the time waited, like the summary.
+class LatencyHistogram {
+public:
+    static constexpr std::array<double, 14> kBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                       0.1,    0.25,  0.5,    1,     2.5,   5,    10};
+    void observe(std::chrono::nanoseconds latency) {
+        const double s = std::max<double>(0, std::chrono::duration<double>(latency).count());
+        for (size_t i = 0; i < kBounds.size(); ++i)
+            if (s <= kBounds[i]) ++buckets_[i];
+        ++count_;
+        sum_ += s;
+    }
+    void count_outcome(int which) { ++outcomes_[which]; }  // 0 ok, 1 timeout, 2 error
+    std::string prometheus_text() const {
+        std::string out = "# HELP lanes_probe_latency_seconds Request latency from due time to the reply's last byte.\n"
+                          "# TYPE lanes_probe_latency_seconds histogram\n";
+        char line[160];
+        for (size_t i = 0; i < kBounds.size(); ++i) {
+            std::snprintf(line, sizeof line, "lanes_probe_latency_seconds_bucket{le=\"%g\"} %llu\n", kBounds[i],
+                          static_cast<unsigned long long>(buckets_[i]));
+            out += line;
+        }
+        std::snprintf(line, sizeof line,
+                      "lanes_probe_latency_seconds_bucket{le=\"+Inf\"} %llu\nlanes_probe_latency_seconds_sum %.9g\n"
+                      "lanes_probe_latency_seconds_count %llu\n",
+                      static_cast<unsigned long long>(count_), sum_, static_cast<unsigned long long>(count_));
+        out += line;
+        out += "# HELP lanes_probe_requests_total Requests by outcome.\n# TYPE lanes_probe_requests_total counter\n";
+        static constexpr const char* kNames[] = {"ok", "timeout", "error"};
+        for (int i = 0; i < 3; ++i) {
+            std::snprintf(line, sizeof line, "lanes_probe_requests_total{outcome=\"%s\"} %llu\n", kNames[i],
+                          static_cast<unsigned long long>(outcomes_[i]));
+            out += line;
+        }
+        return out;
+    }
+
+private:
+    std::array<uint64_t, kBounds.size()> buckets_{};
+    std::array<uint64_t, 3> outcomes_{};
+    uint64_t count_ = 0;
+    double sum_ = 0;
+};
+
 class LatencyRecorder {
 public:
     void reserve(size_t n) { samples_.reserve(n); }
     void set_scheduled(uint64_t n) { scheduled_ = n; }
+    // Also feed a Prometheus histogram (inference_probe load --metrics).
+    void attach(LatencyHistogram* histogram) { histogram_ = histogram; }
     void record_ok(std::chrono::nanoseconds latency) {
+        if (histogram_) histogram_->observe(latency), histogram_->count_outcome(0);
         ++ok_;
         samples_.push_back(std::max<int64_t>(0, latency.count()));
     }
     void record_timeout(std::chrono::nanoseconds waited) {
+        if (histogram_) histogram_->observe(waited), histogram_->count_outcome(1);
         ++timeouts_;
         samples_.push_back(std::max<int64_t>(0, waited.count()));
     }
-    void record_error() { ++errors_; }
+    void record_error() {
+        if (histogram_) histogram_->count_outcome(2);
+        ++errors_;
+    }
 
     uint64_t ok() const { return ok_; }
     uint64_t timeouts() const { return timeouts_; }
@@ -111,6 +166,7 @@ public:
 
 private:
     std::vector<int64_t> samples_;
+    LatencyHistogram* histogram_ = nullptr;
     uint64_t scheduled_ = 0, ok_ = 0, errors_ = 0, timeouts_ = 0;
 };
 

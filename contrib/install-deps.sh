@@ -7,13 +7,13 @@ packages=(
   build-essential autoconf automake libtool pkg-config
   libslurm-dev slurm-wlm-basic-plugins-dev slurmctld slurmd slurm-client munge
   liblua5.4-dev lua5.4 libtomlplusplus-dev
-  libnl-3-dev libnftables-dev nftables
+  libnl-3-dev libnftables-dev nftables libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   clang-16 libclang-rt-16-dev
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
   dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
-  prometheus prometheus-node-exporter mmdebstrap zstd
+  prometheus prometheus-node-exporter mmdebstrap zstd curl openssl
   qemu-system-x86 e2fsprogs
 )
 if [[ ${1:-} == --list ]]; then printf '%s\n' "${packages[@]}"; exit 0; fi

@@ -17,14 +17,23 @@ void slurm_debug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 namespace lanes::glue {
 
-// lib/ lines usually start "lanes: " already; keep exactly one prefix.
+// lib/ lines usually start "lanes: " already; keep exactly one prefix. A
+// message of several lines (a reload with several config errors) is logged
+// line by line, so that every line gets Slurm's timestamp and the prefix.
 inline void log_sink(LogLevel level, const std::string& message) {
-    const char* prefix = message.rfind("lanes: ", 0) == 0 ? "" : "lanes: ";
-    switch (level) {
-        case LogLevel::Error: slurm_error("%s%s", prefix, message.c_str()); break;
-        case LogLevel::Info: slurm_info("%s%s", prefix, message.c_str()); break;
-        case LogLevel::Debug: slurm_debug("%s%s", prefix, message.c_str()); break;
-    }
+    size_t start = 0;
+    do {
+        size_t end = message.find('\n', start);
+        if (end == std::string::npos) end = message.size();
+        std::string line = message.substr(start, end - start);
+        start = end + 1;
+        const char* prefix = line.rfind("lanes: ", 0) == 0 ? "" : "lanes: ";
+        switch (level) {
+            case LogLevel::Error: slurm_error("%s%s", prefix, line.c_str()); break;
+            case LogLevel::Info: slurm_info("%s%s", prefix, line.c_str()); break;
+            case LogLevel::Debug: slurm_debug("%s%s", prefix, line.c_str()); break;
+        }
+    } while (start < message.size());
 }
 
 // Runs body(); an exception is logged as "lanes: WHERE: what" and Slurm gets `on_error`.

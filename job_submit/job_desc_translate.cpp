@@ -1,6 +1,5 @@
 #include "job_submit/job_desc_translate.hpp"
 
-#include <charconv>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -34,35 +33,7 @@ std::vector<std::string> spank_env_entries(const job_desc_msg_t& desc) {
     return entries;
 }
 
-// Number after the last ':' or '=' of one TRES item ("gres/gpu:a100:2" -> 2); 1 if none.
-uint32_t item_count(std::string_view item) {
-    auto pos = item.find_last_of(":=");
-    if (pos == std::string_view::npos) return 1;
-    std::string_view digits = item.substr(pos + 1);
-    uint32_t value = 0;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (ec != std::errc() || end != digits.data() + digits.size()) return 1;  // "gpu:a100" -> 1
-    return value;
-}
-
 }  // namespace
-
-uint32_t count_gpus(const std::string& tres) {
-    uint32_t total = 0;
-    std::string_view rest = tres;
-    while (!rest.empty()) {
-        auto comma = rest.find_first_of(",;");
-        std::string_view item = rest.substr(0, comma);
-        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-        // "gres/gpu...", "gres:gpu...", "gpu..." all name GPUs.
-        std::string_view kind = item;
-        for (std::string_view prefix : {"gres/", "gres:"})
-            if (kind.starts_with(prefix)) kind.remove_prefix(prefix.size());
-        if (kind == "gpu" || kind.starts_with("gpu:") || kind.starts_with("gpu="))
-            total += item_count(item);
-    }
-    return total;
-}
 
 JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names,
                            SysSeconds now) {
@@ -77,14 +48,9 @@ JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, User
     job.qos = str(desc.qos);
     job.tres_per_node = str(desc.tres_per_node);
     job.tres_per_job = str(desc.tres_per_job);
-    job.gpus = count_gpus(job.tres_per_job);
-    if (job.gpus == 0) {
-        uint32_t per_node = count_gpus(job.tres_per_node);
-        uint32_t nodes = (desc.min_nodes == NO_VAL || desc.min_nodes == 0) ? 1 : desc.min_nodes;
-        job.gpus = per_node * nodes;
-    }
-    if (job.gpus == 0) job.gpus = count_gpus(str(desc.tres_per_task)) *
-                                  ((desc.num_tasks == NO_VAL || desc.num_tasks == 0) ? 1 : desc.num_tasks);
+    job.gpus = requested_gpus(job.tres_per_job, job.tres_per_node, str(desc.tres_per_task),
+                              desc.min_nodes == NO_VAL ? 0 : desc.min_nodes,
+                              desc.num_tasks == NO_VAL ? 0 : desc.num_tasks);
     job.min_nodes = desc.min_nodes == NO_VAL ? 0 : desc.min_nodes;
     job.max_nodes = desc.max_nodes == NO_VAL ? 0 : desc.max_nodes;
     job.num_tasks = desc.num_tasks == NO_VAL ? 0 : desc.num_tasks;
@@ -178,7 +144,10 @@ std::optional<std::string> routed_field_changed(const job_desc_msg_t& update) {
 int reject_code(const Decision& decision) {
     switch (decision.reject_kind) {
         case Decision::RejectKind::ClassNotAllowed: return ESLURM_ACCESS_DENIED;
-        case Decision::RejectKind::InvalidOption: return ESLURM_INVALID_TRES;
+        // --lanes-class/--lanes-cap refused: Slurm prints strerror(code) under
+        // our message, and "Invalid Trackable RESource (TRES) specification"
+        // sent users looking at their --gres; the request was denied.
+        case Decision::RejectKind::InvalidOption: return ESLURM_ACCESS_DENIED;
         case Decision::RejectKind::TimeWindow: return ESLURM_INVALID_TIME_LIMIT;
         case Decision::RejectKind::Policy: break;
     }

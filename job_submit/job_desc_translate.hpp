@@ -42,7 +42,6 @@ std::optional<std::string> routed_field_changed(const job_desc_msg_t& update);
 // The ESLURM_* code for a rejected decision.
 int reject_code(const Decision& decision);
 
-// Total GPUs in a TRES string like "gres/gpu:4", "gres:gpu:a100:2,gres/gpu=1", "gpu:8".
-uint32_t count_gpus(const std::string& tres);
+// count_gpus() and requested_gpus() are in core/job.hpp (shared with lanesctl).
 
 }  // namespace lanes

@@ -23,13 +23,16 @@ extern "C" {
 #include <string>
 
 #include "ctld/classifier.hpp"
+#include "core/text.hpp"
 #include "config.h"
 #include "glue/slurm_glue.hpp"
 #include "job_submit/job_desc_translate.hpp"
 #include "ctld/user_names.hpp"
+#include "signals/signal_monitor.hpp"
 
 extern "C" {
 char* slurm_xstrdup(const char* str);
+void slurm_xfree(void** ptr);
 
 extern const char plugin_name[] = "Lanes job_submit plugin: classify and route training/inference jobs";
 extern const char plugin_type[] = "job_submit/lanes";
@@ -43,6 +46,10 @@ using lanes::Decision;
 
 struct PluginState {
     std::unique_ptr<Classifier> classifier;
+    // [signals.NAME]: refreshed by the monitor's own threads; job_submit only
+    // reads its latest snapshot (a pointer copy), never the network.
+    std::shared_ptr<lanes::SignalMonitor> signals;
+    std::shared_ptr<const lanes::Config> signals_config;  // what the monitor follows
     lanes::UserNames user_names;
     std::string config_path;
     // validate_operator() lives in slurmctld; resolved at init when present.
@@ -78,11 +85,20 @@ struct PluginState {
                                    [this] {
                                        int changed = classifier->reload_if_changed() ? 1 : 0;
                                        classifier->maintain();
+                                       follow_signals();
                                        return changed;
                                    });
                 lock.lock();
             }
         });
+    }
+    // (Re)start the signal threads when lanes.toml's signals changed. Reloader
+    // thread and init only.
+    void follow_signals() {
+        auto config = classifier->config();
+        if (config == signals_config) return;
+        signals_config = config;
+        signals->configure(config->signals, config->signal_windows);
     }
     ~PluginState() {
         {
@@ -91,6 +107,7 @@ struct PluginState {
         }
         reloader_wake.notify_all();
         if (reloader.joinable()) reloader.join();
+        if (signals) signals->stop();
     }
 };
 
@@ -105,9 +122,19 @@ bool is_admin(uint32_t uid) {
     return false;
 }
 
-void set_err_msg(char** err_msg, const std::string& text) {
+// Adds text to what the user sees. With JobSubmitPlugins=lua,lanes an earlier
+// plugin's message (slurm.user_msg) is already in *err_msg: keep it, above
+// ours, and free the old string with Slurm's allocator.
+void add_err_msg(char** err_msg, const std::string& text) noexcept {
     if (!err_msg || text.empty()) return;
-    *err_msg = slurm_xstrdup(text.c_str());
+    try {
+        char* old = *err_msg;
+        std::string combined = old && *old ? std::string(old) + "\n" + text : text;
+        *err_msg = slurm_xstrdup(combined.c_str());
+        if (old) slurm_xfree(reinterpret_cast<void**>(&old));
+    } catch (...) {
+        // Out of memory: the earlier message stays as it was.
+    }
 }
 
 // Every entry point runs through here: an exception is logged ("lanes: WHERE
@@ -116,12 +143,54 @@ template <typename Body>
 int guarded(const char* where, int on_error, char** err_msg, Body&& body) noexcept {
     return lanes::guard_entry(on_error, [&](const char* what) {
         slurm_error("lanes: %s failed: %s", where, what);
-        if (err_msg) *err_msg = slurm_xstrdup((std::string("lanes: internal error: ") + what).c_str());
+        add_err_msg(err_msg, std::string("lanes: internal error: ") + what);
     }, body);
 }
 template <typename Body>
 int guarded(const char* where, int on_error, Body&& body) noexcept {
     return guarded(where, on_error, nullptr, std::forward<Body>(body));
+}
+
+// slurmctld's parsed slurm.conf (libslurmfull's global); null where no
+// slurm.conf was read into it (outside slurmctld, e.g. a test that dlopens us).
+const slurm_conf_t* slurmctld_conf() {
+    auto* conf = static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
+    return conf && conf->slurm_conf ? conf : nullptr;
+}
+
+constexpr uint16_t kEnforceAssociations = 0x0001;  // Slurm's ACCOUNTING_ENFORCE_ASSOCS
+
+// The first setting of `config` that decides by account, or "".
+std::string account_rule_of(const lanes::Config& config) {
+    auto named = [](const std::vector<std::string>& accounts) {
+        for (const auto& a : accounts)
+            if (a != "*") return true;
+        return false;
+    };
+    for (const auto& [name, cls] : config.classes) {
+        if (named(cls.allowed_accounts)) return "classes." + name + ".allowed_accounts";
+        if (named(cls.exempt_accounts)) return "classes." + name + ".exempt_accounts";
+    }
+    for (const auto& rule : config.rules)
+        if (named(rule.accounts)) return "[[rules]] accounts (line " + std::to_string(rule.line) + ")";
+    return "";
+}
+
+// What Lanes needs from slurm.conf, checked at start and before each reload.
+std::string check_slurm_conf(const lanes::Config& config) {
+    const slurm_conf_t* conf = slurmctld_conf();
+    if (!conf) return "";
+    if (!(conf->prolog_flags & PROLOG_FLAG_ALLOC))
+        return "slurm.conf lacks PrologFlags=Alloc: without it the prolog of every node but the batch "
+               "host runs from srun's copy of the job, which users can forge, so the nodes cannot trust the "
+               "class slurmctld decided; add PrologFlags=Alloc and restart slurmctld and the slurmds";
+    std::string rule = account_rule_of(config);
+    if (!rule.empty() && !(conf->accounting_storage_enforce & kEnforceAssociations))
+        return config.path + ": " + rule +
+               " decides by account, but slurm.conf's AccountingStorageEnforce does not include "
+               "associations, so any user may name any account with -A; set "
+               "AccountingStorageEnforce=associations (with slurmdbd) or remove the account rules";
+    return "";
 }
 
 lanes::SysSeconds now_seconds() {
@@ -136,9 +205,12 @@ extern "C" int init(void) noexcept {
         auto state = std::make_unique<PluginState>();
         state->config_path = lanes::default_config_path(true);  // $LANES_CONFIG, next to $SLURM_CONF, default
         state->validate_operator = reinterpret_cast<bool (*)(uid_t)>(dlsym(RTLD_DEFAULT, "validate_operator"));
+        state->signals = std::make_shared<lanes::SignalMonitor>(log_sink);
         lanes::ClassifierOptions options;
+        options.signals = state->signals;
         PluginState* raw = state.get();
         options.wake_maintainer = [raw] { raw->wake_maintainer(); };
+        options.check_config = check_slurm_conf;
         auto classifier = Classifier::create(state->config_path, log_sink, options);
         if (!classifier) {
             slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(),
@@ -146,6 +218,7 @@ extern "C" int init(void) noexcept {
             return SLURM_ERROR;
         }
         state->classifier = std::move(*classifier);
+        state->follow_signals();
         g_state = std::move(state);
         g_state->start_reloader();
         slurm_info("lanes: loaded %s", g_state->config_path.c_str());
@@ -171,16 +244,17 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         if (decision.verdict == Decision::Verdict::Reject) {
             std::string text = decision.reason.empty() ? "lanes: job rejected by policy" : decision.reason;
             for (const auto& line : decision.user_messages) text += "\n" + line;
-            set_err_msg(err_msg, text);
-            slurm_info("lanes: rejected job '%s' of %s: %s", job.name.c_str(), job.user.c_str(), decision.reason.c_str());
+            add_err_msg(err_msg, text);
+            slurm_info("lanes: rejected job '%s' of %s: %s", lanes::printable(job.name, 256).c_str(), job.user.c_str(),
+                       lanes::printable(decision.reason, 4096).c_str());
             // Strip any forged LANES_* entries even on reject; nothing of it will run.
             lanes::strip_lanes_env(*job_desc);
             return lanes::reject_code(decision);
         }
         std::string message = lanes::apply_decision_to_desc(*job_desc, decision);
-        set_err_msg(err_msg, message);
-        slurm_debug("lanes: job %s of %s -> class %s (%s)", job.name.c_str(), job.user.c_str(),
-                    decision.class_name.c_str(), decision.reason.c_str());
+        add_err_msg(err_msg, message);
+        slurm_debug("lanes: job %s of %s -> class %s (%s)", lanes::printable(job.name, 256).c_str(), job.user.c_str(),
+                    decision.class_name.c_str(), lanes::printable(decision.reason, 4096).c_str());
         return SLURM_SUCCESS;
     });
 }
@@ -224,7 +298,7 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t 
             slurm_info("lanes: refused update of job %s by uid %u: %s",
                        job_desc->job_id_str ? job_desc->job_id_str : std::to_string(desc_job_id(*job_desc)).c_str(),
                        submit_uid, why.c_str());
-            set_err_msg(err_msg, why);
+            add_err_msg(err_msg, why);
         }
         return rc;
     });

@@ -15,6 +15,9 @@ struct OptionSpec {
     std::vector<Command> commands;  // empty: global (every subcommand, and before it)
     bool repeatable;
     std::function<Result<void>(Options&, const std::string& value)> store;
+    // A global option (lanesctl(8), GLOBAL OPTIONS) that only some subcommands
+    // use (--node): it may come before the subcommand, checked once that is known.
+    bool global_for_some = false;
 };
 
 Result<uint32_t> parse_job_id(std::string_view option, const std::string& text) {
@@ -41,8 +44,8 @@ const std::vector<OptionSpec>& option_table() {
         {"--help", A::None, {}, false, [](Options& o, const std::string&) -> Result<void> { o.help = true; return {}; }},
         {"--version", A::None, {}, false,
          [](Options& o, const std::string&) -> Result<void> { o.version = true; return {}; }},
-        {"--node", A::Required, {C::Status, C::Gc, C::Check}, false,
-         [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }},
+        {"--node", A::Required, {C::Status, C::Gc, C::Check, C::Reapply, C::Agent}, false,
+         [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }, true},
         {"--job", A::Required, {C::PolicyTest}, true,
          [](Options& o, const std::string& v) -> Result<void> {
              auto id = parse_job_id("--job", v);
@@ -93,7 +96,7 @@ const std::vector<OptionSpec>& option_table() {
          [](Options& o, const std::string&) -> Result<void> { o.noheader = true; return {}; }},
         {"--parsable", A::None, {C::Status, C::Windows}, false,
          [](Options& o, const std::string&) -> Result<void> { o.parsable = true; return {}; }},
-        {"--dry-run", A::None, {C::Gc}, false,
+        {"--dry-run", A::None, {C::Gc, C::Reapply}, false,
          [](Options& o, const std::string&) -> Result<void> { o.dry_run = true; return {}; }},
         {"--all", A::None, {C::Gc}, false,
          [](Options& o, const std::string&) -> Result<void> { o.all = true; return {}; }},
@@ -128,6 +131,9 @@ const char* command_name(Command command) {
         case Command::Windows: return "windows";
         case Command::Status: return "status";
         case Command::Gc: return "gc";
+        case Command::Reapply: return "reapply";
+        case Command::Signals: return "signals";
+        case Command::Agent: return "agent";
         case Command::None: break;
     }
     return "";
@@ -136,6 +142,7 @@ const char* command_name(Command command) {
 Result<Options> parse_args(const std::vector<std::string>& args) {
     Options options;
     std::set<std::string_view> seen;
+    std::vector<const OptionSpec*> early;  // global_for_some options seen before the subcommand
     bool options_ended = false;  // after "--" everything is positional
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
@@ -157,8 +164,12 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
             std::string name = arg.substr(0, eq);
             const OptionSpec* spec = find_option(name);
             if (!spec) return fail("unknown option '" + name + "' " + where(options.command));
-            // Subcommand options are accepted only after their subcommand.
-            if (!accepts(*spec, options.command) || (!spec->commands.empty() && options.command == Command::None))
+            // Subcommand options are accepted only after their subcommand; a
+            // global one used by some subcommands only is checked at the end.
+            if (spec->global_for_some && options.command == Command::None)
+                early.push_back(spec);
+            else if (!accepts(*spec, options.command) ||
+                     (!spec->commands.empty() && options.command == Command::None))
                 return fail("option '" + name + "' is not valid " + where(options.command));
             if (!spec->repeatable && !seen.insert(spec->name).second)
                 return fail("option '" + name + "' given twice");
@@ -201,6 +212,12 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                     options.command = Command::Status;
                 } else if (arg == "gc") {
                     options.command = Command::Gc;
+                } else if (arg == "reapply") {
+                    options.command = Command::Reapply;
+                } else if (arg == "signals") {
+                    options.command = Command::Signals;
+                } else if (arg == "agent") {
+                    options.command = Command::Agent;
                 } else if (arg == "policy") {
                     if (i + 1 >= args.size() || args[i + 1] != "test")
                         return fail(i + 1 >= args.size() ? "'policy' needs a subcommand: 'policy test'"
@@ -217,6 +234,9 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                         else if (topic == "windows") options.command = Command::Windows;
                         else if (topic == "status") options.command = Command::Status;
                         else if (topic == "gc") options.command = Command::Gc;
+                        else if (topic == "reapply") options.command = Command::Reapply;
+                        else if (topic == "signals") options.command = Command::Signals;
+                        else if (topic == "agent") options.command = Command::Agent;
                         else if (topic == "policy") {
                             options.command = Command::PolicyTest;
                             if (i + 1 < args.size() && args[i + 1] == "test") ++i;
@@ -237,7 +257,11 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
         }
     }
     if (options.help || options.version) return options;
-    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc)");
+    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent)");
+    for (const OptionSpec* spec : early)
+        if (!accepts(*spec, options.command))
+            return fail("option '" + std::string(spec->name) + "' is not valid for '" + command_name(options.command) +
+                        "'");
     if (options.command == Command::PolicyTest) {
         int modes = (options.job_files.empty() ? 0 : 1) + (options.job_ids.empty() ? 0 : 1) +
                     (options.fixtures_dir.empty() ? 0 : 1);
@@ -298,6 +322,21 @@ std::string usage_text(Command command) {
             return "usage: lanesctl gc [--config FILE] [--node NAME] [--dry-run] [--all] [--json]\n"
                    "  Remove Lanes' tc classes, nft rules, cgroups and state of jobs that no longer run\n"
                    "  here (root). --all removes everything, including the root qdisc and nft table.\n";
+        case Command::Reapply:
+            return "usage: lanesctl reapply [--config FILE] [--node NAME] [--dry-run] [--json]\n"
+                   "  Put back the nft table and the tc classes of every job with a state file, after\n"
+                   "  `nft flush ruleset` or `systemctl reload nftables` took them (root). Does nothing\n"
+                   "  when all is in place; --dry-run only checks (exit 1 when something is missing).\n";
+        case Command::Signals:
+            return "usage: lanesctl signals [--config FILE] [--json]\n"
+                   "  Query every [signals.NAME] once now and show its value, its age, the last error\n"
+                   "  and the state of the windows that follow it. Exit 1 when a signal has no fresh value.\n";
+        case Command::Agent:
+            return "usage: lanesctl agent [--config FILE] [--node NAME]\n"
+                   "  The node agent (root, long-running; contrib/lanes-agent.service): follows the\n"
+                   "  signal windows and moves the HTB ceil of running jobs of each class with\n"
+                   "  busy_window/busy_ceil between its normal and its busy value. On SIGTERM or\n"
+                   "  SIGINT it restores every normal ceil before it exits.\n";
         case Command::None: break;
     }
     return "usage: lanesctl [--config FILE] [--json] SUBCOMMAND [OPTIONS]\n"
@@ -308,6 +347,9 @@ std::string usage_text(Command command) {
            "  windows         upcoming time window occurrences, reservation commands\n"
            "  status          jobs shaped on this node, with counters (root)\n"
            "  gc              remove shaping state of jobs that are gone (root)\n"
+           "  reapply         put back the marks and classes of running jobs (root)\n"
+           "  signals         live values of [signals.NAME] and the windows that follow them\n"
+           "  agent           node agent: shift job ceils while signal windows hold (root)\n"
            "\n"
            "Global options:\n"
            "  --config FILE   lanes.toml (default: $LANES_CONFIG, else lanes.toml next to\n"

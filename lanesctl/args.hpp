@@ -20,7 +20,7 @@ enum ExitCode : int {
     kExitRuntime = 3,  // cannot do the work: slurmctld unreachable, not root, kernel error
 };
 
-enum class Command { None, Check, PolicyTest, Windows, Status, Gc };
+enum class Command { None, Check, PolicyTest, Windows, Status, Gc, Reapply, Signals, Agent };
 
 struct Options {
     Command command = Command::None;
@@ -55,7 +55,7 @@ struct Options {
     // status
     std::string prometheus_file;         // --prometheus FILE
 
-    // gc
+    // gc; reapply --dry-run (check only)
     bool dry_run = false;
     bool all = false;
 };

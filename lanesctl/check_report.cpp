@@ -39,6 +39,13 @@ Diagnostic parse_one(const std::string& text) {
 
 }  // namespace
 
+std::vector<Diagnostic> diagnostics_of(const Error& error) {
+    if (error.diagnostics.empty()) return parse_diagnostics(error.message);
+    std::vector<Diagnostic> out;
+    for (const auto& d : error.diagnostics) out.push_back(Diagnostic{d.file, d.line, d.column, d.key, d.message, d.text()});
+    return out;
+}
+
 std::vector<Diagnostic> parse_diagnostics(const std::string& error_message) {
     std::vector<Diagnostic> out;
     size_t start = 0;
@@ -87,6 +94,7 @@ json::Value check_json(const CheckReport& report) {
             {"file", d.file.empty() ? json::Value() : json::Value(d.file)},
             {"line", d.line ? json::Value(d.line) : json::Value()},
             {"column", d.column ? json::Value(d.column) : json::Value()},
+            {"key", d.key.empty() ? json::Value() : json::Value(d.key)},
             {"message", d.message},
             {"text", d.text},
         });

@@ -10,16 +10,23 @@
 
 namespace lanes::ctl {
 
-// One message, split when it starts "file:line:col: " or "file:line: ".
+// One error as lanesctl shows it.
 struct Diagnostic {
     std::string file;
     int line = 0;    // 0: unknown
     int column = 0;  // 0: unknown
-    std::string message;  // the rest ("classes.training.rate: ...")
-    std::string text;     // the whole line as the library wrote it
+    std::string key;      // "classes.training.rate"; empty: none
+    std::string message;  // what is wrong (after the key)
+    std::string text;     // the whole line ("file:line:col: key: message")
 };
 
-// Split a library error (possibly several lines) into diagnostics.
+// The diagnostics of a library error: its structured ones when it has them (all
+// lanes.toml errors), else its text split by parse_diagnostics (the policy's Lua
+// errors, whose position Lua only reports inside the message).
+std::vector<Diagnostic> diagnostics_of(const Error& error);
+
+// Split an error text (possibly several lines) into diagnostics: a line starting
+// "file:line:col: " or "file:line: " gets those fields, the rest is the message.
 std::vector<Diagnostic> parse_diagnostics(const std::string& error_message);
 
 struct CheckReport {

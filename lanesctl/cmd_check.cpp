@@ -49,7 +49,7 @@ int run_check(const Options& options, const Context& context) {
         report.ok = true;
         summarize(*(*classifier)->config(), report);
     } else {
-        report.errors = parse_diagnostics(classifier.error().message);
+        report.errors = diagnostics_of(classifier.error());
     }
     if (report.ok && !options.node.empty()) check_node(*(*classifier)->config(), options.node, report);
     if (options.json) {

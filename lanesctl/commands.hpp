@@ -36,5 +36,8 @@ int run_policy_test(const Options& options, const Context& context);
 int run_windows(const Options& options, const Context& context);
 int run_status(const Options& options, const Context& context);
 int run_gc(const Options& options, const Context& context);
+int run_reapply(const Options& options, const Context& context);
+int run_signals(const Options& options, const Context& context);
+int run_agent(const Options& options, const Context& context);
 
 }  // namespace lanes::ctl

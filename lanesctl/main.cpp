@@ -54,6 +54,9 @@ int run(int argc, char** argv) {
         case Command::Windows: return run_windows(options, context);
         case Command::Status: return run_status(options, context);
         case Command::Gc: return run_gc(options, context);
+        case Command::Reapply: return run_reapply(options, context);
+        case Command::Signals: return run_signals(options, context);
+        case Command::Agent: return run_agent(options, context);
         case Command::None: break;
     }
     return kExitUsage;

@@ -100,17 +100,19 @@ std::string format_timestamp_utc(SysSeconds t) {
 Result<JobView> job_from_json(const json::Value& v) {
     if (!v.is_object()) return fail("job: expected an object");
     JobView j;
+    bool gpus_given = false;
+    std::string tres_per_task;
     for (const auto& [key, val] : v.get_ref<const json::Object&>()) {
         const std::string k = "job." + key;
         auto str = [&](std::string& dst) -> Result<void> {
             auto s = string_of(val, k);
-            if (!s) return fail(s.error().message);
+            if (!s) return fail(s.error());
             dst = *s;
             return {};
         };
         auto num = [&](uint32_t& dst) -> Result<void> {
             auto n = u32_of(val, k);
-            if (!n) return fail(n.error().message);
+            if (!n) return fail(n.error());
             dst = *n;
             return {};
         };
@@ -125,7 +127,11 @@ Result<JobView> job_from_json(const json::Value& v) {
         else if (key == "tres_per_job") r = str(j.tres_per_job);
         else if (key == "features") r = str(j.features);
         else if (key == "uid") r = num(j.uid);
-        else if (key == "gpus") r = num(j.gpus);
+        else if (key == "tres_per_task") r = str(tres_per_task);
+        else if (key == "gpus") {
+            r = num(j.gpus);
+            gpus_given = true;
+        }
         else if (key == "min_nodes") r = num(j.min_nodes);
         else if (key == "max_nodes") r = num(j.max_nodes);
         else if (key == "num_tasks") r = num(j.num_tasks);
@@ -156,13 +162,15 @@ Result<JobView> job_from_json(const json::Value& v) {
             (key == "lanes_class" ? j.requested_class : j.requested_cap) = s;
         } else if (key == "submit_time" || key == "begin_time") {
             auto t = time_of(val, k);
-            if (!t) return fail(t.error().message);
+            if (!t) return fail(t.error());
             if (key == "submit_time") j.submit_time = *t; else j.begin_time = *t;
         } else {
             return fail(k + ": unknown key");
         }
-        if (!r) return fail(r.error().message);
+        if (!r) return fail(r.error());
     }
+    // Counted from the TRES strings as job_submit/lanes counts them, unless given.
+    if (!gpus_given) j.gpus = requested_gpus(j.tres_per_job, j.tres_per_node, tres_per_task, j.min_nodes, j.num_tasks);
     return j;
 }
 

@@ -55,9 +55,9 @@ Result<std::string> check_class_option(const std::string& value) {
 Result<std::string> check_cap_option(const std::string& value) {
     auto rate = parse_rate(value);
     if (!rate) return fail("--lanes-cap=" + value + ": " + rate.error().message);
-    if (rate->is_relative())
-        return fail("--lanes-cap=" + value + ": give an absolute rate such as 5Gbit or 800Mbit, not a percentage");
-    return value;  // job_submit/lanes parses it again against the class cap
+    // A rate or a percentage: job_submit/lanes compares it with the class cap in
+    // the same form (a class with a percentage ceiling takes a percentage).
+    return value;
 }
 
 }  // namespace lanes

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 
 namespace lanes {
 namespace {
@@ -73,6 +74,26 @@ Result<std::vector<std::string>> expand_range_list(std::string_view body, std::s
     return out;
 }
 
+// Host names use letters, digits, '-', '.' and '_'; globs add '*' and '?'. Anything
+// else ('\\', spaces, control bytes) could never match a node, so it is an error
+// rather than a selector that silently matches nothing.
+bool host_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+           c == '_' || c == '*' || c == '?';
+}
+
+Result<void> check_literal(std::string_view literal, std::string_view whole) {
+    for (char c : literal) {
+        if (host_char(c)) continue;
+        char shown[8];
+        if (c > ' ' && c < 0x7f) std::snprintf(shown, sizeof shown, "'%c'", c);
+        else std::snprintf(shown, sizeof shown, "\\x%02x", static_cast<unsigned char>(c));
+        return fail("hostlist \"" + std::string(whole) + "\": character " + shown +
+                    " is not allowed (host names and globs use letters, digits, '-', '.', '_', '*' and '?')");
+    }
+    return {};
+}
+
 Result<void> expand_item(std::string_view item, std::string_view whole, std::size_t max_names,
                          std::vector<std::string>& out) {
     std::vector<std::string> partial{""};
@@ -80,6 +101,7 @@ Result<void> expand_item(std::string_view item, std::string_view whole, std::siz
     while (pos < item.size()) {
         std::size_t open = item.find('[', pos);
         std::string_view literal = item.substr(pos, open == std::string_view::npos ? std::string_view::npos : open - pos);
+        if (auto ok = check_literal(literal, whole); !ok) return ok;
         for (auto& p : partial) p.append(literal);
         if (open == std::string_view::npos) break;
         std::size_t close = item.find(']', open);  // balanced: checked by split_items

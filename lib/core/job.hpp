@@ -7,11 +7,21 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/lanes_toml.hpp"
 
 namespace lanes {
+
+// Total GPUs in a TRES string like "gres/gpu:4", "gres:gpu:a100:2,gres/gpu=1", "gpu:8".
+uint32_t count_gpus(std::string_view tres);
+
+// The job's total GPUs, the one way both job_submit/lanes and lanesctl count
+// them: per job if given, else per node times the node count, else per task
+// times the task count (a count of 0 counts as 1).
+uint32_t requested_gpus(std::string_view tres_per_job, std::string_view tres_per_node,
+                        std::string_view tres_per_task, uint32_t nodes, uint32_t tasks);
 
 struct JobView {
     std::string name;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -30,12 +31,6 @@ constexpr size_t kMaxConfigBytes = 4u << 20;
 // Slurm accepts --nice values in this range.
 constexpr int64_t kMaxNice = 2147483645;
 
-struct Diagnostic {
-    uint32_t line;
-    uint32_t column;
-    std::string text;
-};
-
 // Collects every problem with its position.
 class Errors {
 public:
@@ -46,21 +41,15 @@ public:
             line = 1;
             column = 1;
         }
-        list_.push_back(Diagnostic{line, column,
-                                   path_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + key +
-                                       ": " + what});
+        list_.push_back(Diagnostic{path_, static_cast<int>(line), static_cast<int>(column), key, what});
     }
     bool empty() const { return list_.empty(); }
-    std::string joined() {
+    // Sorted by position.
+    std::vector<Diagnostic> sorted() {
         std::stable_sort(list_.begin(), list_.end(), [](const Diagnostic& a, const Diagnostic& b) {
             return std::tie(a.line, a.column) < std::tie(b.line, b.column);
         });
-        std::string out;
-        for (const auto& d : list_) {
-            if (!out.empty()) out += "\n";
-            out += d.text;
-        }
-        return out;
+        return list_;
     }
 
 private:
@@ -340,6 +329,45 @@ std::vector<DateRange> read_dates(TableReader& r, std::string_view k, bool add) 
     return out;
 }
 
+// A duration such as "2min" or "500ms" within [min, max].
+std::optional<std::chrono::microseconds> read_duration(TableReader& r, std::string_view k, std::chrono::microseconds min,
+                                                       std::chrono::microseconds max, const std::string& range) {
+    const toml::node* n = r.get(k);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) {
+        r.wrong_type(*n, k, "a duration such as \"30s\" or \"2min\"");
+        return std::nullopt;
+    }
+    auto d = parse_duration(n->as_string()->get());
+    if (!d) {
+        r.error(*n, k, d.error().message);
+        return std::nullopt;
+    }
+    if (*d < min || *d > max) {
+        r.error(*n, k, "out of range (" + range + ")");
+        return std::nullopt;
+    }
+    return *d;
+}
+
+// An integer or floating-point number; NaN and infinities are refused.
+std::optional<double> read_number(TableReader& r, std::string_view k) {
+    const toml::node* n = r.get(k);
+    if (!n) return std::nullopt;
+    double v = 0;
+    if (n->is_integer()) v = static_cast<double>(n->as_integer()->get());
+    else if (n->is_floating_point()) v = n->as_floating_point()->get();
+    else {
+        r.wrong_type(*n, k, "a number");
+        return std::nullopt;
+    }
+    if (!std::isfinite(v)) {
+        r.error(*n, k, "must be a finite number");
+        return std::nullopt;
+    }
+    return v;
+}
+
 struct Parser {
     Errors errors;
     std::string path;
@@ -465,6 +493,198 @@ struct Parser {
     }
     std::set<std::string> broken_windows;
 
+
+    // [signals.NAME]: parsed before the windows, which may follow them.
+    void parse_signal(const std::string& name, const toml::table& t) {
+        using namespace std::chrono;
+        const std::string prefix = "signals." + name;
+        TableReader r(errors, t, prefix);
+        SignalConfig s;
+        s.name = name;
+        s.line = static_cast<int>(t.source().begin.line);
+        bool ok = true;
+        r.string("description");
+        bool https = false;
+        if (auto v = r.string("url")) {
+            const bool http = v->rfind("http://", 0) == 0;
+            https = v->rfind("https://", 0) == 0;
+            const size_t host_at = http ? 7 : 8;
+            if ((!http && !https) || v->size() <= host_at || (*v)[host_at] == '/' ||
+                v->find_first_of(" \t\r\n?#") != std::string::npos) {
+                r.error(*t.get("url"), "url",
+                        "not an http:// or https:// base URL of a Prometheus API (write e.g. "
+                        "\"http://127.0.0.1:9090\"; the query goes in \"query\")");
+                ok = false;
+            } else {
+                s.url = *v;
+                while (s.url.size() > host_at + 1 && s.url.back() == '/') s.url.pop_back();
+            }
+        } else {
+            if (!t.get("url")) r.error_here(prefix, "missing key \"url\" (the Prometheus API, e.g. \"http://127.0.0.1:9090\")");
+            ok = false;
+        }
+        if (auto v = r.string("query")) {
+            if (v->find_first_not_of(" \t\r\n") == std::string::npos) {
+                r.error(*t.get("query"), "query", "must not be empty");
+                ok = false;
+            } else if (v->size() > 8192) {
+                r.error(*t.get("query"), "query", "too long (at most 8192 characters)");
+                ok = false;
+            } else {
+                s.query = *v;
+            }
+        } else {
+            if (!t.get("query")) r.error_here(prefix, "missing key \"query\" (a PromQL expression with one value)");
+            ok = false;
+        }
+        if (auto d = read_duration(r, "interval", seconds{1}, hours{1}, "1s..1h")) s.interval = duration_cast<milliseconds>(*d);
+        else if (t.get("interval")) ok = false;
+        if (auto d = read_duration(r, "timeout", milliseconds{10}, minutes{1}, "10ms..1min")) s.timeout = duration_cast<milliseconds>(*d);
+        else if (t.get("timeout")) ok = false;
+        if (!t.get("timeout") && s.timeout > s.interval) s.timeout = s.interval;
+        if (s.timeout > s.interval && t.get("timeout")) {
+            r.error(*t.get("timeout"), "timeout", "longer than the interval: a slow server would delay every later refresh");
+            ok = false;
+        }
+        s.stale_after = 4 * s.interval;
+        if (auto d = read_duration(r, "stale_after", seconds{1}, hours{24}, "1s..24h")) {
+            s.stale_after = duration_cast<milliseconds>(*d);
+            if (s.stale_after < s.interval) {
+                r.error(*t.get("stale_after"), "stale_after",
+                        "shorter than the interval: every value would go stale before the next refresh");
+                ok = false;
+            }
+        } else if (t.get("stale_after")) {
+            ok = false;
+        }
+        if (auto v = read_number(r, "fallback")) s.fallback = *v;
+        else if (t.get("fallback")) ok = false;
+        auto file_key = [&](std::string_view k, std::string& out) {
+            if (auto v = r.string(k)) {
+                if (v->empty() || v->front() != '/') {
+                    r.error(*t.get(k), k, "must be an absolute path");
+                    ok = false;
+                } else if (!https) {
+                    r.error(*t.get(k), k, "only used with an https:// url");
+                    ok = false;
+                } else {
+                    out = *v;
+                }
+            } else if (t.get(k)) {
+                ok = false;
+            }
+        };
+        file_key("ca_file", s.ca_file);
+        file_key("client_cert", s.client_cert);
+        file_key("client_key", s.client_key);
+        if (!s.client_key.empty() && s.client_cert.empty()) {
+            r.error(*t.get("client_key"), "client_key", "needs \"client_cert\" as well");
+            ok = false;
+        }
+        if (auto v = r.string("bearer_token_file")) {
+            if (v->empty() || v->front() != '/') {
+                r.error(*t.get("bearer_token_file"), "bearer_token_file", "must be an absolute path");
+                ok = false;
+            } else {
+                s.bearer_token_file = *v;
+            }
+        } else if (t.get("bearer_token_file")) {
+            ok = false;
+        }
+        if (const toml::node* n = t.get("max_body")) {
+            r.get("max_body");
+            Result<uint64_t> bytes = fail("");
+            if (n->is_string()) bytes = parse_bytes(n->as_string()->get());
+            else bytes = fail("expected a size such as \"1MiB\", got " + type_name(*n));
+            if (!bytes) r.error(*n, "max_body", bytes.error().message), ok = false;
+            else if (*bytes < 1024 || *bytes > (64ULL << 20)) r.error(*n, "max_body", "out of range (1KiB..64MiB)"), ok = false;
+            else s.max_body_bytes = *bytes;
+        }
+        r.finish();
+        if (ok) config.signals[name] = std::move(s);
+        else broken_signals.insert(name);
+    }
+    std::set<std::string> broken_signals;
+
+    void parse_signals(const toml::table& t) {
+        for (auto&& [k, v] : t) {
+            const std::string name(k.str());
+            const std::string key = "signals." + name;
+            if (!valid_name(name)) {
+                errors.add(k.source(), key, "signal names may use letters, digits, '-' and '_' only");
+                continue;
+            }
+            if (const toml::table* st = v.as_table()) parse_signal(name, *st);
+            else errors.add(v.source(), key, "expected a table [signals." + name + "], got " + type_name(v));
+        }
+    }
+
+    // [windows.NAME] with `signal`: follows a signal with hysteresis.
+    void parse_signal_window(const std::string& name, const toml::table& t) {
+        using namespace std::chrono;
+        const std::string prefix = "windows." + name;
+        TableReader r(errors, t, prefix);
+        SignalWindowConfig w;
+        w.name = name;
+        w.line = static_cast<int>(t.source().begin.line);
+        bool ok = true;
+        r.string("description");
+        if (auto v = r.string("signal")) {
+            if (!config.signals.count(*v) && !broken_signals.count(*v)) {
+                std::vector<std::string> known;
+                for (const auto& [sn, sc] : config.signals) known.push_back(sn);
+                std::string msg = "unknown signal " + quote(*v);
+                if (auto c = closest(*v, known); !c.empty()) msg += " (did you mean " + quote(c) + "?)";
+                else if (known.empty()) msg += " (no [signals.NAME] tables are defined)";
+                else msg += " (defined: " + join_quoted(known) + ")";
+                r.error(*t.get("signal"), "signal", msg);
+                ok = false;
+            }
+            w.signal = *v;
+        } else {
+            ok = false;
+        }
+        auto above = read_number(r, "above");
+        if (!above) {
+            if (!t.get("above")) r.error_here(prefix, "missing key \"above\" (the window begins when the signal is above it)");
+            ok = false;
+        } else {
+            w.above = *above;
+        }
+        w.until_below = w.above;
+        if (auto v = read_number(r, "until_below")) {
+            if (above && *v > *above) {
+                r.error(*t.get("until_below"), "until_below", "must not be above \"above\" (it is the lower edge of the hysteresis)");
+                ok = false;
+            }
+            w.until_below = *v;
+        } else if (t.get("until_below")) {
+            ok = false;
+        }
+        if (auto d = read_duration(r, "for", seconds{0}, hours{24}, "0s..24h")) w.hold_for = duration_cast<seconds>(*d);
+        else if (t.get("for")) ok = false;
+        w.release_after = w.hold_for;
+        if (auto d = read_duration(r, "release_after", seconds{0}, hours{24}, "0s..24h"))
+            w.release_after = duration_cast<seconds>(*d);
+        else if (t.get("release_after")) ok = false;
+        if (auto d = read_duration(r, "retry", seconds{10}, hours{24}, "10s..24h")) w.retry = duration_cast<seconds>(*d);
+        else if (t.get("retry")) ok = false;
+        if (auto c = r.choice("when_unknown", {"idle", "busy", "hold"}))
+            w.when_unknown = *c == "busy" ? UnknownSignalAction::Busy
+                           : *c == "hold" ? UnknownSignalAction::Hold : UnknownSignalAction::Idle;
+        else if (t.get("when_unknown")) ok = false;
+        for (const char* timed : {"timezone", "days", "start", "end", "except", "add"}) {
+            if (const toml::node* n = t.get(timed)) {
+                r.get(timed);
+                r.error(*n, timed, "a window follows either a signal or the clock, not both");
+                ok = false;
+            }
+        }
+        r.finish();
+        if (ok) config.signal_windows[name] = std::move(w);
+        else broken_windows.insert(name);
+    }
+
     void parse_windows(const toml::table& t) {
         for (auto&& [k, v] : t) {
             const std::string name(k.str());
@@ -473,8 +693,10 @@ struct Parser {
                 errors.add(k.source(), key, "window names may use letters, digits, '-' and '_' only");
                 continue;
             }
-            if (const toml::table* wt = v.as_table()) parse_window(name, *wt);
-            else errors.add(v.source(), key, "expected a table [windows." + name + "], got " + type_name(v));
+            if (const toml::table* wt = v.as_table()) {
+                if (wt->get("signal")) parse_signal_window(name, *wt);
+                else parse_window(name, *wt);
+            } else errors.add(v.source(), key, "expected a table [windows." + name + "], got " + type_name(v));
         }
     }
 
@@ -493,8 +715,9 @@ struct Parser {
             const toml::node& n = *t.get("avoid_windows");
             std::vector<std::string> known;
             for (const auto& [wn, w] : config.windows.all()) known.push_back(wn);
+            for (const auto& [wn, w] : config.signal_windows) known.push_back(wn);
             for (const auto& wname : *v) {
-                if (config.windows.find(wname) || broken_windows.count(wname)) {
+                if (config.windows.find(wname) || config.signal_windows.count(wname) || broken_windows.count(wname)) {
                     if (std::find(c.avoid_windows.begin(), c.avoid_windows.end(), wname) == c.avoid_windows.end())
                         c.avoid_windows.push_back(wname);
                     continue;
@@ -570,6 +793,35 @@ struct Parser {
         if (auto v = r.boolean("user_may_lower_cap")) c.user_may_lower_cap = *v;
         if (auto v = r.integer("rdma_traffic_class", 0, 255)) c.rdma_traffic_class = static_cast<uint8_t>(*v);
         if (auto v = r.integer("rdma_service_level", 0, 15)) c.rdma_service_level = static_cast<uint8_t>(*v);
+        if (auto v = r.string("busy_window")) {
+            if (config.signal_windows.count(*v)) {
+                c.busy_window = *v;
+            } else if (!broken_windows.count(*v)) {
+                std::vector<std::string> known;
+                for (const auto& [wn, w] : config.signal_windows) known.push_back(wn);
+                std::string msg = config.windows.find(*v) ? "window " + quote(*v) + " follows the clock; busy_window must name a window with a \"signal\""
+                                                         : "unknown signal window " + quote(*v);
+                if (!config.windows.find(*v)) {
+                    if (auto s = closest(*v, known); !s.empty()) msg += " (did you mean " + quote(s) + "?)";
+                    else if (known.empty()) msg += " (no [windows.NAME] table has a \"signal\")";
+                    else msg += " (defined: " + join_quoted(known) + ")";
+                }
+                r.error(*t.get("busy_window"), "busy_window", msg);
+            }
+        }
+        c.busy_ceil = read_rate(r, "busy_ceil", false);
+        if (t.get("busy_ceil") && !t.get("busy_window"))
+            r.error(*t.get("busy_ceil"), "busy_ceil", "needs \"busy_window\" (the signal window during which it applies)");
+        if (t.get("busy_window") && !t.get("busy_ceil"))
+            r.error(*t.get("busy_window"), "busy_window", "needs \"busy_ceil\" (the ceil jobs get while the window holds)");
+        if (t.get("busy_ceil") && !t.get("rate"))
+            r.error(*t.get("busy_ceil"), "busy_ceil", "the class has no \"rate\"/\"ceil\" to shift from");
+        if (c.busy_ceil && c.ceil && c.busy_ceil->is_relative() == c.ceil->is_relative()) {
+            const bool above = c.ceil->is_relative() ? c.busy_ceil->percent > c.ceil->percent
+                                                     : c.busy_ceil->bits_per_second > c.ceil->bits_per_second;
+            if (above)
+                r.error(*t.get("busy_ceil"), "busy_ceil", "above the class's ceil (a busy ceil tightens, it never loosens)");
+        }
         r.finish();
         config.classes[name] = std::move(c);
     }
@@ -778,6 +1030,52 @@ struct Parser {
             else config.node.cgroup_root = *v;
         }
         if (auto rate = read_rate(r, "default_link_speed", true)) config.node.default_link_speed_bits = rate->bits_per_second;
+        if (const toml::node* n = r.get("unclassified_dscp")) {
+            if (n->is_integer()) {
+                const int64_t v = n->as_integer()->get();
+                if (v < 0 || v > 63)
+                    r.error(*n, "unclassified_dscp", "value " + std::to_string(v) + " is out of range (0..63)");
+                else config.node.unclassified_dscp = static_cast<uint8_t>(v);
+            } else if (n->is_string() && n->as_string()->get() == "keep") {
+                config.node.unclassified_dscp = std::nullopt;
+            } else if (n->is_string()) {
+                auto d = parse_dscp(n->as_string()->get());
+                if (!d) r.error(*n, "unclassified_dscp", d.error().message + " (or \"keep\")");
+                else config.node.unclassified_dscp = *d;
+            } else {
+                r.wrong_type(*n, "unclassified_dscp", "a DSCP name such as \"CS0\", a number 0..63, or \"keep\"");
+            }
+        }
+        auto urate = read_rate(r, "unclassified_rate", false);
+        auto uceil = read_rate(r, "unclassified_ceil", false);
+        if (urate) config.node.unclassified_rate = *urate;
+        if (uceil) config.node.unclassified_ceil = *uceil;
+        if ((urate || uceil) && config.node.unclassified_rate.is_relative() == config.node.unclassified_ceil.is_relative()) {
+            const Rate& a = config.node.unclassified_rate;
+            const Rate& b = config.node.unclassified_ceil;
+            if (a.is_relative() ? b.percent < a.percent : b.bits_per_second < a.bits_per_second)
+                r.error(*t.get(uceil ? "unclassified_ceil" : "unclassified_rate"), uceil ? "unclassified_ceil" : "unclassified_rate",
+                        "unclassified_ceil is below unclassified_rate (defaults: \"5%\" and \"25%\")");
+        }
+        if (const toml::node* n = r.get("gso_burst")) {
+            std::string text = n->is_string() ? n->as_string()->get() : std::string();
+            if (!n->is_string()) {
+                r.wrong_type(*n, "gso_burst", "a time such as \"250us\" or \"1ms\", or \"off\"");
+            } else if (text == "off") {
+                config.node.gso_burst_us = std::nullopt;
+            } else {
+                uint64_t scale = 0;
+                std::string digits = text;
+                if (text.ends_with("us")) scale = 1, digits = text.substr(0, text.size() - 2);
+                else if (text.ends_with("ms")) scale = 1000, digits = text.substr(0, text.size() - 2);
+                bool ok = scale && !digits.empty() && digits.size() <= 6 &&
+                          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+                uint64_t us = ok ? std::stoull(digits) * scale : 0;
+                if (!ok || us < 10 || us > 100000)
+                    r.error(*n, "gso_burst", "not a time between \"10us\" and \"100ms\" (write e.g. \"250us\"), or \"off\"");
+                else config.node.gso_burst_us = static_cast<uint32_t>(us);
+            }
+        }
         if (const toml::node* n = r.get("nic")) {
             const toml::array* arr = n->as_array();
             if (!arr || !arr->is_array_of_tables()) {
@@ -800,6 +1098,7 @@ struct Parser {
             const SysSeconds from = sys_days{year{2025} / January / 6};  // a Monday
             const SysSeconds to = from + days{21};
             for (const auto& wn : c.avoid_windows) {
+                if (config.signal_windows.count(wn)) continue;  // follows a signal, not the clock
                 const Window* w = config.windows.find(wn);
                 if (!w) return;  // already reported
                 Window copy = *w;
@@ -828,7 +1127,12 @@ struct Parser {
 
     void parse(const toml::table& root) {
         TableReader r(errors, root, "");
-        // Windows first: classes refer to them, whatever the order in the file.
+        // Signals, then windows (which may follow signals), then classes: later
+        // tables refer to earlier ones, whatever the order in the file.
+        if (const toml::node* n = r.get("signals")) {
+            if (const toml::table* t = n->as_table()) parse_signals(*t);
+            else r.wrong_type(*n, "signals", "a table");
+        }
         if (const toml::node* n = r.get("windows")) {
             if (const toml::table* t = n->as_table()) parse_windows(*t);
             else r.wrong_type(*n, "windows", "a table");
@@ -882,8 +1186,8 @@ Result<Config> parse_config(std::string_view text, const std::string& path) {
         root = toml::parse(text, path);
     } catch (const toml::parse_error& e) {
         const auto& b = e.source().begin;
-        return fail(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
-                    ": syntax error: " + std::string(e.description()));
+        return fail(std::vector<Diagnostic>{Diagnostic{path, static_cast<int>(b.line), static_cast<int>(b.column), "",
+                                                       "syntax error: " + std::string(e.description())}});
     } catch (const std::exception& e) {
         return fail(path + ": cannot parse: " + e.what());
     }
@@ -892,7 +1196,7 @@ Result<Config> parse_config(std::string_view text, const std::string& path) {
     } catch (const std::exception& e) {  // out of memory and the like: never leave lib/ as an exception
         return fail(path + ": internal error while validating: " + e.what());
     }
-    if (!p.errors.empty()) return fail(p.errors.joined());
+    if (!p.errors.empty()) return fail(p.errors.sorted());
     p.config.path = path;
     return std::move(p.config);
 }

@@ -67,6 +67,10 @@ struct ClassConfig {
     bool user_may_lower_cap = false;       // --lanes-cap=RATE below the class cap
     std::optional<uint8_t> rdma_traffic_class;  // defaults to dscp << 2
     std::optional<uint8_t> rdma_service_level;  // 0..15
+    // Dynamic shifting (the node agent): while the signal window `busy_window`
+    // holds, running jobs of this class get `busy_ceil` instead of `ceil`.
+    std::string busy_window;
+    std::optional<Rate> busy_ceil;
     bool has_network_settings() const { return dscp || rate; }
     uint8_t effective_rdma_traffic_class() const {
         return rdma_traffic_class ? *rdma_traffic_class : static_cast<uint8_t>(dscp.value_or(0) << 2);
@@ -111,9 +115,55 @@ struct NodeConfig {
     std::string state_dir = "/run/lanes";
     std::string cgroup_root = "auto";      // auto: Slurm's cgroup v2 job dir, else own dir
     std::optional<uint64_t> default_link_speed_bits;
+    // Traffic not in any job's cgroup: its DSCP (nullopt = "keep", leave it as the
+    // sender set it) and its HTB class M:fffe (rate guaranteed, ceil its cap).
+    std::optional<uint8_t> unclassified_dscp = 0;   // CS0
+    Rate unclassified_rate{0, 5};                   // 5% of the link
+    Rate unclassified_ceil{0, 25};                  // 25% of the link
+    // Bound the burst a capped NIC puts on the wire: GSO/TSO packets at most what
+    // the lowest ceil of a job on that NIC sends in this time (nullopt = "off").
+    std::optional<uint32_t> gso_burst_us = 250;
     // A task Lanes should classify and cannot: "fail" its launch (default), or
     // "warn" and let it run unclassified.
     bool classify_failure_warns = false;
+};
+
+// A live value from a Prometheus-compatible HTTP API ([signals.NAME]): the
+// instant query `query` against `url` + /api/v1/query, every `interval`.
+struct SignalConfig {
+    std::string name;
+    std::string url;                               // "http://127.0.0.1:9090" (the API's base)
+    std::string query;                             // PromQL, one series or a scalar
+    std::chrono::milliseconds interval{15000};
+    std::chrono::milliseconds timeout{2000};       // the whole request, connect included
+    std::chrono::milliseconds stale_after{60000};  // a value older than this is not used
+    std::optional<double> fallback;                // used while stale or missing
+    std::string ca_file;                           // https: the CA bundle to trust
+    std::string client_cert;                       // https: client certificate (PEM) ...
+    std::string client_key;                        // ... and its key
+    std::string bearer_token_file;                 // "Authorization: Bearer <file's content>"
+    uint64_t max_body_bytes = 1u << 20;            // a larger answer is an error
+    int line = 0;
+    bool operator==(const SignalConfig&) const = default;
+};
+
+// What a signal window does while its signal has no usable value.
+enum class UnknownSignalAction { Idle, Busy, Hold };
+
+// A window that follows a signal with hysteresis ([windows.NAME] with `signal`):
+// it begins once the value has been above `above` for `hold_for`, and ends once it
+// has been below `until_below` for `release_after`.
+struct SignalWindowConfig {
+    std::string name;
+    std::string signal;
+    double above = 0;
+    double until_below = 0;                        // <= above
+    std::chrono::seconds hold_for{0};              // key "for"
+    std::chrono::seconds release_after{0};         // defaults to hold_for
+    UnknownSignalAction when_unknown = UnknownSignalAction::Idle;
+    std::chrono::seconds retry{300};               // deferred jobs start this much later
+    int line = 0;
+    bool operator==(const SignalWindowConfig&) const = default;
 };
 
 struct Config {
@@ -122,12 +172,18 @@ struct Config {
     std::map<std::string, ClassConfig> classes;
     std::vector<ClassRule> rules;
     WindowSet windows;
+    std::map<std::string, SignalConfig> signals;
+    std::map<std::string, SignalWindowConfig> signal_windows;
     PolicyConfig policy;
     NodeConfig node;
 
     const ClassConfig* find_class(const std::string& name) const {
         auto it = classes.find(name);
         return it == classes.end() ? nullptr : &it->second;
+    }
+    const SignalWindowConfig* find_signal_window(const std::string& name) const {
+        auto it = signal_windows.find(name);
+        return it == signal_windows.end() ? nullptr : &it->second;
     }
 };
 

@@ -124,9 +124,26 @@ Result<Rate> parse_rate(std::string_view input) {
         r.percent = p;
         return r;
     }
-    if (unit.empty())
+    if (unit.empty()) {
+        if (number->integer == 0 && number->fraction == 0)
+            return fail("rate " + quoted(text) + " is zero: a rate must be above 0");
+        if (number->fraction == 0 && number->integer >= 1000) {
+            // A big bare number is most likely bits per second: say it in the largest exact unit.
+            static const std::pair<uint64_t, const char*> units[] = {
+                {1000ULL * 1000 * 1000 * 1000, "Tbit"}, {1000ULL * 1000 * 1000, "Gbit"}, {1000ULL * 1000, "Mbit"},
+                {1000ULL, "Kbit"}};
+            std::string as_bits = std::to_string(number->integer) + "bit";
+            for (const auto& [factor, name] : units)
+                if (number->integer % factor == 0) {
+                    as_bits = std::to_string(number->integer / factor) + name;
+                    break;
+                }
+            return fail("rate " + quoted(text) + " has no unit: if it is bits per second, write \"" + as_bits +
+                        "\"; or give a percentage like \"40%\"");
+        }
         return fail("rate " + quoted(text) + " has no unit: write bits per second with a unit, e.g. \"" +
                     std::string(text) + "Mbit\" or \"" + std::string(text) + "Gbit\", or a percentage");
+    }
     for (const auto& u : kRateUnits) {
         if (!iequals(unit, u.name)) continue;
         auto bits = scale_exact(*number, u.factor, text, "rate", "bits per second");

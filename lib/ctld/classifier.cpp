@@ -13,6 +13,7 @@
 #include "ctld/builtin_rules.hpp"
 #include "ctld/policy.hpp"
 #include "ctld/router.hpp"
+#include "ctld/signal_oracle.hpp"
 
 namespace lanes {
 
@@ -54,7 +55,8 @@ std::string with_lanes_prefix(const std::string& msg) {
 std::string describe_rate(const Rate& r) { return format_rate(r) + (r.is_relative() ? " of the link" : ""); }
 
 std::string job_label(const JobView& job) {
-    return "job '" + job.name + "' of " + (job.user.empty() ? "uid " + std::to_string(job.uid) : job.user);
+    return "job '" + printable(job.name, 256) + "' of " +
+           (job.user.empty() ? "uid " + std::to_string(job.uid) : job.user);
 }
 
 // Builds a generation from files: config, then the policy it names, then a self-check.
@@ -63,20 +65,24 @@ Result<std::shared_ptr<Generation>> build_generation(const std::string& config_p
                                                      FileStamp& script_stamp, std::string& script_path) {
     config_stamp = stamp_of(config_path);
     auto config = load_config(config_path);
-    if (!config) return fail(config.error().message);
+    if (!config) return fail(config.error());
+    if (options.check_config) {
+        std::string refused = options.check_config(*config);
+        if (!refused.empty()) return fail(refused);
+    }
     auto gen = std::make_shared<Generation>();
     gen->config_stamp = config_stamp;
     script_path = config->policy.script;
     auto shared = std::make_shared<const Config>(std::move(*config));
     gen->config = shared;
-    gen->windows = std::make_shared<WindowSetOracle>(shared->windows);
+    gen->windows = with_signals(std::make_shared<WindowSetOracle>(shared->windows), shared, options.signals);
     if (!shared->policy.script.empty()) {
         script_stamp = stamp_of(shared->policy.script);
         gen->script_stamp = script_stamp;
         auto policy = Policy::load_file(shared->policy.script, shared, log, options.max_lua_states);
-        if (!policy) return fail(policy.error().message);
+        if (!policy) return fail(policy.error());
         auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-        if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) return fail(ok.error().message);
+        if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) return fail(ok.error());
         if (options.wake_maintainer) (*policy)->build_in_background(options.wake_maintainer);
         gen->policy = std::move(*policy);
     } else {
@@ -427,7 +433,7 @@ Result<std::unique_ptr<Classifier>> Classifier::create(const std::string& config
         FileStamp cs, ss;
         std::string script_path;
         auto gen = build_generation(config_path, log, options, cs, ss, script_path);
-        if (!gen) return fail(gen.error().message);
+        if (!gen) return fail(gen.error());
         return std::unique_ptr<Classifier>(
             new ClassifierImpl(config_path, std::move(log), options, std::shared_ptr<const Generation>(std::move(*gen))));
     } catch (const std::exception& e) {
@@ -442,12 +448,13 @@ Result<std::unique_ptr<Classifier>> Classifier::from_config(Config config, LogSi
         auto gen = std::make_shared<Generation>();
         auto shared = std::make_shared<const Config>(std::move(config));
         gen->config = shared;
-        gen->windows = windows ? std::move(windows) : std::make_shared<WindowSetOracle>(shared->windows);
+        gen->windows = windows ? std::move(windows)
+                               : with_signals(std::make_shared<WindowSetOracle>(shared->windows), shared, options.signals);
         if (!shared->policy.script.empty()) {
             auto policy = Policy::load_file(shared->policy.script, shared, log, options.max_lua_states);
-            if (!policy) return fail(policy.error().message);
+            if (!policy) return fail(policy.error());
             auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-            if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) return fail(ok.error().message);
+            if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) return fail(ok.error());
             if (options.wake_maintainer) (*policy)->build_in_background(options.wake_maintainer);
             gen->policy = std::move(*policy);
         }

@@ -15,6 +15,7 @@
 namespace lanes {
 
 class WindowOracle;  // router.hpp
+class SignalSource;  // core/signals.hpp
 
 struct ClassifierOptions {
     // reload_if_changed() looks at the files at most this often.
@@ -23,9 +24,15 @@ struct ClassifierOptions {
     size_t max_lua_states = 0;
     // window_overrun = "shorten" never shortens a job below this; it defers instead.
     uint32_t min_shorten_minutes = 10;
+    // Live signals for signal windows and lanes.signal(); null: every signal is
+    // unknown (windows follow their when_unknown setting).
+    std::shared_ptr<const SignalSource> signals;
     // Set (slurmctld): policies build and close their lua_States only in
     // maintain(), never inside classify(); called when maintain() has work.
     std::function<void()> wake_maintainer;
+    // Checks a configuration against the host (slurmctld's slurm.conf) before
+    // it is used, at start and on every reload: an error text refuses it.
+    std::function<std::string(const Config&)> check_config;
 };
 
 class Classifier {

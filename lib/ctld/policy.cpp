@@ -17,6 +17,7 @@
 
 #include "ctld/bounded_strings.hpp"
 #include "ctld/builtin_rules.hpp"
+#include "core/text.hpp"
 
 namespace lanes {
 
@@ -181,7 +182,8 @@ bool assign_opt(std::optional<std::string>& dst, const char* p, size_t n) noexce
 bool add_user_message(LuaState* s, const char* p, size_t n) noexcept {
     try {
         if (s->out.user_messages.size() >= kMaxUserMessages) return true;  // silently capped
-        s->out.user_messages.emplace_back(p, std::min(n, kMaxUserMessageBytes));
+        // Kept a little longer than shown, so printable() marks the cut.
+        s->out.user_messages.emplace_back(p, std::min(n, 4 * kMaxUserMessageBytes));
         return true;
     } catch (...) {
         return false;
@@ -195,7 +197,7 @@ void emit_log(LuaState* s, LogLevel level, const char* where, int line, const ch
         text += where;
         if (line > 0) text += ":" + std::to_string(line);
         text += ": ";
-        text.append(msg, n);
+        text += printable(std::string_view(msg, n), kMaxUserMessageBytes);
         (*s->log)(level, text);
     } catch (...) {
     }
@@ -220,6 +222,22 @@ int query_window(LuaState* s, WindowOp op, const char* name, size_t n, int64_t a
             }
         }
         return -2;
+    } catch (...) {
+        return -2;
+    }
+}
+
+// lanes.signal(name): 1 known (fields filled), -1 unknown signal, -2 internal error.
+int query_signal(LuaState* s, const char* name, size_t n, std::optional<double>* value, std::optional<int64_t>* age,
+                 bool* fresh) noexcept {
+    try {
+        if (!s->windows) return -1;
+        auto v = s->windows->signal(std::string(name, n));
+        if (!v) return -1;
+        *value = v->value;
+        if (v->age) *age = v->age->count();
+        *fresh = v->fresh;
+        return 1;
     } catch (...) {
         return -2;
     }
@@ -310,6 +328,17 @@ int parse_duration_noexcept(const char* p, size_t n, uint32_t* minutes) noexcept
 
 // --- the hook: budgets and the line classify() returned from ---------------
 
+// Records the first budget the state has run past; true once one has been.
+bool note_overrun(LuaState* s) {
+    if (s->abort == Abort::None) {
+        if (s->instructions > s->instruction_budget)
+            s->abort = Abort::Instructions;
+        else if (Clock::now() > s->deadline)
+            s->abort = Abort::Time;
+    }
+    return s->abort != Abort::None;
+}
+
 void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
     LuaState* s = state_of(L);
     bool is_call = ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL;
@@ -329,13 +358,7 @@ void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
                 std::memcpy(s->last_src, ar->short_src, sizeof s->last_src);
             }
         }
-        if (s->abort == Abort::None) {
-            if (s->instructions > s->instruction_budget)
-                s->abort = Abort::Instructions;
-            else if (Clock::now() > s->deadline)
-                s->abort = Abort::Time;
-        }
-        if (s->abort == Abort::None) return;
+        if (!note_overrun(s)) return;
         // From now on fire on every instruction and call, so pcall() in the
         // script cannot swallow the abort and carry on.
         lua_sethook(L, budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
@@ -401,13 +424,7 @@ void arm_budget(LuaState* s, int factor) {
 void charge_steps(lua_State* L, uint64_t steps) {
     LuaState* s = state_of(L);
     s->instructions += steps;
-    if (s->abort == Abort::None) {
-        if (s->instructions > s->instruction_budget)
-            s->abort = Abort::Instructions;
-        else if (Clock::now() > s->deadline)
-            s->abort = Abort::Time;
-    }
-    if (s->abort == Abort::None) return;
+    if (!note_overrun(s)) return;
     lua_sethook(L, budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
     luaL_where(L, 1);
     if (s->abort == Abort::Instructions)
@@ -761,6 +778,23 @@ int l_in_window(lua_State* L) noexcept { return window_query(L, WindowOp::In); }
 int l_next_start(lua_State* L) noexcept { return window_query(L, WindowOp::NextStart); }
 int l_next_end(lua_State* L) noexcept { return window_query(L, WindowOp::NextEnd); }
 
+// lanes.signal("name") -> value (nil when unusable), age in seconds of the last
+// good value (nil if none), fresh (boolean).
+int l_signal(lua_State* L) noexcept {
+    size_t n;
+    const char* name = luaL_checklstring(L, 1, &n);
+    std::optional<double> value;
+    std::optional<int64_t> age;
+    bool fresh = false;
+    int r = query_signal(state_of(L), name, n, &value, &age, &fresh);
+    if (r == -1) return luaL_error(L, "unknown signal '%s'", name);
+    if (r == -2) return luaL_error(L, "internal error in signal query");
+    if (value) lua_pushnumber(L, *value); else lua_pushnil(L);
+    if (age) lua_pushinteger(L, *age); else lua_pushnil(L);
+    lua_pushboolean(L, fresh);
+    return 3;
+}
+
 int l_parse_rate(lua_State* L) noexcept {
     size_t n;
     const char* text = luaL_checklstring(L, 1, &n);
@@ -977,6 +1011,7 @@ int setup_state(lua_State* L) noexcept {
         {"in_window", l_in_window},
         {"next_start", l_next_start},
         {"next_end", l_next_end},
+        {"signal", l_signal},
         {"parse_rate", l_parse_rate},
         {"parse_duration", l_parse_duration},
         {"rules", l_rules},
@@ -1242,7 +1277,7 @@ Result<std::shared_ptr<Policy>> Policy::compile(std::string source, std::string 
     std::shared_ptr<Policy> policy(
         new Policy(std::move(source), std::move(chunk_name), std::move(config), std::move(log), max_states));
     auto state = policy->new_state();
-    if (!state) return fail(state.error().message);
+    if (!state) return fail(state.error());
     policy->idle_.push_back(std::move(*state));
     policy->total_ = 1;
     return policy;
@@ -1476,6 +1511,12 @@ PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowO
         lua_settop(L, 0);
         s->job = nullptr;
         s->windows = nullptr;
+        // What the script wrote reaches users' terminals and slurmctld's log:
+        // one line each, no control characters, at most 1 KiB.
+        out.reject_message = printable(out.reject_message, kMaxUserMessageBytes);
+        out.reason = printable(out.reason, kMaxUserMessageBytes);
+        out.error = printable(out.error, kMaxUserMessageBytes);
+        for (auto& m : out.user_messages) m = printable(m, kMaxUserMessageBytes);
         return out;
     } catch (const std::exception& e) {
         PolicyOutcome out;

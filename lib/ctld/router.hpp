@@ -13,6 +13,7 @@
 #include "core/lanes_toml.hpp"
 #include "core/job.hpp"
 #include "core/result.hpp"
+#include "core/signals.hpp"
 #include "core/windows.hpp"
 
 namespace lanes {
@@ -30,6 +31,9 @@ public:
     virtual std::optional<SysSeconds> next_end(const std::string& name, SysSeconds at) const = 0;
     // `at` as local time in the window's zone, for users: "Mon 20:00 CET".
     virtual std::string describe(const std::string& name, SysSeconds at) const = 0;
+    // A [signals.NAME] value as of now (lanes.signal() in policies); nullopt for
+    // an unknown signal. Oracles without signals know none.
+    virtual std::optional<SignalValue> signal(const std::string& /*name*/) const { return std::nullopt; }
 };
 
 // The real one, over lanes.toml's [windows].

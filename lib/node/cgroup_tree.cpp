@@ -253,7 +253,7 @@ std::string relative_path(const std::string& path, const std::string& base) {
     return out;
 }
 
-int cgroup_level(const Cgroup2Mount& mount, const std::string& dir) { return level_of(mount, dir); }
+int cgroup_dir_level(const Cgroup2Mount& mount, const std::string& dir) { return level_of(mount, dir); }
 
 Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const Cgroup2Mount& mount, uint32_t job_id,
                                          const std::optional<std::string>& slurm_dir) {
@@ -279,7 +279,7 @@ Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const C
     }
     p.parent = p.dir.substr(0, p.dir.find_last_of('/'));
     if (p.parent.empty()) p.parent = "/";
-    p.key = relative_path(p.dir, kNftCgroupBase);
+    p.key = relative_path(p.dir, mp);
     p.level = level_of(mount, p.dir);
     return p;
 }

@@ -31,7 +31,7 @@ Result<Cgroup2Mount> parse_mountinfo_cgroup2(std::string_view mountinfo);
 struct CgroupPlacement {
     std::string dir;           // absolute
     std::string parent;        // absolute; leftover pids go here at remove
-    std::string key;           // relative to /sys/fs/cgroup ("unified/lanes/job_7")
+    std::string key;           // relative to the cgroup2 mount ("lanes/job_7"; the marker's key)
     int level = 0;             // depth in the cgroup2 hierarchy (nft `socket cgroupv2 level`)
     bool owned = false;        // Lanes' own dir (created and removed by Lanes)
 };
@@ -50,7 +50,7 @@ Result<std::vector<int>> cgroup_levels(const std::string& cgroup_root, const Cgr
                                        const std::vector<int>& slurm_job_levels = {});
 
 // The depth of an absolute dir in the cgroup2 hierarchy (nft `socket cgroupv2 level`).
-int cgroup_level(const Cgroup2Mount& mount, const std::string& dir);
+int cgroup_dir_level(const Cgroup2Mount& mount, const std::string& dir);
 
 // Lexical path relative to `base` ("/sys/fs/cgroup/unified/x" from "/sys/fs/cgroup"
 // -> "unified/x"; outside it, with ".." components).

@@ -97,6 +97,9 @@ std::string format_job_state(const JobState& s) {
     line("cgroup_owned", s.cgroup_owned ? "1" : "0");
     if (s.cgroup_slurm) line("cgroup_slurm", "1");
     line("cgroup_id", std::to_string(s.cgroup_id));
+    line("cgroup_level", std::to_string(s.cgroup_level));
+    line("root_major", std::to_string(s.root_major));
+    if (s.dscp_marked) line("dscp_marked", std::to_string(*s.dscp_marked));
     if (s.net.dscp) line("dscp", std::to_string(*s.net.dscp));
     if (s.net.rate) line("rate", encode_rate(*s.net.rate));
     if (s.net.ceil) line("ceil", encode_rate(*s.net.ceil));
@@ -152,6 +155,14 @@ Result<JobState> parse_job_state(std::string_view text, const std::string& origi
             s.cgroup_slurm = v == "1";
         } else if (key == "cgroup_id") {
             ok = parse_uint(v, s.cgroup_id);
+        } else if (key == "cgroup_level") {
+            ok = parse_uint(v, s.cgroup_level) && s.cgroup_level <= 255;
+        } else if (key == "root_major") {
+            ok = parse_uint(v, s.root_major) && s.root_major != 0xffff;
+        } else if (key == "dscp_marked") {
+            uint8_t d = 0;
+            ok = parse_uint(v, d) && d < 64;
+            s.dscp_marked = d;
         } else if (key == "dscp") {
             uint8_t d = 0;
             ok = parse_uint(v, d) && d < 64;

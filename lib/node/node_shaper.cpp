@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -32,7 +33,6 @@ struct NodeShaper::Impl {
     std::string leaf_kind;
     Cgroup2Mount mount;
     std::vector<int> levels;
-    bool base_ready = false;
 
     Impl(const NodeConfig& c, std::string host, LogSink l)
         : config(c), hostname(std::move(host)), log(std::move(l)), store(c.state_dir) {}
@@ -153,31 +153,46 @@ struct NodeShaper::Impl {
             return fail("lanes: node.root_handle_major must be in 1..fffe");
         auto r = store.prepare();
         if (!r) return r;
-        auto m = cgroups->mount();
-        if (!m) return std::unexpected(m.error());
-        mount = *m;
-        std::vector<int> slurm_levels;
-        for (const auto& scope : cgroups->slurm_stepd_scopes()) slurm_levels.push_back(cgroup_level(mount, scope) + 1);
-        auto lv = cgroup_levels(config.cgroup_root, mount, slurm_levels);
-        if (!lv) return std::unexpected(lv.error());
-        levels = *lv;
+        r = prepare_marker();
+        if (!r) return r;
+        register_state_dir();
         r = select_nics();
         if (!r) return r;
         choose_leaf_kind();
         return {};
     }
 
+    // The cgroup2 mount, the levels nft matches and the base the marker keeps
+    // (unclassified DSCP included): open() and classify_step().
+    Result<void> prepare_marker() {
+        auto m = cgroups->mount();
+        if (!m) return std::unexpected(m.error());
+        mount = *m;
+        std::vector<int> slurm_levels;
+        for (const auto& scope : cgroups->slurm_stepd_scopes()) slurm_levels.push_back(cgroup_dir_level(mount, scope) + 1);
+        auto lv = cgroup_levels(config.cgroup_root, mount, slurm_levels);
+        if (!lv) return std::unexpected(lv.error());
+        levels = *lv;
+        MarkerBase base;
+        base.levels.insert(levels.begin(), levels.end());
+        base.unclassified = config.unclassified_dscp;
+        if (marker) marker->set_base(base);
+        return {};
+    }
+
     // ---- per job ----------------------------------------------------------------
 
-    // Slurm's job_<id> dir: where it is, else where this node's stepd scope will
-    // make it; nullopt when Slurm's cgroup/v2 plugin does not run here.
+    // Slurm's job_<id> dir (absolute): where it is, else where this node's stepd
+    // scope will make it; nullopt when Slurm's cgroup/v2 plugin does not run here
+    // (no stepd scope under the cgroup2 mount).
     std::optional<std::string> slurm_job_dir(uint32_t job_id) {
         auto scopes = cgroups->slurm_stepd_scopes();
         const std::string job = "/job_" + std::to_string(job_id);
         for (const auto& scope : scopes)
             if (cgroups->exists(scope + job)) return scope + job;
         if (scopes.empty()) return std::nullopt;
-        // Several slurmd on one host: the scope named after this node.
+        // Several slurmd on one host (or an old scope left behind): the scope named
+        // after this node.
         for (const auto& scope : scopes)
             if (scope.ends_with("/" + hostname + "_slurmstepd.scope")) return scope + job;
         return scopes.front() + job;
@@ -202,7 +217,11 @@ struct NodeShaper::Impl {
         struct Run {
             Impl& self;
             JobState& state;
-            Result<void> operator()(const EnsureRoot& o) { return self.tc->ensure_root(o); }
+            Result<void> operator()(const EnsureRoot& o) {
+                auto r = self.tc->ensure_root(o);
+                if (r && !o.root_exists) self.remember_root(o.device, o.major);
+                return r;
+            }
             Result<void> operator()(const AddClass& o) { return self.tc->add_class(o); }
             Result<void> operator()(const AddLeafQdisc& o) { return self.tc->add_leaf_qdisc(o); }
             Result<void> operator()(const DeleteClass& o) { return self.tc->delete_class(o); }
@@ -215,15 +234,16 @@ struct NodeShaper::Impl {
             }
             Result<void> operator()(const RemoveCgroup& o) { return self.cgroups->remove_dir(o.path, o.parent); }
             Result<void> operator()(const NftEnsureJob& o) {
-                if (!self.base_ready) {
-                    auto r = self.marker->ensure_base(self.levels);
-                    if (!r) return r;
-                    self.base_ready = true;
-                }
                 NftEnsureJob with_id = o;
-                with_id.cgroup_id = state.cgroup_id;
-                with_id.chain_only = state.cgroup_slurm && state.cgroup_id == 0;
-                return self.marker->add_job(with_id);
+                if (state.cgroup_id) with_id.cgroup_id = state.cgroup_id;
+                if (state.cgroup_level) with_id.level = state.cgroup_level;
+                bool rebuilt = false;
+                auto where = self.marker->add_job(with_id, &rebuilt);
+                if (!where) return std::unexpected(where.error());
+                state.cgroup_id = where->id;
+                state.cgroup_level = where->level;
+                if (rebuilt) return self.remark_all(state);
+                return {};
             }
             Result<void> operator()(const NftRemoveJob& o) { return self.marker->remove_job(o); }
         };
@@ -240,6 +260,71 @@ struct NodeShaper::Impl {
         return first;
     }
 
+    // The table was missing when a job was added (a flushed ruleset, or the first
+    // job since boot): every job with a state file gets its marks back, in one
+    // transaction with the table.
+    Result<void> remark_all(const JobState& current) {
+        std::vector<NftEnsureJob> jobs;
+        for (const auto& st : store.load_all())
+            if (st.job_id != current.job_id && st.cgroup_id != 0) jobs.push_back(nft_job_of(st));
+        if (jobs.empty()) return {};
+        JobState cur = current;
+        if (cur.root_major == 0) cur.root_major = config.root_handle_major;
+        jobs.push_back(nft_job_of(cur));
+        say(LogLevel::Error, "lanes: nft table inet lanes was missing (ruleset flushed?): re-marking " +
+                                 std::to_string(jobs.size()) + " job(s) from their state files");
+        return marker->rebuild(jobs);
+    }
+
+    // Roots Lanes made ("<dev> <major>" lines, next to the state dirs registry): an
+    // idle root of ours under an older root_handle is replaced, not refused as foreign.
+    std::string roots_path() const {
+        const std::string reg = registry_path();
+        return reg.substr(0, reg.find_last_of('/')) + "/.lanes-roots";
+    }
+    bool is_our_old_root(const std::string& dev, uint16_t major) const {
+        std::ifstream in(roots_path());
+        std::string d;
+        unsigned m = 0;
+        while (in >> d >> m)
+            if (d == dev && m == major) return true;
+        return false;
+    }
+    void remember_root(const std::string& dev, uint16_t major) {
+        if (is_our_old_root(dev, major)) return;
+        int fd = ::open(roots_path().c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) return;
+        std::string line = dev + " " + std::to_string(major) + "\n";
+        (void)!::write(fd, line.data(), line.size());
+        ::close(fd);
+    }
+
+    // Remember every state dir used since boot in a small registry next to the
+    // default one, so an epilog finds a job whose prolog ran with another state_dir.
+    std::string registry_path() const {
+        const std::string& d = config.state_dir;
+        std::size_t slash = d.find_last_of('/');
+        return (slash == 0 || slash == std::string::npos ? std::string() : d.substr(0, slash)) + "/.lanes-state-dirs";
+    }
+    std::vector<std::string> registered_dirs() const {
+        std::vector<std::string> out;
+        std::ifstream in(registry_path());
+        for (std::string line; std::getline(in, line);)
+            if (!line.empty() && line[0] == '/' && line != config.state_dir) out.push_back(line);
+        return out;
+    }
+    void register_state_dir() {
+        auto dirs = registered_dirs();
+        std::ifstream in(registry_path());
+        std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (all.find(config.state_dir + "\n") != std::string::npos) return;
+        int fd = ::open(registry_path().c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) return;
+        std::string line = config.state_dir + "\n";
+        (void)!::write(fd, line.data(), line.size());
+        ::close(fd);
+    }
+
     Result<JobState> apply(const JobNetRequest& req) {
         auto lock = store.lock();
         if (!lock) return std::unexpected(lock.error());
@@ -250,15 +335,31 @@ struct NodeShaper::Impl {
         auto r = refresh_nic_facts();
         if (!r) return fail(job + ": " + r.error().message);
 
-        // Where Slurm's cgroup/v2 plugin runs (a stepd scope exists), the job is
-        // keyed on Slurm's job_<id> dir: no task leaves Slurm's tree. With
-        // PrologFlags=Contain that dir does not exist yet; the job's first step
-        // (the extern step) keys it (classify_step).
-        std::optional<std::string> slurm_dir;
-        if ((config.cgroup_root == "auto" || config.cgroup_root.empty()) && mount.mount_point == kNftCgroupBase)
-            slurm_dir = slurm_job_dir(req.job_id);
-        auto place = place_job_cgroup(config.cgroup_root, mount, req.job_id, slurm_dir);
-        if (!place) return std::unexpected(place.error());
+        Result<CgroupPlacement> place;
+        if (!req.cgroup.empty()) {
+            // The caller's dir (Slurm's job cgroup): any depth, never ours to make or remove.
+            if (req.cgroup.front() == '/' || req.cgroup.find("..") != std::string::npos)
+                return fail(job + ": cgroup \"" + req.cgroup + "\" must be relative to the cgroup2 mount " +
+                            mount.mount_point);
+            CgroupPlacement p;
+            p.dir = mount.mount_point + (mount.mount_point.ends_with("/") ? "" : "/") + req.cgroup;
+            p.parent = p.dir.substr(0, p.dir.find_last_of('/'));
+            p.key = req.cgroup;
+            p.level = cgroup_level(mount, req.cgroup);
+            p.owned = false;
+            if (!cgroups->exists(p.dir)) return fail(job + ": cgroup " + p.dir + " does not exist");
+            place = p;
+        } else {
+            // Where Slurm's cgroup/v2 plugin runs (a stepd scope exists), the job is
+            // keyed on Slurm's job_<id> dir: no task leaves Slurm's tree. With
+            // PrologFlags=Contain that dir does not exist yet; the job's first step
+            // (the extern step) keys it (classify_step).
+            std::optional<std::string> slurm_dir;
+            if ((config.cgroup_root == "auto" || config.cgroup_root.empty()) && mount.mount_point == kNftCgroupBase)
+                slurm_dir = slurm_job_dir(req.job_id);
+            place = place_job_cgroup(config.cgroup_root, mount, req.job_id, slurm_dir);
+            if (!place) return std::unexpected(place.error());
+        }
 
         uint16_t minor = 0;
         bool claimed = false;
@@ -276,8 +377,44 @@ struct NodeShaper::Impl {
             claimed = true;
         }
 
-        NodeFacts facts{nics, leaf_kind, place->dir, place->parent, place->key, place->owned, !place->owned};
-        auto plan = plan_apply(config, facts, req, minor, *previous);
+        // A root of ours under an older root_handle (lanes.toml changed while jobs
+        // run on it): new jobs join it until it is idle, then it is replaced.
+        NodeConfig effective = config;
+        bool replaced_idle_root = false;
+        if (*previous && (*previous)->root_major != 0) effective.root_handle_major = (*previous)->root_major;
+        bool joined = false;
+        for (auto& nic : nics) {
+            if (!nic.has_foreign_root_qdisc || nic.root_kind != "htb") continue;
+            const auto old_major = static_cast<uint16_t>(nic.root_handle >> 16);
+            for (const auto& other : store.load_all()) {
+                if (other.root_major != old_major) continue;
+                effective.root_handle_major = old_major;
+                nic.has_foreign_root_qdisc = false;
+                nic.has_our_root = true;
+                say(LogLevel::Info, job + ": NIC " + nic.device + " keeps the root htb " +
+                                        nft_priority(tc_handle(old_major, 0)) + " of running jobs (node.root_handle "
+                                        "changed; the new one applies once they are gone)");
+                joined = true;
+                break;
+            }
+        }
+        // An idle root of ours under another root_handle: replaced by the configured one.
+        for (auto& nic : nics) {
+            if (joined || !nic.has_foreign_root_qdisc || nic.root_kind != "htb") continue;
+            const auto old_major = static_cast<uint16_t>(nic.root_handle >> 16);
+            if (!is_our_old_root(nic.device, old_major)) continue;
+            say(LogLevel::Info, job + ": NIC " + nic.device + ": replacing Lanes' idle root htb " +
+                                    nft_priority(tc_handle(old_major, 0)) + " (node.root_handle changed)");
+            nic.has_our_root = false;
+            effective.foreign_qdisc = ForeignQdiscAction::Adopt;  // EnsureRoot replaces it
+            replaced_idle_root = true;
+        }
+        NodeFacts facts{nics, leaf_kind, place->dir, place->parent, place->key, place->owned};
+        facts.cgroup_slurm = !place->owned && req.cgroup.empty();
+        facts.cgroup_pending = facts.cgroup_slurm && !cgroups->exists(place->dir);
+        auto plan = plan_apply(effective, facts, req, minor, *previous);
+        if (plan && replaced_idle_root)
+            std::erase_if(plan->warnings, [](const std::string& w) { return w.find("replacing foreign") != std::string::npos; });
         if (!plan) {
             if (claimed) (void)store.release_minor(minor, req.job_id);
             return std::unexpected(plan.error());
@@ -288,6 +425,7 @@ struct NodeShaper::Impl {
         if (!place->owned) {
             auto id = cgroups->dir_id(place->dir);
             if (id) state.cgroup_id = *id;
+            state.cgroup_level = place->level;
         }
         // Intent first: a crash from here on leaves a state file that remove() cleans.
         r = store.save(state);
@@ -300,9 +438,15 @@ struct NodeShaper::Impl {
             r = execute(op, state);
             if (!r) break;
         }
+        if (r && !(*previous && **previous == state)) {
+            // The GSO bound follows the job's cap (a changed request: out with the old).
+            if (*previous) (void)gso_account(**previous, -1);
+            r = gso_account(state, +1);
+            if (!r) r = fail("node.gso_burst: " + r.error().message);
+        }
         if (!r) {
             if (!*previous) {
-                auto undo = plan_remove(state, config.root_handle_major);
+                auto undo = plan_remove(state, effective.root_handle_major);
                 (void)execute_all_best_effort(undo.operations, state);
                 (void)store.erase(req.job_id);
                 (void)store.release_minor(minor, req.job_id);
@@ -314,9 +458,50 @@ struct NodeShaper::Impl {
         r = store.save(state);
         if (!r) return std::unexpected(r.error());
         say(LogLevel::Info, job + ": class " + req.class_name + " shaped as " +
-                                nft_priority(tc_handle(config.root_handle_major, minor)) + " on " +
-                                std::to_string(state.devices.size()) + " NIC(s), cgroup " + state.cgroup);
+                                nft_priority(tc_handle(effective.root_handle_major, minor)) + " on " +
+                                std::to_string(state.devices.size()) + " NIC(s), cgroup " + state.cgroup +
+                                (facts.cgroup_pending ? " (Slurm's; keyed by the job's first step)" : ""));
         return state;
+    }
+
+    // A job whose prolog ran with another state_dir (lanes.toml changed since):
+    // its state is there; remove it with what that file says.
+    Result<bool> remove_from_other_dir(uint32_t job_id) {
+        for (const auto& dir : registered_dirs()) {
+            JobStateStore other(dir);
+            auto st = other.load(job_id);
+            if (!st || !*st) continue;
+            JobState state = **st;
+            auto plan = plan_remove(state, config.root_handle_major);
+            auto r = execute_all_best_effort(plan.operations, state);
+            if (!r) return fail("lanes: job " + std::to_string(job_id) + ": remove: " + r.error().message);
+            (void)other.erase(job_id);
+            (void)other.release_minor(state.minor, job_id);
+            say(LogLevel::Info, "lanes: job " + std::to_string(job_id) + ": shaping removed (state was in " + dir +
+                                    ", the state_dir at its prolog)");
+            drop_unused_old_root(state);
+            return true;
+        }
+        return false;
+    }
+
+    // The job's root major is no longer the configured one (lanes.toml changed
+    // while it ran): once no job uses it on a NIC, that old root goes, so the next
+    // prolog does not see it as foreign.
+    void drop_unused_old_root(const JobState& state) {
+        if (state.root_major == 0 || state.root_major == config.root_handle_major) return;
+        auto rest = store.load_all();
+        for (const auto& dev : state.devices) {
+            bool used = std::any_of(rest.begin(), rest.end(), [&](const JobState& o) {
+                return o.root_major == state.root_major &&
+                       std::any_of(o.devices.begin(), o.devices.end(), [&](const JobDevice& d) { return d.device == dev.device; });
+            });
+            if (used) continue;
+            auto r = tc->delete_root(DeleteRoot{dev.device, 0, state.root_major});
+            if (r)
+                say(LogLevel::Info, "lanes: NIC " + dev.device + ": removed the old root htb " +
+                                        nft_priority(tc_handle(state.root_major, 0)) + " (node.root_handle changed)");
+        }
     }
 
     Result<void> remove_locked(uint32_t job_id) {
@@ -327,7 +512,11 @@ struct NodeShaper::Impl {
             (void)store.erase(job_id);
             return {};
         }
-        if (!*st) return {};
+        if (!*st) {
+            auto other = remove_from_other_dir(job_id);
+            if (!other) return std::unexpected(other.error());
+            return {};
+        }
         JobState state = **st;
         auto plan = plan_remove(state, config.root_handle_major);
         auto r = execute_all_best_effort(plan.operations, state);
@@ -335,8 +524,202 @@ struct NodeShaper::Impl {
         r = store.erase(job_id);
         if (!r) return r;
         (void)store.release_minor(state.minor, job_id);
+        if (auto g = gso_account(state, -1); !g)
+            say(LogLevel::Error, "lanes: job " + std::to_string(job_id) + ": " + g.error().message);
         say(LogLevel::Info, "lanes: job " + std::to_string(job_id) + ": shaping removed");
+        drop_unused_old_root(state);
         return {};
+    }
+
+    Result<Reapplied> check_locked() {
+        Reapplied out;
+        auto jobs = store.load_all();
+        out.jobs = jobs.size();
+        std::vector<NftEnsureJob> marks;
+        for (const auto& st : jobs) {
+            JobState s = st;
+            if (s.root_major == 0) s.root_major = config.root_handle_major;
+            if (s.cgroup_id) marks.push_back(nft_job_of(s));
+        }
+        auto c = marker->check(marks);
+        if (!c) return std::unexpected(c.error());
+        auto add = [&](const std::string& what) { out.what += (out.what.empty() ? "" : "; ") + what; };
+        if (!c->base_ok && !jobs.empty()) add("nft table inet lanes missing or incomplete");
+        if (!c->jobs_missing.empty()) add(std::to_string(c->jobs_missing.size()) + " job(s) without their nft marks");
+        for (const auto& st : jobs) {
+            const uint16_t major = st.root_major ? st.root_major : config.root_handle_major;
+            for (const auto& dev : st.devices) {
+                auto idx = tc->ifindex(dev.device);
+                if (!idx) continue;  // the NIC is gone
+                auto cls = tc->class_counters(*idx, tc_handle(major, st.minor));
+                if (!cls) {
+                    add("job " + std::to_string(st.job_id) + ": no HTB class " + nft_priority(tc_handle(major, st.minor)) +
+                        " on " + dev.device);
+                    break;
+                }
+            }
+        }
+        out.needed = !out.what.empty();
+        return out;
+    }
+
+    Result<void> reapply_locked() {
+        auto jobs = store.load_all();
+        std::vector<NftEnsureJob> marks;
+        std::string errors;
+        auto r = refresh_nic_facts();
+        if (!r) return r;
+        for (auto& st : jobs) {
+            if (st.root_major == 0) st.root_major = config.root_handle_major;
+            // The job's classes again (each operation replaces what is there).
+            NodeConfig effective = config;
+            effective.root_handle_major = st.root_major;
+            std::vector<NicFacts> facts_nics;
+            for (const auto& dev : st.devices)
+                for (auto nic : nics)
+                    if (nic.device == dev.device) {
+                        nic.has_our_root = nic.root_kind == "htb" && nic.root_handle == tc_handle(st.root_major, 0);
+                        nic.has_foreign_root_qdisc = false;
+                        facts_nics.push_back(nic);
+                    }
+            if (!facts_nics.empty()) {
+                JobNetRequest req{st.job_id, st.class_name, st.net, {}};
+                NodeFacts facts{facts_nics, leaf_kind, st.cgroup, st.cgroup.substr(0, st.cgroup.find_last_of('/')),
+                                st.cgroup_key, false};
+                auto plan = plan_apply(effective, facts, req, st.minor, std::nullopt);
+                if (plan) {
+                    for (const auto& op : plan->operations) {
+                        if (std::holds_alternative<NftEnsureJob>(op) || std::holds_alternative<EnsureCgroup>(op)) continue;
+                        JobState scratch = st;
+                        auto e = execute(op, scratch);
+                        if (!e) errors += (errors.empty() ? "" : "; ") + e.error().message;
+                    }
+                    (void)refresh_nic_facts();
+                }
+            }
+            if (st.cgroup_id) marks.push_back(nft_job_of(st));
+        }
+        r = marker->rebuild(marks);
+        if (!r) errors += (errors.empty() ? "" : "; ") + r.error().message;
+        if (!errors.empty()) return fail("lanes: reapply: " + errors);
+        return {};
+    }
+
+    // ---- the GSO/TSO burst bound (node.gso_burst) ------------------------------
+    // On a NIC with a capped job (ceil below the link), the largest GSO/TSO packet
+    // is what the lowest such ceil sends in gso_burst, so one skb never puts more
+    // than that on the wire at line rate in one go. state_dir/gso_<dev> holds the
+    // NIC's own sizes (restored when its last capped job ends) and how many capped
+    // jobs have each ceil; jobs without a cap never touch it (no file, no netlink).
+    struct GsoFile {
+        GsoSize orig;
+        uint32_t set = 0;
+        std::map<uint64_t, uint32_t> ceils;  // ceil bits/s -> capped jobs
+    };
+    std::string gso_path(const std::string& dev) const { return store.dir() + "/gso_" + dev; }
+    std::optional<GsoFile> load_gso(const std::string& dev) const {
+        std::ifstream in(gso_path(dev));
+        if (!in) return std::nullopt;
+        GsoFile f;
+        std::string key;
+        while (in >> key) {
+            if (key == "orig") in >> f.orig.max >> f.orig.ipv4_max;
+            else if (key == "set") in >> f.set;
+            else if (key == "ceil") {
+                uint64_t bits = 0;
+                uint32_t n = 0;
+                if (in >> bits >> n && n > 0) f.ceils[bits] = n;
+            } else break;
+        }
+        if (f.orig.max == 0) return std::nullopt;
+        return f;
+    }
+    Result<void> save_gso(const std::string& dev, const GsoFile& f) {
+        std::string text = "orig " + std::to_string(f.orig.max) + " " + std::to_string(f.orig.ipv4_max) + "\nset " +
+                           std::to_string(f.set) + "\n";
+        for (const auto& [bits, n] : f.ceils) text += "ceil " + std::to_string(bits) + " " + std::to_string(n) + "\n";
+        const std::string path = gso_path(dev), tmp = path + ".tmp";
+        int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) return fail("lanes: " + tmp + ": " + std::strerror(errno));
+        bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        ok = ::close(fd) == 0 && ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+        if (!ok) {
+            ::unlink(tmp.c_str());
+            return fail("lanes: " + path + ": cannot write");
+        }
+        return {};
+    }
+    uint32_t gso_target(uint64_t ceil_bits, const GsoSize& orig) const {
+        const uint64_t bytes = ceil_bits / 8 * *config.gso_burst_us / 1'000'000;
+        return static_cast<uint32_t>(std::clamp<uint64_t>(bytes, std::min<uint64_t>(kMinGsoBytes, orig.max), orig.max));
+    }
+    static constexpr uint64_t kMinGsoBytes = 3028;  // two full-size frames
+
+    // Count `st`'s capped NICs in (+1) or out (-1), then set or restore the size.
+    Result<void> gso_account(const JobState& st, int delta) {
+        if (!config.gso_burst_us) return {};
+        for (const auto& dev : st.devices) {
+            auto nic = std::find_if(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev.device; });
+            if (delta > 0 && (nic == nics.end() || dev.ceil_bits >= nic->link_speed_bits)) continue;
+            auto file = load_gso(dev.device);
+            if (!file && delta < 0) continue;
+            auto idx = tc->ifindex(dev.device);
+            if (!idx) {
+                if (delta < 0) {
+                    ::unlink(gso_path(dev.device).c_str());  // the NIC is gone
+                    continue;
+                }
+                return std::unexpected(idx.error());
+            }
+            GsoFile f;
+            if (file) {
+                f = *file;
+            } else {
+                auto now = tc->gso_size(*idx);
+                if (!now) return std::unexpected(now.error());
+                f.orig = *now;
+                f.set = now->max;
+            }
+            if (delta > 0) {
+                f.ceils[dev.ceil_bits] += 1;
+            } else {
+                auto it = f.ceils.find(dev.ceil_bits);
+                if (it == f.ceils.end()) continue;
+                if (--it->second == 0) f.ceils.erase(it);
+            }
+            if (f.ceils.empty()) {
+                auto r = tc->set_gso_size(*idx, f.orig);
+                if (!r) return r;
+                ::unlink(gso_path(dev.device).c_str());
+                say(LogLevel::Info, "lanes: NIC " + dev.device + ": gso_max_size back to " + std::to_string(f.orig.max) +
+                                        " (no capped job left)");
+                continue;
+            }
+            const uint32_t want = gso_target(f.ceils.begin()->first, f.orig);
+            if (want != f.set) {
+                GsoSize size{want, f.orig.ipv4_max ? std::min(want, f.orig.ipv4_max) : 0};
+                auto r = tc->set_gso_size(*idx, size);
+                if (!r) return r;
+                say(LogLevel::Info, "lanes: NIC " + dev.device + ": gso_max_size " + std::to_string(want) + " (lowest ceil " +
+                                        format_rate(f.ceils.begin()->first) + ", node.gso_burst " +
+                                        std::to_string(*config.gso_burst_us) + "us)");
+                f.set = want;
+            }
+            auto r = save_gso(dev.device, f);
+            if (!r) return r;
+        }
+        return {};
+    }
+
+    // Every NIC back to its own GSO size (remove_all).
+    void gso_restore_all() {
+        for (const auto& nic : nics) {
+            auto f = load_gso(nic.device);
+            if (!f) continue;
+            auto idx = tc->ifindex(nic.device);
+            if (idx) (void)tc->set_gso_size(*idx, f->orig);
+            ::unlink(gso_path(nic.device).c_str());
+        }
     }
 
     void drop_stale_claims() {
@@ -368,9 +751,12 @@ Result<std::unique_ptr<NodeShaper>> NodeShaper::open(const NodeConfig& config, c
                                                      LogSink log) {
     auto tc = make_netlink_traffic_control();
     if (!tc) return std::unexpected(tc.error());
-    auto marker = make_nftables_packet_marker(log);
+    auto cgroups = make_cgroup_tree();
+    auto mount = cgroups->mount();
+    if (!mount) return std::unexpected(mount.error());
+    auto marker = make_nftables_packet_marker(*mount, log);
     if (!marker) return std::unexpected(marker.error());
-    return open_with(config, hostname, std::move(*tc), std::move(*marker), make_cgroup_tree(), std::move(log));
+    return open_with(config, hostname, std::move(*tc), std::move(*marker), std::move(cgroups), std::move(log));
 }
 
 Result<std::unique_ptr<NodeShaper>> NodeShaper::open_with(const NodeConfig& config, const std::string& hostname,
@@ -388,16 +774,6 @@ Result<std::unique_ptr<NodeShaper>> NodeShaper::open_with(const NodeConfig& conf
 
 Result<JobState> NodeShaper::apply(const JobNetRequest& request) { return impl_->apply(request); }
 
-bool NodeShaper::selects_nics(const NodeConfig& config, const std::string& hostname) {
-    for (const auto& sel : config.nics) {
-        auto match = hostlist_matches(sel.nodes, hostname);
-        if (!match || *match) return true;  // a bad expression is open()'s error to report
-    }
-    return false;
-}
-
-const std::vector<std::string>& NodeShaper::problems() const { return impl_->problems; }
-
 Result<void> NodeShaper::attach(uint32_t job_id, pid_t pid) {
     auto st = impl_->store.load(job_id);
     if (!st) return std::unexpected(st.error());
@@ -414,6 +790,16 @@ Result<void> NodeShaper::attach_task(const NodeConfig& config, uint32_t job_id, 
     if (!(*st)->cgroup_owned) return {};
     return make_cgroup_tree()->attach((*st)->cgroup, pid);
 }
+
+bool NodeShaper::selects_nics(const NodeConfig& config, const std::string& hostname) {
+    for (const auto& sel : config.nics) {
+        auto match = hostlist_matches(sel.nodes, hostname);
+        if (!match || *match) return true;  // a bad expression is open()'s error to report
+    }
+    return false;
+}
+
+const std::vector<std::string>& NodeShaper::problems() const { return impl_->problems; }
 
 Result<void> NodeShaper::record_unshaped(const NodeConfig& config, uint32_t job_id, const std::string& class_name,
                                          const std::string& why) {
@@ -445,39 +831,69 @@ Result<void> NodeShaper::forget_unshaped(const NodeConfig& config, uint32_t job_
 
 Result<JobState> NodeShaper::classify_step(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
                                            LogSink log) {
+    return classify_step_with(
+        config, hostname, job_id, make_cgroup_tree(),
+        [log](const Cgroup2Mount& mount) { return make_nftables_packet_marker(mount, log); }, log);
+}
+
+Result<JobState> NodeShaper::classify_step_with(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
+                                                std::unique_ptr<CgroupTree> cgroups, const MarkerFactory& make_marker,
+                                                LogSink log) {
     const std::string job = "lanes: JobId=" + std::to_string(job_id) + ": ";
-    JobStateStore store(config.state_dir);
-    auto st = store.load(job_id);
+    auto impl = std::make_unique<Impl>(config, hostname, log);
+    impl->cgroups = std::move(cgroups);
+    auto st = impl->store.load(job_id);
     if (!st) return std::unexpected(st.error());
     if (!*st)
         return fail(job + "no Lanes record on this node (the prolog did not run, or its record was removed)");
     if (!(*st)->unshaped.empty() || !(*st)->cgroup_slurm) return **st;  // nothing to key, or our own cgroup
-    auto cgroups = make_cgroup_tree();
-    auto impl = std::make_unique<Impl>(config, hostname, log);
-    impl->cgroups = std::move(cgroups);
+    auto m = impl->cgroups->mount();
+    if (!m) return fail(job + m.error().message.substr(m.error().message.starts_with("lanes: ") ? 7 : 0));
+    impl->mount = *m;
     auto dir = impl->slurm_job_dir(job_id);
     if (!dir || !impl->cgroups->exists(*dir))
-        return fail(job + "Slurm's job cgroup job_" + std::to_string(job_id) + " not found under any slurmstepd.scope" +
-                    (dir ? " (looked for " + *dir + ")" : ""));
+        return fail(job + "Slurm's job cgroup job_" + std::to_string(job_id) +
+                    " not found under any slurmstepd scope" + (dir ? " (looked for " + *dir + ")" : ""));
     auto id = impl->cgroups->dir_id(*dir);
     if (!id) return fail(job + id.error().message);
     if ((*st)->cgroup_id == *id && (*st)->cgroup == *dir) return **st;  // keyed by an earlier step: no nft
-    auto lock = store.lock();
+
+    auto lock = impl->store.lock();
     if (!lock) return std::unexpected(lock.error());
-    auto fresh = store.load(job_id);  // an epilog may have run meanwhile
+    auto fresh = impl->store.load(job_id);  // an epilog or another step may have run meanwhile
     if (!fresh) return std::unexpected(fresh.error());
     if (!*fresh) return fail(job + "its Lanes record was removed while the step started");
     JobState state = **fresh;
-    auto marker = make_nftables_packet_marker(log);
+    if (state.cgroup_id == *id && state.cgroup == *dir) return state;
+    auto marker = make_marker(impl->mount);
     if (!marker) return fail(job + marker.error().message);
-    auto r = (*marker)->add_job_cgroup(job_id, *id);
+    impl->marker = std::move(*marker);
+    auto r = impl->prepare_marker();
     if (!r) return fail(job + r.error().message);
+    if (state.root_major == 0) state.root_major = config.root_handle_major;
+    if (state.cgroup_id != 0 && state.cgroup_id != *id) {
+        // Slurm made the dir anew (another inode): the old key goes.
+        r = impl->marker->remove_job(NftRemoveJob{job_id, state.cgroup_id, state.dscp_marked});
+        if (!r) return fail(job + r.error().message);
+    }
     state.cgroup = *dir;
-    state.cgroup_key = relative_path(*dir, kNftCgroupBase);
+    state.cgroup_key = relative_path(*dir, impl->mount.mount_point);
+    state.cgroup_level = cgroup_level(impl->mount, state.cgroup_key);
     state.cgroup_id = *id;
-    r = store.save(state);
+    bool rebuilt = false;
+    auto where = impl->marker->add_job(nft_job_of(state), &rebuilt);
+    if (!where) return fail(job + where.error().message);
+    state.cgroup_id = where->id;
+    state.cgroup_level = where->level;
+    r = impl->store.save(state);
     if (!r) return std::unexpected(r.error());
-    if (log) log(LogLevel::Info, job + "traffic keyed on Slurm's cgroup " + state.cgroup_key);
+    if (rebuilt) {
+        r = impl->remark_all(state);
+        if (!r) impl->say(LogLevel::Error, job + r.error().message);
+    }
+    impl->say(LogLevel::Info, job + "traffic keyed on Slurm's cgroup " + state.cgroup_key + " (cgroup id " +
+                                  std::to_string(state.cgroup_id) + ", level " + std::to_string(state.cgroup_level) +
+                                  ")");
     return state;
 }
 
@@ -536,8 +952,8 @@ Result<void> NodeShaper::remove_all() {
     };
     for (const auto& st : impl_->store.load_all()) note(impl_->remove_locked(st.job_id));
     impl_->drop_stale_claims();
+    impl_->gso_restore_all();
     note(impl_->marker->remove_all());
-    impl_->base_ready = false;
     note(impl_->refresh_nic_facts());
     JobState none;
     for (const auto& op : plan_remove_all({}, impl_->nics, impl_->config.root_handle_major))
@@ -550,6 +966,25 @@ Result<void> NodeShaper::remove_all() {
     }
     if (!errors.empty()) return fail(errors);
     return {};
+}
+
+Result<NodeShaper::Reapplied> NodeShaper::check() {
+    auto lock = impl_->store.lock();
+    if (!lock) return std::unexpected(lock.error());
+    return impl_->check_locked();
+}
+
+Result<NodeShaper::Reapplied> NodeShaper::reapply(bool only_if_needed) {
+    auto lock = impl_->store.lock();
+    if (!lock) return std::unexpected(lock.error());
+    auto found = impl_->check_locked();
+    if (!found) return found;
+    if (only_if_needed && !found->needed) return found;
+    auto r = impl_->reapply_locked();
+    if (!r) return std::unexpected(r.error());
+    if (found->needed) impl_->say(LogLevel::Error, "lanes: reapplied the shaping of " + std::to_string(found->jobs) +
+                                                       " job(s): " + found->what);
+    return found;
 }
 
 const std::vector<NicFacts>& NodeShaper::nics() const { return impl_->nics; }

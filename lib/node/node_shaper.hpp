@@ -4,24 +4,34 @@
 // (libnl), packet_marker.hpp (libnftables), cgroup_tree.hpp (cgroup2 files).
 //
 // Who calls what (all as root, in the node's network namespace):
-//   slurm_spank_job_prolog            open() + apply()   (decision from SPANK_ env)
+//   slurm_spank_job_prolog            open() + apply()   (decision from SPANK_ env);
+//                                     record_unshaped() when nothing is shaped here
+//   slurm_spank_init (slurmstepd,     classify_step(): on a Slurm cgroup v2 node,
+//     every step, extern first)       adds Slurm's job_<id> dir to the nft map/sets
+//                                     (once per job; later steps only stat the dir)
 //   slurm_spank_task_init_privileged  NodeShaper::attach_task(config, job, getpid())
 //                                     in the forked task, before exec: no netlink,
 //                                     no nft, reads the job's state file only.
 //   slurm_spank_job_epilog            open() + remove()  (absent job = success)
 //   slurmd start / lanesctl gc        reconcile(alive)   lanesctl gc --all: remove_all()
+//   lanesctl reapply                  reapply()          (after nft flush ruleset)
+//   every prolog                      apply() notices a missing table and re-marks
+//                                     every job from its state file
 //   lanesctl status                   list() + counters()
 //
-// Concurrency: apply/remove/reconcile/remove_all hold flock(state_dir/lock) for the
-// whole operation, so prologs and epilogs of concurrent jobs on the node (separate
-// processes) serialise. One NodeShaper is not thread-safe beyond that (use one per
-// thread, or a mutex).
+// Concurrency: apply/remove/reconcile/remove_all/classify_step hold
+// flock(state_dir/lock) while they change things, so prologs, steps and epilogs
+// of concurrent jobs on the node (separate processes) serialise. One NodeShaper
+// is not thread-safe beyond that (use one per thread, or a mutex).
 //
 // Cgroup placement (NodeConfig.cgroup_root):
-//   "auto": if /sys/fs/cgroup is cgroup2 and Slurm's job dir
-//           /sys/fs/cgroup/system.slice/slurmstepd.scope/job_<id> exists at apply,
-//           use it (not owned: attach is a no-op, remove leaves it); otherwise Lanes'
-//           own dir <cgroup2 mount>/lanes/job_<id> (on a hybrid node:
+//   "auto": if /sys/fs/cgroup is cgroup2 and a slurmstepd scope exists under it
+//           (`slurmstepd.scope` or `<NodeName>_slurmstepd.scope`, any depth: Slurm's
+//           cgroup/v2 plugin runs here), Slurm's job dir <scope>/job_<id>, where it
+//           is or where slurmstepd will make it (PrologFlags=Contain makes it after
+//           the prolog): not owned (attach is a no-op, remove leaves it), keyed in
+//           nft by classify_step() once it exists. Otherwise Lanes' own dir
+//           <cgroup2 mount>/lanes/job_<id> (on a hybrid node:
 //           /sys/fs/cgroup/unified/lanes/job_<id>).
 //   a path: Lanes' own dirs under that cgroup2 directory (<path>/job_<id>).
 // Only sockets created after a task entered the cgroup carry the job's marks:
@@ -53,6 +63,7 @@ namespace lanes {
 
 class PacketMarker;
 class CgroupTree;
+struct Cgroup2Mount;
 
 class NodeShaper {
 public:
@@ -97,6 +108,12 @@ public:
     // Slurm's dir cannot be found or keyed: the caller fails the launch.
     static Result<JobState> classify_step(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
                                           LogSink log = {});
+    // The same with injected kernel interfaces (unit tests): `make_marker` is
+    // called only when the map needs a change.
+    using MarkerFactory = std::function<Result<std::unique_ptr<PacketMarker>>(const Cgroup2Mount&)>;
+    static Result<JobState> classify_step_with(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
+                                               std::unique_ptr<CgroupTree> cgroups, const MarkerFactory& make_marker,
+                                               LogSink log = {});
 
     // Epilog: the job's classes, nft chain + map element, cgroup dir (moving any
     // leftover pids to the parent first), state file. Absent = success; a kernel
@@ -115,6 +132,20 @@ public:
 
     // Every job, then the nft table and our root qdisc on every selected NIC.
     Result<void> remove_all();
+
+    // After `nft flush ruleset` (Debian's nftables.conf starts with it; `systemctl
+    // reload nftables`) or a `tc qdisc del`, every running job's marks/classes are
+    // gone. check() compares the kernel with the state files (cheap: a few
+    // netlink dumps, no change); reapply() puts back the nft table with every
+    // job's marks (one transaction) and every job's tc classes. With `only_if_needed`
+    // nothing is touched when check() finds everything in place.
+    struct Reapplied {
+        bool needed = false;          // something was missing
+        std::size_t jobs = 0;         // jobs with state files
+        std::string what;             // what was missing, for the log
+    };
+    Result<Reapplied> check();
+    Result<Reapplied> reapply(bool only_if_needed);
 
     // The NICs selected for this node, as seen at open().
     const std::vector<NicFacts>& nics() const;

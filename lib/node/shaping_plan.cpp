@@ -128,7 +128,11 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
         root.ifindex = nic.ifindex;
         root.major = major;
         root.parent = htb_params(link, link, 0);
-        root.fallback = htb_params(std::max(link / 10, std::min(kMinFloorBits, link)), link, kDefaultClassPrio);
+        // Traffic in no job's cgroup (ssh, slurmd, a process started outside srun):
+        // its guaranteed rate and its cap, node.unclassified_rate/_ceil.
+        const uint64_t ufloor = std::clamp(config.unclassified_rate.resolve(link), std::min(kMinFloorBits, link), link);
+        const uint64_t uceil = std::clamp(config.unclassified_ceil.resolve(link), ufloor, link);
+        root.fallback = htb_params(ufloor, uceil, kDefaultClassPrio);
         root.root_exists = nic.has_our_root;
         root.replace_foreign = nic.has_foreign_root_qdisc;
         plan.operations.push_back(std::move(root));
@@ -151,15 +155,31 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
         }
     }
 
-    plan.operations.push_back(NftEnsureJob{request.job_id, st.cgroup_key, tc_handle(major, minor), request.net.dscp});
+    st.root_major = major;
+    st.cgroup_level = previous && previous->cgroup == st.cgroup ? previous->cgroup_level : 0;
+    st.dscp_marked = request.net.dscp;
+    // Marks that change (another DSCP, minor or dir) go first: an element holds one value.
+    if (previous && previous->cgroup_id != 0 &&
+        (previous->cgroup != st.cgroup || previous->dscp_marked != st.dscp_marked))
+        plan.operations.insert(plan.operations.begin(),
+                               NftRemoveJob{previous->job_id, previous->cgroup_id, previous->dscp_marked});
+    NftEnsureJob mark{request.job_id, st.cgroup_key, tc_handle(major, minor), request.net.dscp, st.cgroup_id,
+                      st.cgroup_level};
+    if (!facts.cgroup_pending) plan.operations.push_back(mark);
     plan.unchanged = previous && *previous == st;
     return plan;
+}
+
+NftEnsureJob nft_job_of(const JobState& state) {
+    return NftEnsureJob{state.job_id, state.cgroup_key, tc_handle(state.root_major, state.minor), state.dscp_marked,
+                        state.cgroup_id, state.cgroup_level};
 }
 
 Plan plan_remove(const JobState& state, uint16_t major) {
     Plan plan;
     plan.state = state;
-    plan.operations.push_back(NftRemoveJob{state.job_id, state.cgroup_key, state.cgroup_id});
+    if (state.root_major != 0) major = state.root_major;
+    plan.operations.push_back(NftRemoveJob{state.job_id, state.cgroup_id, state.dscp_marked});
     for (const auto& dev : state.devices)
         plan.operations.push_back(DeleteClass{dev.device, 0, tc_handle(major, state.minor)});
     if (state.cgroup_owned) {
@@ -210,13 +230,13 @@ std::string describe(const Operation& op) {
             return "cgroup: rmdir " + o.path + " (leftover pids to " + o.parent + ")";
         }
         std::string operator()(const NftEnsureJob& o) const {
-            std::string s = "nft: job " + std::to_string(o.job_id) + ": \"" + o.cgroup_key + "\" priority " +
+            std::string s = "nft: job " + std::to_string(o.job_id) + ": \"" + o.cgroup + "\" priority " +
                             handle_text(o.priority);
-            if (o.dscp) s += " dscp " + std::to_string(*o.dscp);
+            s += o.dscp ? " dscp " + std::to_string(*o.dscp) : std::string(" dscp unclassified");
             return s;
         }
         std::string operator()(const NftRemoveJob& o) const {
-            return "nft: job " + std::to_string(o.job_id) + ": remove chain and \"" + o.cgroup_key + "\"";
+            return "nft: job " + std::to_string(o.job_id) + ": remove marks of cgroup id " + std::to_string(o.cgroup_id);
         }
     };
     return std::visit(Describe{}, op);

@@ -45,6 +45,11 @@ struct JobNetRequest {
     uint32_t job_id = 0;
     std::string class_name;
     NetworkDecision net;      // dscp, rate, ceil, rank (rdma_* are not ours)
+    // The job's cgroup v2 dir, relative to the cgroup2 mount, when the caller knows
+    // it (Slurm's "system.slice/<node>_slurmstepd.scope/job_<id>"): used as is, not
+    // owned (never created or removed by Lanes), any depth. Empty: placed by
+    // node.cgroup_root (cgroup_tree.hpp).
+    std::string cgroup;
 };
 
 // What the kernel says about one selected NIC, gathered before planning.
@@ -74,16 +79,21 @@ struct JobState {
     std::vector<JobDevice> devices;
     NetworkDecision net;
     std::string cgroup;                 // absolute cgroup2 dir of the job
-    std::string cgroup_key;             // the same, relative to /sys/fs/cgroup (nft key)
+    std::string cgroup_key;             // the same, relative to the cgroup2 mount (marker key)
     bool cgroup_owned = false;          // Lanes made the dir (and removes it)
-    // Keyed on Slurm's own job_<id> dir (cgroup/v2 plugin): `cgroup` is where it
-    // is or will be; cgroup_id stays 0 until a step of the job has keyed it.
+    // Keyed on Slurm's own job_<id> dir (its cgroup/v2 plugin runs here): `cgroup`
+    // is where it is or will be; cgroup_id stays 0 until the job's first step has
+    // keyed it (NodeShaper::classify_step).
     bool cgroup_slurm = false;
     uint64_t cgroup_id = 0;             // inode of the dir (the nft map key); 0 = unknown
     std::string boot_id;                // boot the prolog ran in ("" = unknown): older = gone
     // Why the prolog shaped nothing for this job here ("" = shaped). The prolog
     // records it so a missing state at task launch is an error, not "nothing to do".
     std::string unshaped;
+    int cgroup_level = 0;               // depth of the dir (nft `socket cgroupv2 level`)
+    // What teardown needs even if lanes.toml changed since the prolog:
+    uint16_t root_major = 0;            // HTB root M the job's classes hang from
+    std::optional<uint8_t> dscp_marked; // the DSCP set the job's element is in
     bool operator==(const JobState&) const = default;
 };
 
@@ -148,21 +158,19 @@ struct DeleteRoot {             // only if it is ours
 };
 struct EnsureCgroup { std::string path; };
 struct RemoveCgroup { std::string path; std::string parent; };  // move leftovers to parent, rmdir
-struct NftEnsureJob {           // one nft transaction: job chain + rules + map element
+struct NftEnsureJob {           // one nft transaction: the job's prio and dscp elements
     uint32_t job_id = 0;
-    std::string cgroup_key;
+    std::string cgroup;         // relative to the cgroup2 mount ("lanes/job_7")
     uint32_t priority = 0;      // skb->priority = M:<minor>
-    std::optional<uint8_t> dscp;
-    uint64_t cgroup_id = 0;     // the map key; set by the executor once the dir exists
-    // Slurm's job_<id> dir does not exist yet (prolog with PrologFlags=Contain):
-    // chain and rules only; the job's first step adds the map element
-    // (NodeShaper::classify_step).
-    bool chain_only = false;
+    std::optional<uint8_t> dscp;  // nullopt: the unclassified DSCP
+    uint64_t cgroup_id = 0;     // the key; 0 = the marker resolves `cgroup`
+    int level = 0;              // depth of the dir; 0 = the marker resolves it
+    bool operator==(const NftEnsureJob&) const = default;
 };
 struct NftRemoveJob {           // one nft transaction; absent is fine
     uint32_t job_id = 0;
-    std::string cgroup_key;
-    uint64_t cgroup_id = 0;     // the map key
+    uint64_t cgroup_id = 0;     // the key (the dir may be gone)
+    std::optional<uint8_t> dscp;
 };
 
 using Operation = std::variant<EnsureRoot, AddClass, AddLeafQdisc, DeleteClass, DeleteRoot,
@@ -182,7 +190,10 @@ struct NodeFacts {
     std::string cgroup_parent;      // where leftover pids go at remove
     std::string cgroup_key;         // relative to /sys/fs/cgroup, for nft
     bool cgroup_owned = false;
-    bool cgroup_slurm = false;      // Slurm's job dir (it may not exist yet)
+    bool cgroup_slurm = false;      // Slurm's job dir (not ours to make or remove)
+    // Slurm's job dir does not exist yet (PrologFlags=Contain: slurmstepd makes it
+    // after the prolog): no marks now; the job's first step adds them.
+    bool cgroup_pending = false;
 };
 
 struct Plan {
@@ -217,7 +228,12 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
                         uint16_t minor, const std::optional<JobState>& previous);
 
 // Epilog: every object of `state`, marks first, classes, then the cgroup dir.
+// Uses the state's own root major (`major` only for states written before it was
+// kept).
 Plan plan_remove(const JobState& state, uint16_t major);
+
+// The marks of a job as its state says (rebuild after a flushed ruleset).
+NftEnsureJob nft_job_of(const JobState& state);
 
 // lanesctl gc --all: every job, then our root on every NIC in `nics`.
 std::vector<Operation> plan_remove_all(const std::vector<JobState>& jobs, const std::vector<NicFacts>& nics,

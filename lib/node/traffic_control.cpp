@@ -322,7 +322,51 @@ public:
         return out;
     }
 
+    Result<GsoSize> gso_size(int ifindex) override {
+        MsgPtr msg(nlmsg_alloc_simple(RTM_GETLINK, 0));
+        ifinfomsg ifi{};
+        ifi.ifi_family = AF_UNSPEC;
+        ifi.ifi_index = ifindex;
+        nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO);
+        nla_put_u32(msg.get(), IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+        GsoSize size;
+        bool found = false;
+        std::string extack;
+        int err = rt_request(sock_, msg.get(), false, [&](nlmsghdr* h) {
+            if (h->nlmsg_type != RTM_NEWLINK) return;
+            nlattr* tb[kIflaMax + 1];
+            if (nlmsg_parse(h, sizeof(ifinfomsg), tb, kIflaMax, nullptr) != 0) return;
+            if (tb[IFLA_GSO_MAX_SIZE]) {
+                size.max = nla_get_u32(tb[IFLA_GSO_MAX_SIZE]);
+                found = true;
+            }
+            if (tb[kIflaGsoIpv4MaxSize]) size.ipv4_max = nla_get_u32(tb[kIflaGsoIpv4MaxSize]);
+        }, &extack);
+        if (err < 0) return fail("lanes: ifindex " + std::to_string(ifindex) + ": link: " + describe_error(err, extack));
+        if (!found) return fail("lanes: ifindex " + std::to_string(ifindex) + ": the kernel reports no gso_max_size");
+        return size;
+    }
+
+    Result<void> set_gso_size(int ifindex, const GsoSize& size) override {
+        MsgPtr msg(nlmsg_alloc_simple(RTM_NEWLINK, 0));
+        ifinfomsg ifi{};
+        ifi.ifi_family = AF_UNSPEC;
+        ifi.ifi_index = ifindex;
+        nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO);
+        nla_put_u32(msg.get(), IFLA_GSO_MAX_SIZE, size.max);
+        if (size.ipv4_max) nla_put_u32(msg.get(), kIflaGsoIpv4MaxSize, size.ipv4_max);
+        std::string extack;
+        int err = rt_request(sock_, msg.get(), false, {}, &extack);
+        if (err < 0)
+            return fail("lanes: ifindex " + std::to_string(ifindex) + ": set gso_max_size " + std::to_string(size.max) +
+                        ": " + describe_error(err, extack));
+        return {};
+    }
+
 private:
+    // Linux 6.3 added IFLA_GSO_IPV4_MAX_SIZE (63); Debian 12's headers predate it.
+    static constexpr int kIflaGsoIpv4MaxSize = 63;
+    static constexpr int kIflaMax = 70;
     NetlinkSocket sock_;
 };
 

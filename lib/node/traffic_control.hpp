@@ -33,6 +33,14 @@ struct RootQdisc {
     uint32_t handle = 0;        // 0 for the kernel's default root
 };
 
+// A NIC's largest GSO/TSO packet (IFLA_GSO_MAX_SIZE; IPv4's own limit on kernels
+// that have IFLA_GSO_IPV4_MAX_SIZE, 0 where they do not).
+struct GsoSize {
+    uint32_t max = 0;
+    uint32_t ipv4_max = 0;
+    bool operator==(const GsoSize&) const = default;
+};
+
 class TrafficControl {
 public:
     virtual ~TrafficControl() = default;
@@ -56,6 +64,9 @@ public:
     virtual Result<ClassCounters> class_counters(int ifindex, uint32_t classid) = 0;
     // classids of the HTB classes under root major `major` on the device.
     virtual Result<std::vector<uint32_t>> classes(int ifindex, uint16_t major) = 0;
+    // GSO/TSO packet size of the device (rtnetlink link attributes).
+    virtual Result<GsoSize> gso_size(int ifindex) = 0;
+    virtual Result<void> set_gso_size(int ifindex, const GsoSize& size) = 0;
 };
 
 // The real one. Fails if the netlink socket cannot be opened.

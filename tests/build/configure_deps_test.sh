@@ -49,6 +49,7 @@ expect_failure lua liblua5.4-dev "PKG_CONFIG_LIBDIR=$(pc_without '^lua' lua)" --
 expect_failure tomlplusplus libtomlplusplus-dev "PKG_CONFIG_LIBDIR=$(pc_without '^tomlplusplus' toml)" --
 expect_failure libnl libnl-3-dev "PKG_CONFIG_LIBDIR=$(pc_without '^libnl-3' nl)" --
 expect_failure libnftables libnftables-dev "PKG_CONFIG_LIBDIR=$(pc_without '^libnftables' nft)" --
+expect_failure libcurl libcurl4-openssl-dev "PKG_CONFIG_LIBDIR=$(pc_without '^libcurl' curl)" --
 expect_failure nlohmann-json nlohmann-json3-dev "PKG_CONFIG_LIBDIR=$(pc_without '^nlohmann' json)" --
 expect_failure googletest libgtest-dev "PKG_CONFIG_LIBDIR=$(pc_without '^(gtest|gmock)' gtest)" --
 exit $status

@@ -28,13 +28,14 @@ if [[ $(id -u) -ne 0 ]]; then
     echo "SKIP: the network tests under ASan need root"
     exit 77
 fi
-for t in shaper_cap shaper_dscp shaper_two_jobs shaper_teardown shaper_churn; do
+for test in "$src"/tests/net/*_test.sh; do
+    t=$(basename "$test" .sh)
     t0=$SECONDS
-    if LANES_BUILDDIR=$TREE bash "$src/tests/net/${t}_test.sh" >"$reports/$t.out" 2>&1; then
-        echo "ok: tests/net/${t}_test.sh under ASan/UBSan ($((SECONDS - t0)) s)"
+    if LANES_BUILDDIR=$TREE bash "$test" >"$reports/$t.out" 2>&1; then
+        echo "ok: tests/net/$t.sh under ASan/UBSan ($((SECONDS - t0)) s)"
     else
         tail -20 "$reports/$t.out"
-        echo "FAIL: tests/net/${t}_test.sh under ASan/UBSan"
+        echo "FAIL: tests/net/$t.sh under ASan/UBSan"
         status=1
     fi
 done

@@ -50,7 +50,8 @@ d = json.load(sys.stdin)
 assert d['ok'] is False
 e = d['errors'][0]
 assert (e['line'], e['column']) == (36, 1) and e['file'].endswith('broken_key.toml'), e
-assert e['message'].startswith('classes.training.rat: unknown key'), e
+assert e['key'] == 'classes.training.rat' and e['message'].startswith('unknown key'), e
+assert e['text'].endswith('broken_key.toml:36:1: classes.training.rat: ' + e['message']), e
 " || fail "--json broken key: $out"
 run check --config "$D/good.toml" --json
 echo "$out" | python3 -c "

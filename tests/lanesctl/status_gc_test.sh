@@ -1,7 +1,8 @@
 #!/bin/bash
 # lanesctl status and gc on real kernel state, in a private network namespace:
 # four jobs planted with NodeShaper (plant_state), traffic through one of them,
-# then status (human, JSON, Prometheus), gc --dry-run, gc, gc --all.
+# then status (human, JSON, Prometheus), gc --dry-run, gc, reapply after
+# `nft flush ruleset`, gc --all.
 # A job is alive until its epilog (node_facts.hpp LivenessProbe): gc removes only
 # what is proven gone.
 #   101 training   shaped in an earlier boot, its process exited -> removed by gc
@@ -146,6 +147,25 @@ $NA tc class show dev "$DEV" | grep -q "1a4e:65 " && fail "tc class of job 101 s
 $NA nft list table inet lanes | grep -q "job_101" && fail "nft chain of job 101 still there"
 [ -e "$TMP/state/job_101" ] && fail "state file of job 101 still there"
 $NA nft list table inet lanes | grep -q "job_102" || fail "nft chain of job 102 removed"
+
+# ---- reapply: after `nft flush ruleset` the running jobs' marks come back
+out=$(ctl reapply) || fail "reapply with everything in place: $out"
+echo "$out" | grep -q "nothing to reapply" || fail "reapply with everything in place: $out"
+$NA nft flush ruleset || fail "nft flush ruleset"
+ctl reapply --dry-run >"$TMP/dry.out" 2>&1
+[ $? -eq 1 ] || fail "reapply --dry-run after a flush must exit 1: $(cat "$TMP/dry.out")"
+grep -q "would reapply" "$TMP/dry.out" || fail "reapply --dry-run: $(cat "$TMP/dry.out")"
+$NA nft list tables | grep -q "inet lanes" && fail "reapply --dry-run changed something"
+json=$(ctl reapply --json) || fail "reapply: $json"
+echo "$json" | py "
+assert d['reapplied'] is True and d['jobs'] == 3, d
+assert 'missing' in d['missing'] or 'marks' in d['missing'], d
+" || fail "reapply --json: $json"
+$NA nft list table inet lanes | grep -q "job_102" || fail "job 102 not re-marked: $($NA nft list table inet lanes)"
+$NA nft list table inet lanes | grep -q "job_103" || fail "job 103 not re-marked"
+$NA nft list table inet lanes | grep -q "job_104" || fail "job 104 not re-marked"
+out=$(ctl reapply) || fail "second reapply: $out"
+echo "$out" | grep -q "nothing to reapply" || fail "second reapply: $out"
 
 # ---- their processes end: still alive until their epilogs (which remove them)
 for pid in $PIDS; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done

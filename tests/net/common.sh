@@ -27,7 +27,9 @@ SPEED=${SPEED:-10000000000}
 CG2=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") { print $5; exit } break } }' /proc/self/mountinfo)
 [ -n "$CG2" ] || { echo "FAIL: no cgroup2 mount"; exit 1; }
 CGROOT=$CG2/$P
-STATE=$(mktemp -d /tmp/${P}-state.XXXXXX)
+STATE_ROOT=$(mktemp -d /tmp/${P}-state.XXXXXX)
+STATE=$STATE_ROOT/state   # the state dirs registry (.lanes-state-dirs) lands in $STATE_ROOT
+mkdir -p "$STATE"
 STARTED_PIDS=""
 
 cleanup() {
@@ -40,7 +42,7 @@ cleanup() {
     for d in "$CGROOT"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
     rmdir "$CGROOT" 2>/dev/null
   fi
-  rm -rf "$STATE"
+  rm -rf "$STATE_ROOT"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM

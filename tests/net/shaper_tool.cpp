@@ -5,9 +5,11 @@
 //   shaper_tool [options] remove JOB
 //   shaper_tool [options] run JOB -- PROGRAM ARGS...   (joins the job's cgroup, then execs)
 //   shaper_tool [options] counters JOB                 (device bytes packets drops overlimits backlog)
-//   shaper_tool [options] list | remove-all | gc ALIVE_JOB...
+//   shaper_tool [options] list | remove-all | gc ALIVE_JOB... | check | reapply
 //   shaper_tool [options] churn N                      (N x apply+remove, leak report)
 // options: --state DIR --nic DEV --speed BITS [--adopt] [--major HEX] [--cgroup-root PATH]
+//          [--unclassified-dscp D|keep] [--unclassified-ceil RATE] [--gso-burst US|off]
+// apply also takes --cgroup REL (the job's dir, relative to the cgroup2 mount)
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -85,6 +87,27 @@ int main(int argc, char** argv) {
             config.root_handle_major = static_cast<uint16_t>(std::strtoul(v, nullptr, 16));
         } else if (a == "--cgroup-root") {
             config.cgroup_root = next() ?: "";
+        } else if (a == "--unclassified-dscp") {
+            const char* v = next();
+            if (!v) return usage();
+            if (std::string(v) == "keep") {
+                config.unclassified_dscp.reset();
+            } else {
+                auto d = parse_dscp(v);
+                if (!d) return usage();
+                config.unclassified_dscp = *d;
+            }
+        } else if (a == "--gso-burst") {
+            const char* v = next();
+            if (!v) return usage();
+            if (std::string(v) == "off") config.gso_burst_us.reset();
+            else config.gso_burst_us = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+        } else if (a == "--unclassified-ceil") {
+            const char* v = next();
+            if (!v) return usage();
+            auto r = parse_rate(v);
+            if (!r) return usage();
+            config.unclassified_ceil = *r;
         } else {
             for (; i < argc; ++i) args.push_back(argv[i]);
         }
@@ -145,6 +168,8 @@ int main(int argc, char** argv) {
                 req.net.dscp = *d;
             } else if (key == "--rank") {
                 req.net.rank = std::atoi(v);
+            } else if (key == "--cgroup") {
+                req.cgroup = v;
             } else {
                 return usage();
             }
@@ -182,6 +207,15 @@ int main(int argc, char** argv) {
     }
     if (cmd == "list") {
         for (const auto& st : s.list()) std::printf("%u %s %x %s\n", st.job_id, st.class_name.c_str(), st.minor, st.cgroup.c_str());
+        return 0;
+    }
+    if (cmd == "reapply" || cmd == "check") {
+        auto r = cmd == "check" ? s.check() : s.reapply(true);
+        if (!r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        std::printf("%s %zu %s\n", r->needed ? "missing" : "ok", r->jobs, r->what.c_str());
         return 0;
     }
     if (cmd == "remove-all") {

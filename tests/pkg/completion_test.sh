@@ -34,6 +34,8 @@ expect "lanesctl" check policy windows status gc --config '!--prometheus'
 expect "lanesctl status" --noheader --parsable --prometheus --node '!--dry-run' '!check'
 expect "lanesctl windows" --parsable --noheader --days '!--prometheus'
 expect "lanesctl gc" --dry-run --all '!--parsable'
+expect "lanesctl" signals agent
+expect "lanesctl agent" --node '!--dry-run'
 expect "lanesctl policy" test
 expect "lanesctl policy test|--" --fixtures --job --at
 expect "lanesctl --config x.toml status" --parsable '!check'

@@ -44,14 +44,16 @@ slurm_versions__copy_source() {
 }
 
 # slurm_versions__enter ROOT CMD...: CMD chrooted in ROOT, in new mount, PID and
-# UTS namespaces. Everything mounted here lives only as long as the namespace;
-# --kill-child: if unshare itself is killed (Ctrl-C, a timeout), the namespace's
-# first process gets SIGKILL, and with it every process in the namespace.
+# UTS namespaces. Everything mounted here lives only as long as the namespace.
+# unshare --fork ignores SIGINT and SIGTERM while it waits; --kill-child makes
+# the namespace's first process (and so every process in it) die with unshare,
+# so SIGKILL to unshare ends the whole run. Run it as `slurm_versions__enter
+# ... &`: the subshell execs unshare, so $! is unshare's PID.
 slurm_versions__enter() {
     local root=$1
     shift
     # shellcheck disable=SC2016 # expanded by the inner shell
-    unshare --mount --pid --fork --kill-child --uts --propagation private -- /bin/bash -c '
+    exec unshare --mount --pid --fork --kill-child --uts --propagation private -- /bin/bash -c '
         set -e
         root=$1; shift
         # The root must be a mount point: ip -n/ip netns exec remount "/" rslave.
@@ -80,8 +82,9 @@ slurm_versions_run() {
     scratch=$(mktemp -d "${TMPDIR:-/tmp}/lanes-slurm-$suite.XXXXXX") || return 1
     # The namespaces take every mount and process with them; only the scratch
     # dir is ours to remove (never while a bind mount might still be inside).
+    SLURM_VERSIONS_PID=""
     # shellcheck disable=SC2064 # expand now: the trap must remove this dir
-    trap "slurm_versions__cleanup '$scratch'" EXIT
+    trap "slurm_versions__stop; slurm_versions__cleanup '$scratch'" EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
 
@@ -97,10 +100,23 @@ slurm_versions_run() {
     export CCACHE_HOST_DIR=$cache/ccache/$suite
     mkdir -p "$CCACHE_HOST_DIR"
     slurm_versions__say "$suite root ready in $(($(date +%s) - t0)) s; building and testing inside"
-    slurm_versions__enter "$root" /bin/bash /lanes/src/tests/slurm_versions/in_root.sh "$want"
+    slurm_versions__enter "$root" /bin/bash /lanes/src/tests/slurm_versions/in_root.sh "$want" &
+    SLURM_VERSIONS_PID=$!
+    wait "$SLURM_VERSIONS_PID"
     rc=$?
+    SLURM_VERSIONS_PID=""
     slurm_versions__say "$suite (Slurm $want): exit $rc after $(($(date +%s) - t0)) s"
     return $rc
+}
+
+# Interrupted: SIGKILL to unshare takes the namespace and everything in it.
+slurm_versions__stop() {
+    local pid=${SLURM_VERSIONS_PID:-}
+    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+    slurm_versions__say "stopping the run in the root (unshare $pid)"
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 0
 }
 
 slurm_versions__cleanup() {

@@ -328,6 +328,14 @@ TEST(Config, ReportsEveryKindOfError) {
          "lanes.toml:8:13: nodes.state_dir: must be an absolute path"},
         {"cgroup_root", BASE "[nodes]\ncgroup_root = \"lanes\"\n",
          "lanes.toml:8:15: nodes.cgroup_root: must be \"auto\" or an absolute path"},
+        {"unclassified_dscp", BASE "[nodes]\nunclassified_dscp = \"AF99\"\n", "lanes.toml:8:21: nodes.unclassified_dscp: "},
+        {"unclassified_dscp range", BASE "[nodes]\nunclassified_dscp = 64\n",
+         "lanes.toml:8:21: nodes.unclassified_dscp: value 64 is out of range (0..63)"},
+        {"unclassified ceil below rate", BASE "[nodes]\nunclassified_rate = \"50%\"\nunclassified_ceil = \"10%\"\n",
+         "lanes.toml:9:21: nodes.unclassified_ceil: unclassified_ceil is below unclassified_rate"},
+        {"unclassified rate unit", BASE "[nodes]\nunclassified_rate = 100\n",
+         "lanes.toml:8:21: nodes.unclassified_rate: a rate needs a unit"},
+        {"gso_burst", BASE "[nodes]\ngso_burst = \"5s\"\n", "lanes.toml:8:13: nodes.gso_burst: not a time"},
         {"foreign_qdisc", BASE "[nodes]\nforeign_qdisc = \"replace\"\n",
          "lanes.toml:8:17: nodes.foreign_qdisc: unknown value \"replace\" (expected \"refuse\" or \"adopt\")"},
     };
@@ -345,6 +353,27 @@ TEST(Config, ReportsEveryKindOfError) {
         }
         EXPECT_TRUE(found) << c.what << "\n  expected a line starting: " << c.expected << "\n  got:\n" << m;
     }
+}
+
+TEST(Config, UnclassifiedTrafficAndGsoBurst) {
+    auto d = parse_config("[classes.a]\n", "lanes.toml");
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_EQ(d->node.unclassified_dscp, std::optional<uint8_t>(0));  // CS0
+    EXPECT_EQ(d->node.unclassified_rate, (lanes::Rate{0, 5}));
+    EXPECT_EQ(d->node.unclassified_ceil, (lanes::Rate{0, 25}));
+    EXPECT_EQ(d->node.gso_burst_us, std::optional<uint32_t>(250));
+    auto c = parse_config("[classes.a]\n[nodes]\nunclassified_dscp = \"keep\"\nunclassified_rate = \"1Gbit\"\n"
+                          "unclassified_ceil = \"100%\"\ngso_burst = \"off\"\n",
+                          "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_FALSE(c->node.unclassified_dscp);
+    EXPECT_EQ(c->node.unclassified_rate, (lanes::Rate{1'000'000'000, 0}));
+    EXPECT_EQ(c->node.unclassified_ceil, (lanes::Rate{0, 100}));
+    EXPECT_FALSE(c->node.gso_burst_us);
+    c = parse_config("[classes.a]\n[nodes]\nunclassified_dscp = \"AF11\"\ngso_burst = \"2ms\"\n", "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->node.unclassified_dscp, std::optional<uint8_t>(10));
+    EXPECT_EQ(c->node.gso_burst_us, std::optional<uint32_t>(2000));
 }
 
 TEST(Config, CollectsAllErrorsInFileOrder) {
@@ -442,6 +471,9 @@ TEST(Config, ManPageDocumentsEveryKey) {
         {"rules[0]", "[[rules]]\nclass = \"a\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
         {"nodes", "[nodes]\nzzzzzzzzzz = 1\n[classes.a]\n"},
         {"nodes.nic[0]", "[[nodes.nic]]\ndevice = \"x\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
+        {"signals.s", "[signals.s]\nurl = \"http://h:1\"\nquery = \"q\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
+        {"windows.b", "[signals.s]\nurl = \"http://h:1\"\nquery = \"q\"\n[windows.b]\nsignal = \"s\"\nabove = 1\n"
+                      "zzzzzzzzzz = 1\n[classes.a]\n"},
     };
     size_t checked = 0;
     for (const auto& [table, text] : tables) {

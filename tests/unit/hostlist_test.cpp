@@ -67,3 +67,31 @@ TEST(Hostlist, MatchesHostnames) {
 
 }  // namespace
 }  // namespace lanes
+
+// Found by tests/fuzz/hostlist_fuzz: an item with a byte no host name has (here a
+// trailing '\\', which fnmatch treats as an escape) was accepted and then matched
+// nothing, not even itself, so a [[nodes.nic]] entry silently selected no node.
+TEST(Hostlist, RefusesCharactersNoHostNameHas) {
+    struct Case {
+        std::string expression;
+        const char* shown;
+    } cases[] = {
+        {"\x88N\xa4" "cccccccccc8#1\\", "\\x88"},
+        {"gpu1\\", "'\\'"},
+        {"gpu 1", "\\x20"},
+        {"gpu[1-2]#a", "'#'"},
+        {std::string("gpu\x01", 4), "\\x01"},
+    };
+    for (const auto& c : cases) {
+        auto names = lanes::expand_hostlist(c.expression);
+        ASSERT_FALSE(names) << c.expression;
+        EXPECT_NE(names.error().message.find(std::string("character ") + c.shown + " is not allowed"), std::string::npos)
+            << names.error().message;
+        EXPECT_FALSE(lanes::hostlist_matches(c.expression, "gpu1"));
+    }
+    for (const char* ok : {"gpu*", "n-1.ib_x?", "rack[1-2]n[01-02].cluster"}) {
+        auto names = lanes::expand_hostlist(ok);
+        ASSERT_TRUE(names) << names.error().message;
+        for (const auto& n : *names) EXPECT_TRUE(*lanes::hostlist_matches(ok, n)) << ok << " " << n;
+    }
+}

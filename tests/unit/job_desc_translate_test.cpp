@@ -134,7 +134,7 @@ TEST(Glue, RejectCodesAreSpecific) {
     d.reject_kind = Decision::RejectKind::ClassNotAllowed;
     EXPECT_EQ(reject_code(d), ESLURM_ACCESS_DENIED);
     d.reject_kind = Decision::RejectKind::InvalidOption;
-    EXPECT_EQ(reject_code(d), ESLURM_INVALID_TRES);
+    EXPECT_EQ(reject_code(d), ESLURM_ACCESS_DENIED);  // not "Invalid Trackable RESource (TRES)"
     d.reject_kind = Decision::RejectKind::TimeWindow;
     EXPECT_EQ(reject_code(d), ESLURM_INVALID_TIME_LIMIT);
 }

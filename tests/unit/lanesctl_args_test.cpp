@@ -34,6 +34,13 @@ TEST(LanesctlArgs, Subcommands) {
     EXPECT_EQ(ok({"windows"}).command, Command::Windows);
     EXPECT_EQ(ok({"status"}).command, Command::Status);
     EXPECT_EQ(ok({"gc"}).command, Command::Gc);
+    EXPECT_EQ(ok({"reapply"}).command, Command::Reapply);
+    auto r = ok({"reapply", "--node", "n1", "--dry-run"});
+    EXPECT_EQ(r.command, Command::Reapply);
+    EXPECT_TRUE(r.dry_run);
+    EXPECT_EQ(r.node, "n1");
+    EXPECT_FALSE(lanes::ctl::parse_args({"reapply", "--all"}));
+    EXPECT_FALSE(lanes::ctl::parse_args({"reapply", "extra"}));
     auto o = ok({"policy", "test", "a.json", "b.json"});
     EXPECT_EQ(o.command, Command::PolicyTest);
     EXPECT_EQ(o.job_files, (std::vector<std::string>{"a.json", "b.json"}));
@@ -45,7 +52,10 @@ TEST(LanesctlArgs, GlobalOptionsBeforeAndAfterSubcommand) {
     EXPECT_TRUE(a.json);
     auto b = ok({"check", "--config=/y.toml", "--json"});
     EXPECT_EQ(b.config, "/y.toml");
-    EXPECT_TRUE(b.json);
+    EXPECT_TRUE(b.json);    // --node is global too (lanesctl(8)), used by status and gc.
+    EXPECT_EQ(ok({"--node", "n7", "status"}).node, "n7");
+    EXPECT_EQ(ok({"--node=n8", "gc", "--dry-run"}).node, "n8");
+    EXPECT_EQ(ok({"check", "--node", "n9"}).node, "n9");  // check --node: the node's setup
 }
 
 TEST(LanesctlArgs, SubcommandOptions) {
@@ -103,7 +113,8 @@ TEST(LanesctlArgs, HelpAndVersion) {
     EXPECT_EQ(h2.command, Command::PolicyTest);
     // Help needs no mode options.
     EXPECT_TRUE(ok({"policy", "test", "--help"}).help);
-    for (auto c : {Command::None, Command::Check, Command::PolicyTest, Command::Windows, Command::Status, Command::Gc})
+    for (auto c : {Command::None, Command::Check, Command::PolicyTest, Command::Windows, Command::Status, Command::Gc,
+                   Command::Reapply})
         EXPECT_NE(lanes::ctl::usage_text(c).find("usage: lanesctl"), std::string::npos);
 }
 
@@ -121,6 +132,7 @@ TEST(LanesctlArgs, UsageErrorsNameTheOption) {
         {{"windows", "--frm", "x"}, "unknown option '--frm' for 'windows'"},
         {{"check", "--days", "3"}, "option '--days' is not valid for 'check'"},
         {{"--days", "3", "windows"}, "option '--days' is not valid before the subcommand"},
+        {{"--node", "n1", "windows"}, "option '--node' is not valid for 'windows'"},
         {{"windows", "--days", "0"}, "--days: '0' is not a number of days"},
         {{"windows", "--days", "x"}, "--days: 'x'"},
         {{"windows", "--days"}, "option '--days' needs a value"},

@@ -2,6 +2,7 @@
 // exceptions, reservation commands, human and JSON output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -40,13 +41,54 @@ TEST(LanesctlCheck, ParsesDiagnostics) {
     EXPECT_EQ(ds[2].message, "something without a place");
 }
 
+// lanes.toml errors arrive structured from the library: lanesctl uses the fields
+// as they are instead of parsing "file:line:col:" back out of the text.
+TEST(LanesctlCheck, ConfigErrorsAreStructured) {
+    auto config = lanes::parse_config("default_class = \"x\"\n[classes.x]\nrat = \"1Gbit\"\n", "/etc/slurm/lanes.toml");
+    ASSERT_FALSE(config);
+    const auto& e = config.error();
+    ASSERT_FALSE(e.diagnostics.empty()) << e.message;
+    auto it = std::find_if(e.diagnostics.begin(), e.diagnostics.end(),
+                           [](const lanes::Diagnostic& x) { return x.key == "classes.x.rat"; });
+    ASSERT_NE(it, e.diagnostics.end()) << e.message;
+    const auto& d = *it;
+    EXPECT_EQ(d.file, "/etc/slurm/lanes.toml");
+    EXPECT_EQ(d.line, 3);
+    EXPECT_EQ(d.column, 1);
+    EXPECT_EQ(d.key, "classes.x.rat");
+    EXPECT_EQ(d.message.rfind("unknown key", 0), 0u) << d.message;
+    EXPECT_NE(e.message.find(d.text()), std::string::npos);
+    auto shown = lanes::ctl::diagnostics_of(e);
+    ASSERT_EQ(shown.size(), e.diagnostics.size());
+    const size_t i = static_cast<size_t>(it - e.diagnostics.begin());
+    EXPECT_EQ(shown[i].key, "classes.x.rat");
+    EXPECT_EQ(shown[i].message, d.message);
+    EXPECT_EQ(shown[i].text, "/etc/slurm/lanes.toml:3:1: classes.x.rat: " + d.message);
+    lanes::ctl::CheckReport report;
+    report.config_path = "lanes.toml";
+    report.errors = shown;
+    auto json = lanes::json::write(lanes::ctl::check_json(report));
+    EXPECT_NE(json.find(R"("line":3,"column":1,"key":"classes.x.rat","message":"unknown key)"), std::string::npos) << json;
+
+    auto syntax = lanes::parse_config("[classes\n", "l.toml");
+    ASSERT_FALSE(syntax);
+    ASSERT_EQ(syntax.error().diagnostics.size(), 1u);
+    EXPECT_EQ(syntax.error().diagnostics[0].line, 1);
+    EXPECT_EQ(syntax.error().diagnostics[0].message.rfind("syntax error: ", 0), 0u);
+    // Errors without a place (the policy's Lua messages) are still split from text.
+    auto lua = lanes::ctl::diagnostics_of(lanes::Error{"/etc/slurm/p.lua:7: attempt to index a nil value", {}});
+    ASSERT_EQ(lua.size(), 1u);
+    EXPECT_EQ(lua[0].line, 7);
+    EXPECT_EQ(lua[0].key, "");
+}
+
 TEST(LanesctlCheck, HumanAndJson) {
     lanes::ctl::CheckReport bad;
     bad.config_path = "lanes.toml";
     bad.errors = lanes::ctl::parse_diagnostics("lanes.toml:4:1: classes.x: unknown key 'rat'");
     EXPECT_EQ(lanes::ctl::format_check_human(bad), "lanes.toml:4:1: classes.x: unknown key 'rat'\n");
     EXPECT_EQ(lanes::json::write(lanes::ctl::check_json(bad)),
-              R"({"config":"lanes.toml","ok":false,"errors":[{"file":"lanes.toml","line":4,"column":1,)"
+              R"({"config":"lanes.toml","ok":false,"errors":[{"file":"lanes.toml","line":4,"column":1,"key":null,)"
               R"("message":"classes.x: unknown key 'rat'","text":"lanes.toml:4:1: classes.x: unknown key 'rat'"}],)"
               R"("warnings":[]})");
 

@@ -27,7 +27,10 @@ struct FakeKernel {
     std::map<int, std::map<uint32_t, HtbParams>> classes;  // ifindex -> classid -> params
     std::map<int, std::map<uint32_t, std::string>> leaves; // ifindex -> parent class -> kind
     std::map<uint32_t, NftEnsureJob> nft_jobs;
-    std::vector<int> nft_levels;
+    std::set<int> nft_levels;
+    bool nft_table = false;
+    std::map<int, GsoSize> gso;
+    std::optional<uint8_t> unclassified;
     std::set<std::string> dirs;
     std::vector<std::string> scopes;   // Slurm stepd scopes
     std::map<std::string, std::vector<pid_t>> procs;
@@ -112,6 +115,12 @@ public:
             if ((id >> 16) == major) out.push_back(id);
         return out;
     }
+    Result<GsoSize> gso_size(int i) override { return k_.gso.count(i) ? k_.gso[i] : GsoSize{65536, 65536}; }
+    Result<void> set_gso_size(int i, const GsoSize& g) override {
+        k_.log.push_back("gso " + std::to_string(i) + " " + std::to_string(g.max) + " " + std::to_string(g.ipv4_max));
+        k_.gso[i] = g;
+        return {};
+    }
 
 private:
     FakeKernel& k_;
@@ -120,38 +129,58 @@ private:
 class FakeMarker final : public PacketMarker {
 public:
     explicit FakeMarker(FakeKernel& k) : k_(k) {}
-    Result<void> ensure_base(const std::vector<int>& levels) override {
-        k_.log.push_back("nft base");
-        k_.nft_levels = levels;
-        return {};
+    void set_base(const MarkerBase& wanted) override { wanted_ = wanted; }
+    Result<MarkedCgroup> resolve(const std::string& cgroup) override {
+        return MarkedCgroup{std::hash<std::string>{}(cgroup) | 1, 2};
     }
-    Result<void> add_job(const NftEnsureJob& o) override {
+    Result<MarkedCgroup> add_job(const NftEnsureJob& o, bool* rebuilt) override {
         k_.log.push_back(describe(Operation{o}));
-        if (o.cgroup_id == 0 && !o.chain_only) return fail("nft: no cgroup id to key the map element");
+        if (o.cgroup_id == 0) return fail("nft: no cgroup id to key the map element");
         if (k_.fail_nft_add) return fail("lanes: nft: job " + std::to_string(o.job_id) + ": injected failure");
-        k_.nft_jobs[o.job_id] = o;
-        return {};
-    }
-    Result<void> add_job_cgroup(uint32_t job_id, uint64_t id) override {
-        k_.log.push_back("nft key job " + std::to_string(job_id) + " on " + std::to_string(id));
-        if (!k_.nft_jobs.count(job_id)) return fail("nft: no chain job_" + std::to_string(job_id));
-        k_.nft_jobs[job_id].cgroup_id = id;
-        return {};
+        *rebuilt = !k_.nft_table;
+        if (!k_.nft_table) {
+            k_.log.push_back("nft base");
+            k_.nft_table = true;
+        }
+        for (int l : wanted_.levels) k_.nft_levels.insert(l);
+        k_.nft_levels.insert(o.level ? o.level : 2);
+        k_.unclassified = wanted_.unclassified;
+        NftEnsureJob stored = o;
+        if (!stored.level) stored.level = 2;
+        k_.nft_jobs[o.job_id] = stored;
+        return MarkedCgroup{o.cgroup_id, o.level ? o.level : 2};
     }
     Result<void> remove_job(const NftRemoveJob& o) override {
         k_.log.push_back(describe(Operation{o}));
-        k_.nft_jobs.erase(o.job_id);
+        for (auto it = k_.nft_jobs.begin(); it != k_.nft_jobs.end();)
+            it = it->second.cgroup_id == o.cgroup_id ? k_.nft_jobs.erase(it) : std::next(it);
+        return {};
+    }
+    Result<MarkerCheck> check(const std::vector<NftEnsureJob>& jobs) override {
+        MarkerCheck c;
+        c.base_ok = k_.nft_table;
+        for (const auto& j : jobs)
+            if (!k_.nft_jobs.count(j.job_id) || !(k_.nft_jobs[j.job_id] == j)) c.jobs_missing.push_back(j.job_id);
+        return c;
+    }
+    Result<void> rebuild(const std::vector<NftEnsureJob>& jobs) override {
+        k_.log.push_back("nft rebuild " + std::to_string(jobs.size()));
+        k_.nft_table = true;
+        k_.nft_jobs.clear();
+        for (const auto& j : jobs) k_.nft_jobs[j.job_id] = j;
         return {};
     }
     Result<void> remove_all() override {
         k_.log.push_back("nft delete table");
         k_.nft_jobs.clear();
         k_.nft_levels.clear();
+        k_.nft_table = false;
         return {};
     }
 
 private:
     FakeKernel& k_;
+    MarkerBase wanted_;
 };
 
 class FakeCgroups final : public CgroupTree {
@@ -318,20 +347,68 @@ TEST_F(NodeShaperTest, SlurmJobDirNotYetMadeIsKeyedLater) {
     // PrologFlags=Contain: the prolog runs before Slurm makes job_<id>.
     k_.scopes = {"/sys/fs/cgroup/system.slice/other_slurmstepd.scope",
                  "/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope"};
+    const std::string dir = "/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope/job_7";
     auto s = open("gpu2", kUnified);
-    auto st = s->apply(req(7, kGbit));
+    auto st = s->apply(req(7, kGbit, 34));
     ASSERT_TRUE(st) << st.error().message;
     EXPECT_TRUE(st->cgroup_slurm);
     EXPECT_FALSE(st->cgroup_owned);
-    EXPECT_EQ(st->cgroup, "/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope/job_7");  // this node's scope
+    EXPECT_EQ(st->cgroup, dir);  // this node's scope
     EXPECT_EQ(st->cgroup_id, 0u);
-    ASSERT_TRUE(k_.nft_jobs.count(7));
-    EXPECT_TRUE(k_.nft_jobs[7].chain_only);  // no map element until a step keys it
-    EXPECT_EQ(k_.nft_levels, (std::vector<int>{2, 3}));
+    EXPECT_FALSE(k_.nft_jobs.count(7));  // no element until a step keys it
+    EXPECT_EQ(k_.roots.size(), 2u);      // the HTB class is made by the prolog
     for (const auto& line : k_.log) EXPECT_EQ(line.find("mkdir"), std::string::npos) << line;  // never our own dir
+
+    int markers = 0;
+    auto step = [&](uint32_t job) {
+        return NodeShaper::classify_step_with(config_, "gpu2", job, std::make_unique<FakeCgroups>(k_, kUnified),
+                                              [&](const Cgroup2Mount&) -> Result<std::unique_ptr<PacketMarker>> {
+                                                  ++markers;
+                                                  return std::make_unique<FakeMarker>(k_);
+                                              });
+    };
+    // A step before slurmstepd made the dir cannot key it: an error naming the job.
+    auto early = step(7);
+    ASSERT_FALSE(early);
+    EXPECT_NE(early.error().message.find("JobId=7"), std::string::npos) << early.error().message;
+    EXPECT_NE(early.error().message.find(dir), std::string::npos) << early.error().message;
+
+    k_.dirs.insert(dir);  // the extern step: slurmstepd made job_7
+    auto keyed = step(7);
+    ASSERT_TRUE(keyed) << keyed.error().message;
+    EXPECT_EQ(keyed->cgroup_id, 77u);
+    EXPECT_EQ(keyed->cgroup_level, 3);
+    ASSERT_TRUE(k_.nft_jobs.count(7));
+    EXPECT_EQ(k_.nft_jobs[7].cgroup_id, 77u);
+    EXPECT_EQ(k_.nft_jobs[7].level, 3);  // a rule for the dir's level
+    EXPECT_EQ(k_.nft_jobs[7].dscp, std::optional<uint8_t>(34));
+    EXPECT_EQ(k_.nft_jobs[7].priority, tc_handle(config_.root_handle_major, st->minor));
+    EXPECT_TRUE(k_.nft_levels.count(3));
+    EXPECT_EQ(k_.unclassified, config_.unclassified_dscp);  // the base keeps the unclassified rewrite
+    EXPECT_EQ((*JobStateStore(config_.state_dir).load(7))->cgroup_id, 77u);  // kept for the epilog
+    EXPECT_EQ(markers, 1);
+
+    // Every later step (batch, srun, the next extern): nothing to do, no nft.
+    ASSERT_TRUE(step(7));
+    ASSERT_TRUE(step(7));
+    EXPECT_EQ(markers, 1);
+    // The element already there is not an error either (a state file rewritten).
+    auto again = *JobStateStore(config_.state_dir).load(7);
+    again->cgroup_id = 0;
+    ASSERT_TRUE(JobStateStore(config_.state_dir).save(*again));
+    ASSERT_TRUE(step(7));
+    EXPECT_EQ(markers, 2);
+
+    // No record: the step fails, naming the job.
+    auto none = step(8);
+    ASSERT_FALSE(none);
+    EXPECT_NE(none.error().message.find("JobId=8: no Lanes record"), std::string::npos) << none.error().message;
+
+    // The epilog removes the element by the id kept in the state file.
     ASSERT_TRUE(s->remove(7));
     EXPECT_TRUE(k_.nft_jobs.empty());
     EXPECT_EQ(job_files(), 0);
+    EXPECT_TRUE(k_.dirs.count(dir));  // Slurm's, never removed by Lanes
 }
 
 TEST_F(NodeShaperTest, UnshapedRecordIsKeptAndForgotten) {
@@ -358,7 +435,7 @@ TEST_F(NodeShaperTest, TwoJobsGetTheirOwnClassesChainsAndDirs) {
     ASSERT_TRUE(b) << b.error().message;
     EXPECT_NE(a->minor, b->minor);
     EXPECT_EQ(a->cgroup, "/sys/fs/cgroup/unified/lanes/job_7");
-    EXPECT_EQ(a->cgroup_key, "unified/lanes/job_7");
+    EXPECT_EQ(a->cgroup_key, "lanes/job_7");
     EXPECT_TRUE(a->cgroup_owned);
     EXPECT_NE(a->cgroup_id, 0u);
     for (int idx : {2, 3}) {
@@ -369,7 +446,7 @@ TEST_F(NodeShaperTest, TwoJobsGetTheirOwnClassesChainsAndDirs) {
     }
     ASSERT_EQ(k_.nft_jobs.size(), 2u);
     EXPECT_EQ(k_.nft_jobs[8].dscp, 34);
-    EXPECT_EQ(k_.nft_levels, std::vector<int>{2});
+    EXPECT_EQ(k_.nft_levels, std::set<int>{2});
     EXPECT_EQ(s->list().size(), 2u);
     auto c = s->counters(8);
     ASSERT_TRUE(c);
@@ -486,9 +563,9 @@ TEST_F(NodeShaperTest, SlurmCgroupDirIsUsedOnAUnifiedNode) {
     EXPECT_TRUE(k_.nft_levels.empty());  // the base ruleset is made by the first apply, not by open
     auto st = s->apply(req(7, kGbit));
     ASSERT_TRUE(st);
-    EXPECT_EQ(k_.nft_levels, (std::vector<int>{2, 3}));  // our own dirs and Slurm's
+    EXPECT_EQ(k_.nft_levels, (std::set<int>{2, 3}));  // our own dirs and Slurm's
     EXPECT_FALSE(st->cgroup_owned);
-    EXPECT_EQ(st->cgroup_key, "system.slice/slurmstepd.scope/job_7");
+    EXPECT_EQ(st->cgroup_key, "system.slice/slurmstepd.scope/job_7");  // relative to the mount
     EXPECT_EQ(st->cgroup_id, 77u);
     EXPECT_TRUE(s->attach(7, 99));  // no-op: Slurm placed the tasks
     EXPECT_TRUE(k_.procs.empty());
@@ -503,6 +580,92 @@ TEST_F(NodeShaperTest, SlurmCgroupDirIsUsedOnAUnifiedNode) {
     EXPECT_TRUE(NodeShaper::attach_task(config_, 8, 5));  // Slurm placed the tasks: nothing to move
 }
 
+TEST_F(NodeShaperTest, GsoFollowsTheLowestCeilAndIsRestoredWithTheLastCappedJob) {
+    config_.gso_burst_us = 250;
+    auto s = open();
+    ASSERT_TRUE(s);
+    auto uncapped = req(5, kGbit);
+    uncapped.net.ceil = Rate{0, 100};  // ceil = the link: no cap, nothing touched
+    ASSERT_TRUE(s->apply(uncapped));
+    EXPECT_TRUE(k_.gso.empty());
+    auto a = req(7, kGbit);
+    a.net.ceil = Rate{8 * kGbit, 0};  // 1 GB/s x 250 us = 250000 -> the NIC's own 65536
+    ASSERT_TRUE(s->apply(a));
+    EXPECT_TRUE(k_.gso.empty()) << "a bound above the NIC's own size changes nothing";
+    auto b = req(8, 100'000'000);
+    b.net.ceil = Rate{400'000'000, 0};  // 50 MB/s x 250 us = 12500 bytes
+    ASSERT_TRUE(s->apply(b));
+    EXPECT_EQ(k_.gso[2], (GsoSize{12500, 12500}));
+    EXPECT_EQ(k_.gso[3], (GsoSize{12500, 12500}));
+    auto c = req(9, 10'000'000);
+    c.net.ceil = Rate{20'000'000, 0};  // 2.5 MB/s x 250 us = 625 -> floor of two frames
+    ASSERT_TRUE(s->apply(c));
+    EXPECT_EQ(k_.gso[2].max, 3028u);
+    ASSERT_TRUE(s->remove(9));
+    EXPECT_EQ(k_.gso[2].max, 12500u);  // the next lowest ceil
+    ASSERT_TRUE(s->remove(8));
+    EXPECT_EQ(k_.gso[2], (GsoSize{65536, 65536}));  // restored
+    ASSERT_TRUE(s->remove(7));
+    ASSERT_TRUE(s->remove(5));
+    EXPECT_FALSE(std::filesystem::exists(config_.state_dir + "/gso_eth0"));
+    config_.gso_burst_us.reset();  // "off": never touched
+    k_.gso.clear();
+    auto off = open();
+    ASSERT_TRUE(off->apply(b));
+    EXPECT_TRUE(k_.gso.empty());
+}
+
+TEST_F(NodeShaperTest, AMissingTableIsRebuiltWithEveryJobByTheNextApply) {
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(7, kGbit, 34)));
+    ASSERT_TRUE(s->apply(req(8, kGbit, 8)));
+    auto ok = s->check();
+    ASSERT_TRUE(ok);
+    EXPECT_FALSE(ok->needed) << ok->what;
+    k_.nft_table = false;  // nft flush ruleset
+    k_.nft_jobs.clear();
+    auto found = s->check();
+    ASSERT_TRUE(found);
+    EXPECT_TRUE(found->needed);
+    ASSERT_TRUE(s->apply(req(9, kGbit)));
+    EXPECT_EQ(k_.nft_jobs.size(), 3u);
+    EXPECT_EQ(k_.nft_jobs[7].dscp, std::optional<uint8_t>(34));
+    k_.nft_jobs.clear();
+    k_.classes[2].clear();  // and someone deleted classes
+    auto again = s->reapply(true);
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_TRUE(again->needed);
+    EXPECT_EQ(k_.nft_jobs.size(), 3u);
+    EXPECT_EQ(k_.classes[2].size(), 5u);  // :1, :fffe and three jobs
+    auto nothing = s->reapply(true);
+    ASSERT_TRUE(nothing);
+    EXPECT_FALSE(nothing->needed) << nothing->what;
+}
+
+TEST_F(NodeShaperTest, UnclassifiedDscpAndCallerGivenCgroup) {
+    config_.unclassified_dscp = 10;
+    auto s = open("gpu2", kUnified);
+    auto r = req(7, kGbit);
+    r.cgroup = "system.slice/gpu2_slurmstepd.scope/job_7";
+    k_.dirs.insert("/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope/job_7");
+    auto st = s->apply(r);
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_EQ(k_.unclassified, std::optional<uint8_t>(10));
+    EXPECT_FALSE(st->cgroup_owned);
+    EXPECT_EQ(st->cgroup, "/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope/job_7");
+    EXPECT_EQ(st->cgroup_level, 3);
+    EXPECT_EQ(k_.nft_jobs[7].cgroup, "system.slice/gpu2_slurmstepd.scope/job_7");
+    r.job_id = 8;
+    r.cgroup = "../etc";
+    EXPECT_FALSE(s->apply(r));
+    r.cgroup = "system.slice/gone/job_8";
+    auto missing = s->apply(r);
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().message.find("does not exist"), std::string::npos) << missing.error().message;
+    ASSERT_TRUE(s->remove(7));
+    EXPECT_TRUE(k_.dirs.count("/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope/job_7"));  // not ours
+}
+
 const std::optional<std::string> kSlurmJob7 = "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7";
 
 TEST(NodeShaperCgroup, PlacementAndLevels) {
@@ -510,7 +673,7 @@ TEST(NodeShaperCgroup, PlacementAndLevels) {
     ASSERT_TRUE(hybrid);
     EXPECT_EQ(hybrid->dir, "/sys/fs/cgroup/unified/lanes/job_7");
     EXPECT_EQ(hybrid->parent, "/sys/fs/cgroup/unified/lanes");
-    EXPECT_EQ(hybrid->key, "unified/lanes/job_7");
+    EXPECT_EQ(hybrid->key, "lanes/job_7");  // relative to the cgroup2 mount (the marker's key)
     EXPECT_EQ(hybrid->level, 2);
     EXPECT_TRUE(hybrid->owned);
     // Slurm's dir is only taken on a unified node and when it exists.
@@ -525,7 +688,7 @@ TEST(NodeShaperCgroup, PlacementAndLevels) {
     EXPECT_EQ(custom->level, 3);
     // A mount elsewhere: nft's key climbs out of /sys/fs/cgroup.
     auto elsewhere = place_job_cgroup("auto", Cgroup2Mount{"/run/cg2", "/"}, 7, std::nullopt);
-    EXPECT_EQ(elsewhere->key, "../../../run/cg2/lanes/job_7");
+    EXPECT_EQ(elsewhere->key, "lanes/job_7");
     // Inside a cgroup namespace-like root, levels count from the hierarchy root.
     EXPECT_EQ(place_job_cgroup("auto", Cgroup2Mount{"/sys/fs/cgroup", "/machine/c1"}, 7, std::nullopt)->level, 4);
     for (const char* bad : {"relative/path", "/sys/fs/cgroup/cpu/x", "/sys/fs/cgroup/unified/../x", "/sys/fs/cgroup/unified"})
@@ -571,8 +734,20 @@ TEST(NodeShaperStateFile, RoundTripAndErrors) {
     s.cgroup_key = "unified/lanes/job_4000000000";
     s.cgroup_owned = true;
     s.cgroup_id = 123456789012345ull;
+    s.cgroup_level = 3;
+    s.root_major = 0x1b00;
+    s.dscp_marked = 46;
     auto text = format_job_state(s);
     auto back = parse_job_state(text, "job_4000000000");
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, s);
+    // Keyed on Slurm's job dir, not yet made (the prolog with PrologFlags=Contain).
+    s.cgroup = "/sys/fs/cgroup/system.slice/n1_slurmstepd.scope/job_4000000000";
+    s.cgroup_key = "system.slice/n1_slurmstepd.scope/job_4000000000";
+    s.cgroup_owned = false;
+    s.cgroup_slurm = true;
+    s.cgroup_id = 0;
+    back = parse_job_state(format_job_state(s), "job_4000000000");
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, s);
 

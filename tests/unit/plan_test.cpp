@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "node/packet_marker.hpp"
@@ -36,7 +37,7 @@ NodeFacts facts_for(uint32_t job, std::vector<NicFacts> nics) {
     f.leaf_qdisc_kind = "pfifo";
     f.cgroup_dir = "/sys/fs/cgroup/unified/lanes/job_" + std::to_string(job);
     f.cgroup_parent = "/sys/fs/cgroup/unified/lanes";
-    f.cgroup_key = "unified/lanes/job_" + std::to_string(job);
+    f.cgroup_key = "lanes/job_" + std::to_string(job);
     f.cgroup_owned = true;
     return f;
 }
@@ -86,7 +87,7 @@ TEST(Plan, TwoJobsGetDistinctClassesAndMarks) {
     ASSERT_EQ(n7.size(), 1u);
     EXPECT_EQ(n7[0].priority, c7[0].classid);
     EXPECT_EQ(n8[0].priority, c8[0].classid);
-    EXPECT_NE(n7[0].cgroup_key, n8[0].cgroup_key);
+    EXPECT_NE(n7[0].cgroup, n8[0].cgroup);
     auto q7 = ops_of<AddLeafQdisc>(plans[0]);
     ASSERT_EQ(q7.size(), 1u);
     EXPECT_EQ(q7[0].parent, c7[0].classid);
@@ -113,6 +114,38 @@ TEST(Plan, OperationOrderCgroupFirstMarksLast) {
     EXPECT_TRUE(std::holds_alternative<DeleteClass>(r.operations[2]));
     ASSERT_TRUE(std::holds_alternative<RemoveCgroup>(r.operations[3]));
     EXPECT_EQ(std::get<RemoveCgroup>(r.operations[3]).parent, "/sys/fs/cgroup/unified/lanes");
+}
+
+TEST(Plan, SlurmJobDirNotYetMadeGetsClassesButNoMarks) {
+    // PrologFlags=Contain: the prolog runs before slurmstepd makes job_<id>; the
+    // job's first step adds the marks (NodeShaper::classify_step).
+    NodeConfig config;
+    NodeFacts f = facts_for(7, {nic("eth0", 25 * kGbit)});
+    f.cgroup_dir = "/sys/fs/cgroup/system.slice/n1_slurmstepd.scope/job_7";
+    f.cgroup_parent = "/sys/fs/cgroup/system.slice/n1_slurmstepd.scope";
+    f.cgroup_key = "system.slice/n1_slurmstepd.scope/job_7";
+    f.cgroup_owned = false;
+    f.cgroup_slurm = true;
+    f.cgroup_pending = true;
+    auto p = plan_apply(config, f, request(7, bits(kGbit), {}, 34), 7, {});
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_TRUE(ops_of<NftEnsureJob>(*p).empty());
+    EXPECT_TRUE(ops_of<EnsureCgroup>(*p).empty());  // Slurm's dir: never made by Lanes
+    EXPECT_EQ(ops_of<AddClass>(*p).size(), 1u);
+    EXPECT_TRUE(p->state.cgroup_slurm);
+    EXPECT_EQ(p->state.cgroup_id, 0u);
+    EXPECT_EQ(p->state.dscp_marked, std::optional<uint8_t>(34));
+    // The epilog of a job never keyed: nothing to remove in nft, no rmdir.
+    auto r = plan_remove(p->state, config.root_handle_major);
+    EXPECT_TRUE(ops_of<RemoveCgroup>(r).empty());
+    ASSERT_EQ(ops_of<NftRemoveJob>(r).size(), 1u);
+    EXPECT_EQ(ops_of<NftRemoveJob>(r)[0].cgroup_id, 0u);  // the marker skips id 0
+    // Once the dir exists (a prolog run again), the marks are planned.
+    f.cgroup_pending = false;
+    p = plan_apply(config, f, request(7, bits(kGbit), {}, 34), 7, {});
+    ASSERT_TRUE(p);
+    ASSERT_EQ(ops_of<NftEnsureJob>(*p).size(), 1u);
+    EXPECT_EQ(ops_of<NftEnsureJob>(*p)[0].cgroup, "system.slice/n1_slurmstepd.scope/job_7");
 }
 
 TEST(Plan, ReapplyOfTheSameRequestIsUnchanged) {
@@ -152,8 +185,8 @@ TEST(Plan, OurRootIsNotRecreated) {
     EXPECT_TRUE(roots[0].root_exists);
     EXPECT_FALSE(roots[0].replace_foreign);
     EXPECT_EQ(roots[0].parent.rate_bits, 25 * kGbit);
-    EXPECT_EQ(roots[0].fallback.ceil_bits, 25 * kGbit);
-    EXPECT_EQ(roots[0].fallback.rate_bits, 25 * kGbit / 10);
+    EXPECT_EQ(roots[0].fallback.ceil_bits, 25 * kGbit / 4);   // unclassified_ceil 25%
+    EXPECT_EQ(roots[0].fallback.rate_bits, 25 * kGbit / 20);  // unclassified_rate 5%
     EXPECT_EQ(roots[0].fallback.prio, 7u);
 }
 
@@ -368,124 +401,176 @@ std::vector<uint8_t> data_value(nlattr* nested) {
     return std::vector<uint8_t>(p, p + nla_len(tb[NFTA_DATA_VALUE]));
 }
 
-// name -> attributes of each expression of a NEWRULE message, in order.
-std::vector<std::pair<std::string, nlattr*>> expressions(nlmsghdr* h) {
-    std::vector<std::pair<std::string, nlattr*>> out;
-    nlattr* tb[NFTA_RULE_MAX + 1];
-    if (nlmsg_parse(h, sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) != 0 || !tb[NFTA_RULE_EXPRESSIONS]) return out;
+// The elements of one NEWSETELEM/DELSETELEM message: set name, (key, data) pairs.
+struct Elems {
+    std::string set;
+    std::vector<std::pair<uint64_t, std::vector<uint8_t>>> items;
+};
+Elems elements_of(nlmsghdr* h) {
+    Elems out;
+    nlattr* tb[NFTA_SET_ELEM_LIST_MAX + 1];
+    if (nlmsg_parse(h, sizeof(nfgenmsg), tb, NFTA_SET_ELEM_LIST_MAX, nullptr) != 0) return out;
+    EXPECT_STREQ(nla_get_string(tb[NFTA_SET_ELEM_LIST_TABLE]), "lanes");
+    out.set = nla_get_string(tb[NFTA_SET_ELEM_LIST_SET]);
     nlattr* e;
     int rem;
-    nla_for_each_nested(e, tb[NFTA_RULE_EXPRESSIONS], rem) {
-        nlattr* x[NFTA_EXPR_MAX + 1];
-        if (nla_parse_nested(x, NFTA_EXPR_MAX, e, nullptr) != 0) continue;
-        out.emplace_back(nla_get_string(x[NFTA_EXPR_NAME]), x[NFTA_EXPR_DATA]);
+    nla_for_each_nested(e, tb[NFTA_SET_ELEM_LIST_ELEMENTS], rem) {
+        nlattr* el[NFTA_SET_ELEM_MAX + 1];
+        if (nla_parse_nested(el, NFTA_SET_ELEM_MAX, e, nullptr) != 0) continue;
+        auto key = data_value(el[NFTA_SET_ELEM_KEY]);
+        uint64_t id = 0;
+        if (key.size() == 8) std::memcpy(&id, key.data(), 8);
+        out.items.emplace_back(id, el[NFTA_SET_ELEM_DATA] ? data_value(el[NFTA_SET_ELEM_DATA]) : std::vector<uint8_t>{});
     }
     return out;
 }
 
-TEST(Plan, NftAddJobBatchIsOneTransactionWithPriorityDscpAndElement) {
-    NftEnsureJob add{7, "unified/lanes/job_7", tc_handle(0x1a4e, 7), 34, 0x1122334455667788ull};
+TEST(Plan, NftAddJobIsTwoElementsInOneTransactionNoChains) {
+    NftEnsureJob add{7, "lanes/job_7", tc_handle(0x1a4e, 7), 34, 0x1122334455667788ull, 2};
     auto bytes = nft_add_job_batch(add, 100);
     auto msgs = split_batch(bytes);
-    EXPECT_EQ(types(msgs), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWCHAIN, NFT_MSG_DELRULE, NFT_MSG_NEWRULE,
-                                             NFT_MSG_NEWRULE, NFT_MSG_NEWRULE, NFT_MSG_NEWSETELEM, NFNL_MSG_BATCH_END}));
+    // No chain, no rule, no verdict: nothing the kernel re-validates per job.
+    EXPECT_EQ(types(msgs), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWSETELEM, NFT_MSG_NEWSETELEM,
+                                             NFNL_MSG_BATCH_END}));
     for (std::size_t i = 0; i < msgs.size(); ++i) EXPECT_EQ(msgs[i].hdr->nlmsg_seq, 100 + i);
-    for (std::size_t i = 1; i + 1 < msgs.size(); ++i) EXPECT_TRUE(msgs[i].hdr->nlmsg_flags & NLM_F_ACK);
-    EXPECT_FALSE(msgs[1].hdr->nlmsg_flags & NLM_F_EXCL);  // an existing chain is fine
+    EXPECT_FALSE(msgs[1].hdr->nlmsg_flags & NLM_F_ACK);  // errors are reported anyway
+    EXPECT_TRUE(msgs[2].hdr->nlmsg_flags & NLM_F_ACK);   // the last one ends the exchange
+    EXPECT_FALSE(msgs[1].hdr->nlmsg_flags & NLM_F_EXCL); // the same element again is fine
 
-    // Rule 1: immediate 1a4e:7 -> meta priority, counter.
-    auto r1 = expressions(msgs[3].hdr);
-    ASSERT_EQ(r1.size(), 3u);
-    EXPECT_EQ(r1[0].first, "immediate");
-    nlattr* imm[NFTA_IMMEDIATE_MAX + 1];
-    ASSERT_EQ(nla_parse_nested(imm, NFTA_IMMEDIATE_MAX, r1[0].second, nullptr), 0);
-    auto prio = data_value(imm[NFTA_IMMEDIATE_DATA]);
-    ASSERT_EQ(prio.size(), 4u);
+    auto prio = elements_of(msgs[1].hdr);
+    EXPECT_EQ(prio.set, "prio");
+    ASSERT_EQ(prio.items.size(), 1u);
+    EXPECT_EQ(prio.items[0].first, 0x1122334455667788ull);  // host order, as nft keys cgroupsv2
+    ASSERT_EQ(prio.items[0].second.size(), 4u);
     uint32_t p = 0;
-    std::memcpy(&p, prio.data(), 4);
-    EXPECT_EQ(p, 0x1a4e0007u);
-    EXPECT_EQ(r1[1].first, "meta");
-    nlattr* meta[NFTA_META_MAX + 1];
-    ASSERT_EQ(nla_parse_nested(meta, NFTA_META_MAX, r1[1].second, nullptr), 0);
-    EXPECT_EQ(ntohl(nla_get_u32(meta[NFTA_META_KEY])), static_cast<uint32_t>(NFT_META_PRIORITY));
-    EXPECT_EQ(r1[2].first, "counter");
+    std::memcpy(&p, prio.items[0].second.data(), 4);
+    EXPECT_EQ(p, 0x1a4e0007u);  // host order: skb->priority
+    auto dscp = elements_of(msgs[2].hdr);
+    EXPECT_EQ(dscp.set, "dscp_34");
+    ASSERT_EQ(dscp.items.size(), 1u);
+    EXPECT_EQ(dscp.items[0].first, 0x1122334455667788ull);
+    EXPECT_TRUE(dscp.items[0].second.empty());
 
-    // Rules 2 and 3: nfproto match, then DSCP 34 (TOS 0x88) written into the first
-    // two bytes of the network header; IPv4 with its checksum fixed.
-    struct Want {
-        uint8_t nfproto;
-        std::vector<uint8_t> mask, xr;
-        bool csum;
-    } want[] = {{NFPROTO_IPV4, {0xff, 0x03}, {0x00, 0x88}, true}, {NFPROTO_IPV6, {0xf0, 0x3f}, {0x08, 0x80}, false}};
-    for (int k = 0; k < 2; ++k) {
-        auto r = expressions(msgs[4 + k].hdr);
-        ASSERT_EQ(r.size(), 5u);
-        EXPECT_EQ(r[0].first, "meta");
-        EXPECT_EQ(r[1].first, "cmp");
-        nlattr* cmp[NFTA_CMP_MAX + 1];
-        ASSERT_EQ(nla_parse_nested(cmp, NFTA_CMP_MAX, r[1].second, nullptr), 0);
-        EXPECT_EQ(data_value(cmp[NFTA_CMP_DATA]), std::vector<uint8_t>{want[k].nfproto});
-        EXPECT_EQ(r[2].first, "payload");
-        EXPECT_EQ(r[3].first, "bitwise");
-        nlattr* bw[NFTA_BITWISE_MAX + 1];
-        ASSERT_EQ(nla_parse_nested(bw, NFTA_BITWISE_MAX, r[3].second, nullptr), 0);
-        EXPECT_EQ(data_value(bw[NFTA_BITWISE_MASK]), want[k].mask);
-        EXPECT_EQ(data_value(bw[NFTA_BITWISE_XOR]), want[k].xr);
-        EXPECT_EQ(r[4].first, "payload");
-        nlattr* pw[NFTA_PAYLOAD_MAX + 1];
-        ASSERT_EQ(nla_parse_nested(pw, NFTA_PAYLOAD_MAX, r[4].second, nullptr), 0);
-        EXPECT_TRUE(pw[NFTA_PAYLOAD_SREG]);
-        EXPECT_EQ(static_cast<bool>(pw[NFTA_PAYLOAD_CSUM_TYPE]), want[k].csum);
-    }
-
-    // The element: cgroup id (host order) -> goto job_7.
-    nlattr* tb[NFTA_SET_ELEM_LIST_MAX + 1];
-    ASSERT_EQ(nlmsg_parse(msgs[6].hdr, sizeof(nfgenmsg), tb, NFTA_SET_ELEM_LIST_MAX, nullptr), 0);
-    EXPECT_STREQ(nla_get_string(tb[NFTA_SET_ELEM_LIST_TABLE]), "lanes");
-    EXPECT_STREQ(nla_get_string(tb[NFTA_SET_ELEM_LIST_SET]), "jobs");
-    nlattr* elem = static_cast<nlattr*>(nla_data(tb[NFTA_SET_ELEM_LIST_ELEMENTS]));
-    nlattr* el[NFTA_SET_ELEM_MAX + 1];
-    ASSERT_EQ(nla_parse_nested(el, NFTA_SET_ELEM_MAX, elem, nullptr), 0);
-    auto key = data_value(el[NFTA_SET_ELEM_KEY]);
-    ASSERT_EQ(key.size(), 8u);
-    uint64_t id = 0;
-    std::memcpy(&id, key.data(), 8);
-    EXPECT_EQ(id, 0x1122334455667788ull);
-    nlattr* d[NFTA_DATA_MAX + 1];
-    ASSERT_EQ(nla_parse_nested(d, NFTA_DATA_MAX, el[NFTA_SET_ELEM_DATA], nullptr), 0);
-    nlattr* v[NFTA_VERDICT_MAX + 1];
-    ASSERT_EQ(nla_parse_nested(v, NFTA_VERDICT_MAX, d[NFTA_DATA_VERDICT], nullptr), 0);
-    EXPECT_EQ(static_cast<int32_t>(ntohl(nla_get_u32(v[NFTA_VERDICT_CODE]))), NFT_GOTO);
-    EXPECT_STREQ(nla_get_string(v[NFTA_VERDICT_CHAIN]), "job_7");
-
-    add.dscp.reset();
+    add.dscp.reset();  // no DSCP of its own: only the priority; the unclassified DSCP applies
     auto plain = nft_add_job_batch(add, 1);
-    EXPECT_EQ(types(split_batch(plain)), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWCHAIN, NFT_MSG_DELRULE,
-                                                           NFT_MSG_NEWRULE, NFT_MSG_NEWSETELEM, NFNL_MSG_BATCH_END}));
+    EXPECT_EQ(types(split_batch(plain)),
+              (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWSETELEM, NFNL_MSG_BATCH_END}));
 }
 
-TEST(Plan, NftRemoveJobBatchSucceedsWhetherOrNotTheObjectsExist) {
-    NftRemoveJob rm{7, "unified/lanes/job_7", 1234};
+TEST(Plan, NftRebuildOfThousandsOfJobsIsOneTransactionOfWellFormedMessages) {
+    std::vector<NftEnsureJob> jobs;
+    for (uint32_t j = 0; j < 2000; ++j)
+        jobs.push_back(NftEnsureJob{j, "lanes/job_" + std::to_string(j), tc_handle(0x1a4e, 2 + j % 100),
+                                    j % 3 ? std::optional<uint8_t>(8) : std::nullopt, 1000 + j, 2});
+    auto bytes = nft_add_jobs_batch(jobs, 1);
+    auto msgs = split_batch(bytes);
+    ASSERT_GE(msgs.size(), 4u);
+    EXPECT_EQ(msgs.front().hdr->nlmsg_type, NFNL_MSG_BATCH_BEGIN);
+    EXPECT_EQ(msgs.back().hdr->nlmsg_type, NFNL_MSG_BATCH_END);
+    std::map<std::string, std::size_t> per_set;
+    for (std::size_t i = 1; i + 1 < msgs.size(); ++i) {
+        auto e = elements_of(msgs[i].hdr);
+        per_set[e.set] += e.items.size();
+        EXPECT_LE(msgs[i].hdr->nlmsg_len, 4096u);
+    }
+    EXPECT_EQ(per_set["prio"], 2000u);
+    EXPECT_EQ(per_set["dscp_8"], 1333u);
+    EXPECT_EQ(per_set.size(), 2u);
+}
+
+TEST(Plan, NftRemoveJobDeletesTheElementsByCgroupId) {
+    NftRemoveJob rm{7, 1234, 10};
     auto bytes = nft_remove_job_batch(rm, 1);
-    // add-then-delete of element and chain: one transaction, idempotent.
-    EXPECT_EQ(types(split_batch(bytes)),
-              (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWCHAIN, NFT_MSG_NEWSETELEM, NFT_MSG_DELSETELEM,
-                                NFT_MSG_DELRULE, NFT_MSG_DELCHAIN, NFNL_MSG_BATCH_END}));
-    rm.cgroup_id = 0;  // unknown id: only the chain
-    auto chain_only = nft_remove_job_batch(rm, 1);
-    EXPECT_EQ(types(split_batch(chain_only)), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWCHAIN, NFT_MSG_DELRULE,
-                                                                NFT_MSG_DELCHAIN, NFNL_MSG_BATCH_END}));
+    auto msgs = split_batch(bytes);
+    EXPECT_EQ(types(msgs), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_DELSETELEM, NFT_MSG_DELSETELEM,
+                                             NFNL_MSG_BATCH_END}));
+    EXPECT_EQ(elements_of(msgs[1].hdr).set, "prio");
+    EXPECT_EQ(elements_of(msgs[1].hdr).items[0].first, 1234u);
+    EXPECT_EQ(elements_of(msgs[2].hdr).set, "dscp_10");
 }
 
-TEST(Plan, NftBaseScript) {
-    std::string base = nft_base_script({2, 3});
-    EXPECT_NE(base.find("add map inet lanes jobs { type cgroupsv2 : verdict; }"), std::string::npos);
+TEST(Plan, NftBaseScriptUnclassifiedFirstThenLevelsAndDscpSets) {
+    MarkerBase b;
+    b.levels = {2, 3};
+    b.dscps = {8, 34};
+    b.unclassified = 0;
+    std::string base = nft_base_script(b);
+    EXPECT_NE(base.find("add map inet lanes prio { type cgroupsv2 : classid; }"), std::string::npos);
+    EXPECT_NE(base.find("add set inet lanes dscp_34 { type cgroupsv2; }"), std::string::npos);
     EXPECT_NE(base.find("type filter hook output priority mangle"), std::string::npos);
     EXPECT_NE(base.find("flush chain inet lanes out\n"), std::string::npos);
-    EXPECT_NE(base.find("socket cgroupv2 level 2 vmap @jobs\n"), std::string::npos);
-    EXPECT_NE(base.find("socket cgroupv2 level 3 vmap @jobs\n"), std::string::npos);
+    EXPECT_EQ(base.find("vmap"), std::string::npos);
+    EXPECT_EQ(base.find("goto"), std::string::npos);
+    auto unclass4 = base.find("meta nfproto ipv4 ip dscp set 0 comment \"lanes:unclassified:d0\"");
+    auto unclass6 = base.find("meta nfproto ipv6 ip6 dscp set 0 comment \"lanes:unclassified:d0\"");
+    auto prio3 = base.find("meta priority set socket cgroupv2 level 3 map @prio comment \"lanes:l3\"");
+    auto d34 = base.find("meta nfproto ipv4 socket cgroupv2 level 2 @dscp_34 ip dscp set 34 comment \"lanes:l2:d34\"");
+    ASSERT_NE(unclass4, std::string::npos);
+    ASSERT_NE(unclass6, std::string::npos);
+    ASSERT_NE(prio3, std::string::npos);
+    ASSERT_NE(d34, std::string::npos);
+    EXPECT_LT(unclass6, prio3);  // everything is re-marked first, jobs after
+    EXPECT_LT(unclass6, d34);
+    EXPECT_NE(base.find("ip6 dscp set 8 comment \"lanes:l3:d8\""), std::string::npos);
+
+    // The comments read back into the base they describe.
+    MarkerBase back;
+    for (std::size_t at = base.find("comment \""); at != std::string::npos; at = base.find("comment \"", at + 1)) {
+        std::size_t from = at + 9, to = base.find('"', from);
+        EXPECT_TRUE(nft_parse_rule_comment(base.substr(from, to - from), back));
+    }
+    EXPECT_EQ(back, b);
+    EXPECT_TRUE(back.covers(b));
+    MarkerBase more = b;
+    more.dscps.insert(46);
+    EXPECT_FALSE(back.covers(more));
+    more = b;
+    more.unclassified.reset();  // "keep": no rewrite rules
+    EXPECT_FALSE(back.covers(more));
+    EXPECT_EQ(nft_base_script(more).find("lanes:unclassified"), std::string::npos);
+    EXPECT_FALSE(nft_parse_rule_comment("someone else's", back));
+    EXPECT_FALSE(nft_parse_rule_comment("lanes:l2:d64", back));
     EXPECT_EQ(nft_priority(tc_handle(0x1a4e, 0xfffe)), "1a4e:fffe");
-    EXPECT_EQ(nft_chain_name(4000000000u), "job_4000000000");
+}
+
+TEST(Plan, UnclassifiedClassIsCappedAsConfigured) {
+    NodeConfig config;  // defaults: 5% guaranteed, 25% cap
+    auto p = plan_apply(config, facts_for(7, {nic("eth0", 100 * kGbit)}), request(7, bits(kGbit)), 7, {});
+    ASSERT_TRUE(p);
+    auto roots = ops_of<EnsureRoot>(*p);
+    ASSERT_EQ(roots.size(), 1u);
+    EXPECT_EQ(roots[0].fallback.rate_bits, 5 * kGbit);
+    EXPECT_EQ(roots[0].fallback.ceil_bits, 25 * kGbit);
+    EXPECT_EQ(roots[0].fallback.prio, 7u);
+    config.unclassified_rate = Rate{2 * kGbit, 0};
+    config.unclassified_ceil = Rate{0, 100};
+    p = plan_apply(config, facts_for(7, {nic("eth0", 100 * kGbit)}), request(7, bits(kGbit)), 7, {});
+    roots = ops_of<EnsureRoot>(*p);
+    EXPECT_EQ(roots[0].fallback.rate_bits, 2 * kGbit);
+    EXPECT_EQ(roots[0].fallback.ceil_bits, 100 * kGbit);
+}
+
+TEST(Plan, StateKeepsWhatTeardownNeeds) {
+    NodeConfig config;
+    config.root_handle_major = 0x1b00;
+    auto p = plan_apply(config, facts_for(7, {nic("eth0", 25 * kGbit)}), request(7, bits(kGbit), {}, 10), 7, {});
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->state.root_major, 0x1b00);
+    EXPECT_EQ(p->state.dscp_marked, std::optional<uint8_t>(10));
+    // The epilog runs with another root_handle configured: the state's wins.
+    auto r = plan_remove(p->state, 0x1a4e);
+    auto del = ops_of<DeleteClass>(r);
+    ASSERT_EQ(del.size(), 1u);
+    EXPECT_EQ(del[0].classid, tc_handle(0x1b00, 7));
+    auto nft = ops_of<NftRemoveJob>(r);
+    ASSERT_EQ(nft.size(), 1u);
+    EXPECT_EQ(nft[0].dscp, std::optional<uint8_t>(10));
+    // A re-apply that changes the DSCP first removes the old element.
+    auto again = plan_apply(config, facts_for(7, {nic("eth0", 25 * kGbit)}), request(7, bits(kGbit), {}, 34), 7,
+                            [&] { JobState s = p->state; s.cgroup_id = 99; return s; }());
+    ASSERT_TRUE(again);
+    ASSERT_TRUE(std::holds_alternative<NftRemoveJob>(again->operations.front()));
+    EXPECT_EQ(std::get<NftRemoveJob>(again->operations.front()).dscp, std::optional<uint8_t>(10));
 }
 
 }  // namespace

@@ -441,7 +441,7 @@ TEST(Policy, LanesHelpers) {
     EXPECT_EQ(out.user_messages, (std::vector<std::string>{"lanes: note for the user"}));
     ASSERT_EQ(h.logs.size(), 2u);
     EXPECT_EQ(h.logs[0], "lanes: policy /etc/slurm/test.lua:32: hello from the policy");
-    EXPECT_EQ(h.logs[1], "lanes: policy /etc/slurm/test.lua:33: printed\t1");
+    EXPECT_EQ(h.logs[1], "lanes: policy /etc/slurm/test.lua:33: printed 1");  // a log line holds no tab
 }
 
 TEST(Policy, ThrowingLogSinkNeverCrossesLua) {
@@ -459,7 +459,7 @@ TEST(Policy, UserMessagesAreCapped) {
     ASSERT_TRUE(h.policy) << h.compile_error;
     auto out = h.run();
     ASSERT_EQ(out.user_messages.size(), 16u);
-    EXPECT_EQ(out.user_messages[0].size(), 1024u);
+    EXPECT_EQ(out.user_messages[0], std::string(1024, 'm') + " [cut]");
 }
 
 TEST(Policy, RulesHelperWithoutMatch) {
@@ -589,6 +589,30 @@ TEST(PolicyHostile, ErrorObjectsGetTheirLine) {
     expect_error(h.run(), "test.lua:3: error object is a table value");
     Harness top("error({})\n" + with_body("return nil"));
     EXPECT_NE(top.compile_error.find("test.lua:1: error object is a table value"), std::string::npos) << top.compile_error;
+}
+
+TEST(PolicyHostile, WhatTheScriptWritesIsOneSafeLine) {
+    Harness h(with_body(R"(
+        lanes.user_message("line\nsbatch: Submitted batch job 999\27[2J")
+        lanes.log("log\ninjected")
+        if job.gpus > 4 then reject(string.rep("x", 1 << 20)) end
+        return {reject = "ok\r\nsbatch: Submitted batch job 999\n\27[31mred\194\155", reason = "r\n"})"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    JobView small = sample_job();
+    small.gpus = 1;
+    auto out = h.run(small);
+    ASSERT_EQ(out.kind, PolicyOutcome::Kind::Reject);
+    EXPECT_EQ(out.reject_message, "ok\\x0D\\x0Asbatch: Submitted batch job 999\\x0A\\x1B[31mred\\x9B");
+    ASSERT_EQ(out.user_messages.size(), 1u);
+    EXPECT_EQ(out.user_messages[0], "line\\x0Asbatch: Submitted batch job 999\\x1B[2J");
+    bool logged = false;
+    for (const auto& line : h.logs)
+        if (line.find("log\\x0Ainjected") != std::string::npos) logged = true;
+    EXPECT_TRUE(logged);
+    auto big = h.run();  // 8 GPUs: a 1 MiB reject message
+    ASSERT_EQ(big.kind, PolicyOutcome::Kind::Reject);
+    EXPECT_LE(big.reject_message.size(), 1024u + 6);
+    EXPECT_NE(big.reject_message.find(" [cut]"), std::string::npos);
 }
 
 TEST(PolicyHostile, MetatablesStillWork) {

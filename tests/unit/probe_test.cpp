@@ -186,4 +186,25 @@ TEST(ProbeHostPort, Rejects) {
     }
 }
 
+TEST(ProbeHistogram, PrometheusTextIsCumulative) {
+    lanes::bench::LatencyHistogram h;
+    LatencyRecorder rec;
+    rec.attach(&h);
+    rec.record_ok(std::chrono::microseconds(800));   // <= 0.001
+    rec.record_ok(std::chrono::milliseconds(30));    // <= 0.05
+    rec.record_timeout(std::chrono::seconds(20));    // only +Inf
+    rec.record_error();
+    const std::string t = h.prometheus_text();
+    EXPECT_NE(t.find("# TYPE lanes_probe_latency_seconds histogram\n"), std::string::npos);
+    EXPECT_NE(t.find("lanes_probe_latency_seconds_bucket{le=\"0.0005\"} 0\n"), std::string::npos);
+    EXPECT_NE(t.find("lanes_probe_latency_seconds_bucket{le=\"0.001\"} 1\n"), std::string::npos);
+    EXPECT_NE(t.find("lanes_probe_latency_seconds_bucket{le=\"0.05\"} 2\n"), std::string::npos);
+    EXPECT_NE(t.find("lanes_probe_latency_seconds_bucket{le=\"10\"} 2\n"), std::string::npos);
+    EXPECT_NE(t.find("lanes_probe_latency_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
+    EXPECT_NE(t.find("lanes_probe_latency_seconds_count 3\n"), std::string::npos);
+    EXPECT_NE(t.find("lanes_probe_requests_total{outcome=\"timeout\"} 1\n"), std::string::npos);
+    EXPECT_NE(t.find("lanes_probe_requests_total{outcome=\"error\"} 1\n"), std::string::npos);
+    EXPECT_EQ(rec.summarize().ok, 2u);
+}
+
 }  // namespace

@@ -41,13 +41,18 @@ TEST(SpankArgs, ClassOption) {
     EXPECT_FALSE(check_class_option(std::string(65, 'a')));
 }
 
-TEST(SpankArgs, CapOptionIsAbsolute) {
+TEST(SpankArgs, CapOptionIsARateOrAPercentage) {
     auto ok = check_cap_option("800Mbit");
     ASSERT_TRUE(ok) << ok.error().message;
     EXPECT_EQ(*ok, "800Mbit");
+    // A class whose ceiling is a percentage can only be lowered by a percentage.
     auto pct = check_cap_option("50%");
-    ASSERT_FALSE(pct);
-    EXPECT_NE(pct.error().message.find("--lanes-cap=50%"), std::string::npos);
+    ASSERT_TRUE(pct) << pct.error().message;
+    EXPECT_EQ(*pct, "50%");
+    auto zero = check_cap_option("0");
+    ASSERT_FALSE(zero);
+    EXPECT_NE(zero.error().message.find("is zero"), std::string::npos) << zero.error().message;
+    EXPECT_EQ(zero.error().message.find("0Mbit"), std::string::npos) << zero.error().message;
     EXPECT_FALSE(check_cap_option("fast"));
     EXPECT_FALSE(check_cap_option(""));
 }

@@ -62,6 +62,10 @@ TEST(Units, ParseRateRejects) {
         {"", "empty"},
         {"Gbit", "does not start with a number"},
         {"10", "no unit"},
+        {"0", "is zero"},                      // not "0Mbit"
+        {"10000000", "write \"10Mbit\""},      // not "10000000Mbit"
+        {"25000000000", "write \"25Gbit\""},
+        {"1500", "write \"1500bit\""},
         {"10Gbps", "write \"10Gbit\""},
         {"1.5Gbps", "write \"1.5Gbit\""},
         {"10GBps", "BYTES per second"},

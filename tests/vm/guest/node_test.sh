@@ -115,6 +115,10 @@ grep "JobId=$jid\|job $jid" /var/log/slurm/slurmd.log | grep lanes | head -5
 # ---- 2. srun step, with the cap: a burst far above 4Mbit
 jid=$(sbatch --parsable -o /tmp/hold-%j.out --wrap "sleep 300")
 wait_job_state "$jid" RUNNING && wait_keyed "$jid" || fail srun "job $jid not running or not keyed"
+# The key is Slurm's own job dir (nft prints a cgroupsv2 key as its path).
+prio=$(nft list map inet lanes prio 2>&1)
+grep -q "slurmstepd.scope/job_$jid\"* : 1a4e:" <<<"$prio" \
+  && pass "keyed: @prio holds Slurm's job_$jid dir" || fail keyed "nft map prio: $prio"
 read -r A0 _ <<<"$(wire af41)"; read -r O0 _ <<<"$(wire other)"
 srun --jobid="$jid" --overlap -n1 bash -c "$(send_cmd 50)" || fail srun "srun exited $?"
 expect_marked srun "$A0" "$O0"
@@ -170,9 +174,8 @@ wait_job_state "$jid" GONE
 # ---- 6. teardown: epilogs leave nothing of any job; gc --all leaves nothing at all
 sleep 1
 left=$(ls /run/lanes | grep '^job_'; tc class show dev lv0 | grep -v -E '1a4e:(1|fffe) '; \
-  nft list map inet lanes jobs 2>/dev/null | grep -E '^\s+elements'; nft list table inet lanes 2>/dev/null | grep -E 'chain job_'; \
-  ls -d $CG/lanes/job_* 2>/dev/null)
-[ -z "$left" ] && pass "teardown: no job state, class, chain or map element left" || fail teardown "left: $left"
+  nft list table inet lanes 2>/dev/null | grep -E '^\s+elements'; ls -d $CG/lanes/job_* 2>/dev/null)
+[ -z "$left" ] && pass "teardown: no job state, class or nft element left" || fail teardown "left: $left"
 lanesctl gc --all >/dev/null 2>&1
 left=$(tc qdisc show dev lv0 | grep htb; nft list tables | grep lanes; ls -d $CG/lanes 2>/dev/null)
 [ -z "$left" ] && pass "gc --all: no qdisc, table or cgroup left" || fail gc-all "left: $left"

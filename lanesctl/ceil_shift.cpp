@@ -1,0 +1,55 @@
+// See ceil_shift.hpp.
+#include "lanesctl/ceil_shift.hpp"
+
+#include <algorithm>
+
+namespace lanes::ctl {
+
+std::vector<CeilTarget> plan_ceil_targets(const Config& config, const std::vector<JobState>& jobs,
+                                          const std::vector<NicFacts>& nics, const std::map<std::string, bool>& busy,
+                                          uint16_t root_major) {
+    std::vector<CeilTarget> out;
+    for (const auto& job : jobs) {
+        const ClassConfig* cls = config.find_class(job.class_name);
+        if (!cls || cls->busy_window.empty() || !cls->busy_ceil) continue;
+        auto it = busy.find(cls->busy_window);
+        const bool is_busy = it != busy.end() && it->second;
+        for (const auto& dev : job.devices) {
+            auto nic = std::find_if(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev.device; });
+            if (nic == nics.end()) continue;  // NIC no longer selected: nothing of ours to shift there
+            uint64_t ceil = dev.ceil_bits;
+            if (is_busy) {
+                ceil = cls->busy_ceil->resolve(nic->link_speed_bits);
+                ceil = std::min(ceil, dev.ceil_bits);
+                ceil = std::max(ceil, dev.rate_bits);
+            }
+            CeilTarget t;
+            t.job_id = job.job_id;
+            t.class_name = job.class_name;
+            t.window = cls->busy_window;
+            t.busy = is_busy;
+            t.normal_ceil_bits = dev.ceil_bits;
+            t.change = AddClass{dev.device, nic->ifindex, tc_handle(root_major, job.minor),
+                                tc_handle(root_major, kParentMinor),
+                                htb_params(dev.rate_bits, ceil, htb_prio_for_rank(job.net.rank))};
+            out.push_back(std::move(t));
+        }
+    }
+    return out;
+}
+
+std::vector<CeilTarget> changes_needed(const std::vector<CeilTarget>& targets, const AppliedCeils& applied,
+                                       bool assume_unknown) {
+    std::vector<CeilTarget> out;
+    for (const auto& t : targets) {
+        auto it = applied.find({t.job_id, t.change.device});
+        if (it == applied.end()) {
+            if (t.busy || assume_unknown) out.push_back(t);
+        } else if (it->second != t.change.htb.ceil_bits) {
+            out.push_back(t);
+        }
+    }
+    return out;
+}
+
+}  // namespace lanes::ctl

@@ -1,0 +1,74 @@
+// lanesctl signals: fetch every [signals.NAME] once now (libcurl, the same fetcher
+// and parser the controller and the agent use) and show value, age, last error,
+// and the windows that follow the signals.
+#include <cstdio>
+
+#include "core/lanes_toml.hpp"
+#include "lanesctl/commands.hpp"
+#include "signals/curl_fetcher.hpp"
+#include "signals/signal_monitor.hpp"
+
+namespace lanes::ctl {
+
+namespace {
+
+std::string age_text(const SignalValue& v) {
+    if (!v.age) return "-";
+    return std::to_string(v.age->count()) + "s";
+}
+
+}  // namespace
+
+int run_signals(const Options& options, const Context& context) {
+    auto config = load_config(context.config_path);
+    if (!config) {
+        print_error(config.error().message);
+        return kExitFailed;
+    }
+    SignalMonitor monitor([](LogLevel, const std::string&) {});
+    monitor.configure(config->signals, config->signal_windows, /*start_threads=*/false);
+    auto snap = monitor.refresh_all_now();
+    bool all_fresh = true;
+    json::Value signals = json::Value::array(), windows = json::Value::array();
+    std::string text;
+    if (config->signals.empty()) text += "no [signals.NAME] in " + context.config_path + "\n";
+    for (const auto& [name, cfg] : config->signals) {
+        const auto& s = snap->signals.at(name);
+        all_fresh = all_fresh && s.value.fresh;
+        std::string value = s.value.value ? format_signal_value(*s.value.value) : "-";
+        std::string source = s.value.fresh ? "fresh" : s.value.from_fallback ? "fallback" : "none";
+        char line[512];
+        std::snprintf(line, sizeof line, "%-16s %-12s %-6s %-8s %s\n", name.c_str(), value.c_str(),
+                      age_text(s.value).c_str(), source.c_str(),
+                      s.state.last_error.empty() ? "" : ("error: " + s.state.last_error).c_str());
+        text += line;
+        json::Value o = json::Value::object();
+        o["name"] = name;
+        o["url"] = signal_query_url(cfg);
+        o["source"] = source;
+        o["value"] = s.value.value ? json::Value(*s.value.value) : json::Value();
+        o["age_seconds"] = s.value.age ? json::Value(static_cast<int64_t>(s.value.age->count())) : json::Value();
+        o["last_error"] = s.state.last_error;
+        if (!s.value.fresh) o["why_unusable"] = s.value.why_unusable;
+        signals.push_back(std::move(o));
+    }
+    for (const auto& [name, w] : snap->windows) {
+        text += "window " + name + ": " + (w.busy ? "busy" : "idle") + " (" + w.reason + ")\n";
+        json::Value o = json::Value::object();
+        o["name"] = name;
+        o["busy"] = w.busy;
+        o["reason"] = w.reason;
+        windows.push_back(std::move(o));
+    }
+    if (options.json) {
+        json::Value doc = json::Value::object();
+        doc["signals"] = std::move(signals);
+        doc["windows"] = std::move(windows);
+        print_json(doc);
+    } else {
+        std::fputs(text.c_str(), stdout);
+    }
+    return all_fresh ? kExitOk : kExitFailed;
+}
+
+}  // namespace lanes::ctl

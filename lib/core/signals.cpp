@@ -1,0 +1,192 @@
+// Signals, the pure half: Prometheus answer parsing, freshness, hysteresis.
+#include "core/signals.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+namespace lanes {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// Prometheus sends sample values as strings: "0.31", "NaN", "+Inf", "-Inf".
+Result<double> sample_value(const Json& pair, const char* what) {
+    if (!pair.is_array() || pair.size() != 2 || !pair[1].is_string())
+        return fail(std::string("malformed ") + what + " (expected [timestamp, \"value\"])");
+    const std::string& text = pair[1].get_ref<const std::string&>();
+    if (text == "NaN") return fail("the query returned NaN");
+    char* end = nullptr;
+    errno = 0;
+    double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE)
+        return fail("malformed sample value \"" + text.substr(0, 64) + "\"");
+    if (std::isnan(v)) return fail("the query returned NaN");
+    if (std::isinf(v)) return fail("the query returned " + text + " (not a usable value)");
+    return v;
+}
+
+std::string string_member(const Json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string series_name(const Json& series) {
+    auto metric = series.find("metric");
+    if (metric == series.end() || !metric->is_object()) return "{}";
+    std::string out = string_member(*metric, "__name__");
+    std::string labels;
+    for (auto it = metric->begin(); it != metric->end(); ++it) {
+        if (it.key() == "__name__" || !it.value().is_string()) continue;
+        labels += (labels.empty() ? "" : ",") + it.key() + "=\"" + it.value().get<std::string>() + "\"";
+    }
+    out += "{" + labels + "}";
+    return out.size() > 120 ? out.substr(0, 117) + "..." : out;
+}
+
+Result<double> parse_answer(long http_status, std::string_view body) {
+    Json doc = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+        if (http_status != 200) return fail("HTTP " + std::to_string(http_status) + " (not a Prometheus API answer)");
+        return fail("not a Prometheus API answer (not JSON)");
+    }
+    if (!doc.is_object()) return fail(std::string("not a Prometheus API answer (a JSON ") + doc.type_name() + ")");
+    auto status = doc.find("status");
+    if (status == doc.end() || !status->is_string()) return fail("not a Prometheus API answer (no \"status\")");
+    const std::string st = status->get<std::string>();
+    if (st == "error") {
+        std::string type = string_member(doc, "errorType"), text = string_member(doc, "error");
+        if (text.size() > 200) text = text.substr(0, 197) + "...";
+        return fail("Prometheus error" + (http_status ? " (HTTP " + std::to_string(http_status) + ")" : std::string()) +
+                    (type.empty() ? "" : ": " + type) + (text.empty() ? "" : ": " + text));
+    }
+    if (st != "success") return fail("unknown status \"" + st.substr(0, 32) + "\"");
+    if (http_status != 200) return fail("HTTP " + std::to_string(http_status) + " with status \"success\"");
+    auto data = doc.find("data");
+    if (data == doc.end() || !data->is_object()) return fail("answer has no \"data\"");
+    auto result = data->find("result");
+    const std::string t = string_member(*data, "resultType");
+    if (t.empty() || result == data->end()) return fail("answer has no \"resultType\"/\"result\"");
+    if (t == "scalar") return sample_value(*result, "scalar");
+    if (t == "vector") {
+        if (!result->is_array()) return fail("malformed vector");
+        if (result->empty()) return fail("the query returned an empty vector (no series matched)");
+        if (result->size() > 1)
+            return fail("the query returned " + std::to_string(result->size()) + " series (" + series_name((*result)[0]) +
+                        ", " + series_name((*result)[1]) + (result->size() > 2 ? ", ..." : "") +
+                        "); aggregate it to one, e.g. max(...)");
+        const Json& first = (*result)[0];
+        auto value = first.is_object() ? first.find("value") : first.end();
+        if (!first.is_object() || value == first.end()) return fail("malformed vector sample (no \"value\")");
+        return sample_value(*value, "vector sample");
+    }
+    if (t == "matrix") return fail("the query returned a range vector (matrix); use an instant query");
+    return fail("unsupported resultType \"" + t.substr(0, 32) + "\"");
+}
+
+}  // namespace
+
+Result<double> parse_prometheus_answer(long http_status, std::string_view body) {
+    try {
+        return parse_answer(http_status, body);
+    } catch (const std::exception& e) {  // nothing leaves lib/ as an exception
+        return fail(std::string("cannot read the answer: ") + e.what());
+    }
+}
+
+Result<double> interpret_fetch(const FetchResult& result) {
+    if (!result.transport_error.empty()) return fail(result.transport_error);
+    return parse_prometheus_answer(result.http_status, result.body);
+}
+
+void record_attempt(SignalState& state, const Result<double>& outcome, SignalClock::time_point at) {
+    state.last_attempt = at;
+    if (outcome) {
+        state.last_value = *outcome;
+        state.last_success = at;
+        state.last_error.clear();
+        ++state.successes;
+    } else {
+        state.last_error = outcome.error().message;
+        ++state.failures;
+    }
+}
+
+SignalValue effective_value(const SignalConfig& config, const SignalState& state, SignalClock::time_point now) {
+    using namespace std::chrono;
+    SignalValue v;
+    if (state.last_value) {
+        auto age = duration_cast<seconds>(now - state.last_success);
+        if (age < seconds{0}) age = seconds{0};
+        v.age = age;
+        if (now - state.last_success <= config.stale_after) {
+            v.value = state.last_value;
+            v.fresh = true;
+            return v;
+        }
+        v.why_unusable = "stale (" + std::to_string(age.count()) + "s old)";
+    } else {
+        v.why_unusable = state.failures ? "never fetched successfully" : "not fetched yet";
+    }
+    if (!state.last_error.empty()) v.why_unusable += ": " + state.last_error;
+    if (config.fallback) {
+        v.value = config.fallback;
+        v.from_fallback = true;
+    }
+    return v;
+}
+
+bool SignalWindowTracker::update(std::optional<double> value, SignalClock::time_point now) {
+    using namespace std::chrono;
+    const bool was = busy_;
+    if (!value) {
+        crossing_since_.reset();
+        switch (config_.when_unknown) {
+            case UnknownSignalAction::Idle: busy_ = false; reason_ = "no usable value of " + config_.signal + ": idle (when_unknown)"; break;
+            case UnknownSignalAction::Busy: busy_ = true; reason_ = "no usable value of " + config_.signal + ": busy (when_unknown)"; break;
+            case UnknownSignalAction::Hold: reason_ = "no usable value of " + config_.signal + ": holding (when_unknown)"; break;
+        }
+    } else if (!busy_) {
+        if (*value > config_.above) {
+            if (!crossing_since_) crossing_since_ = now;
+            if (now - *crossing_since_ >= config_.hold_for) {
+                busy_ = true;
+                reason_ = config_.signal + "=" + format_signal_value(*value) + " above " + format_signal_value(config_.above) +
+                          " for " + std::to_string(duration_cast<seconds>(now - *crossing_since_).count()) + "s";
+                crossing_since_.reset();
+            }
+        } else {
+            crossing_since_.reset();
+            reason_ = config_.signal + "=" + format_signal_value(*value) + " not above " + format_signal_value(config_.above);
+        }
+    } else {
+        if (*value < config_.until_below) {
+            if (!crossing_since_) crossing_since_ = now;
+            if (now - *crossing_since_ >= config_.release_after) {
+                busy_ = false;
+                reason_ = config_.signal + "=" + format_signal_value(*value) + " below " +
+                          format_signal_value(config_.until_below) + " for " +
+                          std::to_string(duration_cast<seconds>(now - *crossing_since_).count()) + "s";
+                crossing_since_.reset();
+            }
+        } else {
+            crossing_since_.reset();
+            reason_ = config_.signal + "=" + format_signal_value(*value) + " not below " +
+                      format_signal_value(config_.until_below);
+        }
+    }
+    if (busy_ != was) since_ = now;
+    return busy_ != was;
+}
+
+std::string format_signal_value(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+}  // namespace lanes

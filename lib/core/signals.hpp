@@ -1,0 +1,125 @@
+// Signals: live values from a Prometheus-compatible HTTP API ([signals.NAME] in
+// lanes.toml) and the windows that follow them with hysteresis. This half is pure:
+// the answer parser, the freshness rules and the hysteresis, all functions of
+// their inputs and a clock value. Fetching (libcurl) and the refresh threads live
+// in lib/signals, so nothing here does I/O.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/lanes_toml.hpp"
+#include "core/result.hpp"
+
+namespace lanes {
+
+using SignalClock = std::chrono::system_clock;
+
+// One HTTP exchange as the fetcher saw it. transport_error is non-empty when no
+// HTTP answer arrived (connection refused, timeout, TLS failure, body too large).
+struct FetchResult {
+    std::string transport_error;
+    long http_status = 0;
+    std::string body;
+};
+
+// Fetches one signal's query. Implementations: libcurl (lib/signals) and the
+// scripted fake of the unit tests. fetch() must return within about the
+// signal's timeout and never throw.
+class SignalFetcher {
+public:
+    virtual ~SignalFetcher() = default;
+    virtual FetchResult fetch(const SignalConfig& signal) noexcept = 0;
+};
+
+// The one number in a /api/v1/query answer: a scalar, or an instant vector with
+// exactly one series. Errors say what was wrong: an HTTP status, status "error"
+// (with Prometheus' errorType and error), NaN or infinite, an empty vector,
+// several series (naming two of them), a matrix, malformed JSON.
+Result<double> parse_prometheus_answer(long http_status, std::string_view body);
+
+// A FetchResult -> the value or a one-line reason.
+Result<double> interpret_fetch(const FetchResult& result);
+
+// What is known about one signal.
+struct SignalState {
+    std::optional<double> last_value;              // the last good value, however old
+    SignalClock::time_point last_success{};        // when it was fetched
+    SignalClock::time_point last_attempt{};
+    std::string last_error;                        // of the last attempt; "" when it succeeded
+    uint64_t successes = 0;
+    uint64_t failures = 0;
+};
+
+// The value to use now: fresh, from the fallback, or none.
+struct SignalValue {
+    std::optional<double> value;
+    bool fresh = false;              // last_value younger than stale_after
+    bool from_fallback = false;
+    std::optional<std::chrono::seconds> age;  // of last_value, if any
+    std::string why_unusable;        // when !fresh: "never fetched", "stale (93s old): ..."
+};
+SignalValue effective_value(const SignalConfig& config, const SignalState& state, SignalClock::time_point now);
+
+// Updates `state` with one attempt's outcome.
+void record_attempt(SignalState& state, const Result<double>& outcome, SignalClock::time_point at);
+
+// Hysteresis over one signal window. Idle -> busy once the value has stayed above
+// `above` for `hold_for`; busy -> idle once it has stayed below `until_below` for
+// `release_after`. No usable value: when_unknown (idle, busy, or hold the state).
+class SignalWindowTracker {
+public:
+    explicit SignalWindowTracker(SignalWindowConfig config) : config_(std::move(config)) {}
+    // Feed the signal's value at `now` (nullopt: no usable value). Returns whether
+    // the state changed.
+    bool update(std::optional<double> value, SignalClock::time_point now);
+    bool busy() const { return busy_; }
+    SignalClock::time_point since() const { return since_; }
+    // Why it is in its state, for logs and lanesctl: "p99=0.31 above 0.25 for 2min".
+    const std::string& reason() const { return reason_; }
+    const SignalWindowConfig& config() const { return config_; }
+
+private:
+    SignalWindowConfig config_;
+    bool busy_ = false;
+    SignalClock::time_point since_{};
+    std::optional<SignalClock::time_point> crossing_since_;
+    std::string reason_ = "no value yet";
+};
+
+// An immutable picture of every signal and signal window at one instant; the
+// submit path and the policy read only this (a pointer copy).
+struct SignalSnapshot {
+    SignalClock::time_point taken{};
+    struct Signal {
+        SignalValue value;
+        SignalState state;
+    };
+    std::map<std::string, Signal> signals;
+    struct WindowState {
+        bool busy = false;
+        SignalClock::time_point since{};
+        std::chrono::seconds retry{300};
+        std::string reason;
+    };
+    std::map<std::string, WindowState> windows;
+};
+
+// Where the controller and the agent get snapshots from (lib/signals'
+// SignalMonitor; tests hand in fixed ones).
+class SignalSource {
+public:
+    virtual ~SignalSource() = default;
+    // Never blocks on the network; may return null before the first evaluation.
+    virtual std::shared_ptr<const SignalSnapshot> snapshot() const = 0;
+};
+
+// "0.31", "1.2e+09": short, exact enough for logs.
+std::string format_signal_value(double v);
+
+}  // namespace lanes

@@ -1,0 +1,217 @@
+// SignalMonitor. See signal_monitor.hpp.
+#include "signals/signal_monitor.hpp"
+
+#include "signals/curl_fetcher.hpp"
+
+namespace lanes {
+
+struct SignalMonitor::SignalSlot {
+    SignalConfig config;
+    SignalState state;
+    std::string logged_error;   // the failure last logged ("" when healthy)
+    bool logged_unusable = false;
+};
+
+namespace {
+struct PendingLog {
+    LogLevel level;
+    std::string line;
+};
+thread_local std::vector<PendingLog>* t_pending = nullptr;
+}  // namespace
+
+SignalMonitor::SignalMonitor(LogSink log, FetcherFactory make_fetcher, Clock clock)
+    : log_(std::move(log)), make_fetcher_(std::move(make_fetcher)), clock_(std::move(clock)) {
+    if (!make_fetcher_) make_fetcher_ = [](const std::atomic<bool>* cancel) { return make_curl_fetcher(cancel); };
+    if (!clock_) clock_ = [] { return SignalClock::now(); };
+}
+
+SignalMonitor::~SignalMonitor() { stop(); }
+
+void SignalMonitor::stop() { stop_threads(); }
+
+void SignalMonitor::stop_threads() {
+    std::vector<std::thread> threads;
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+        cancel_ = true;
+        threads.swap(threads_);
+    }
+    wake_.notify_all();
+    for (auto& t : threads)
+        if (t.joinable()) t.join();
+    std::lock_guard lock(mutex_);
+    stopping_ = false;
+    cancel_ = false;
+}
+
+void SignalMonitor::configure(const std::map<std::string, SignalConfig>& signals,
+                              const std::map<std::string, SignalWindowConfig>& windows, bool start_threads) {
+    {
+        std::lock_guard lock(mutex_);
+        bool same = slots_.size() == signals.size() && trackers_.size() == windows.size() && !threads_.empty() == start_threads;
+        for (const auto& [name, cfg] : signals) {
+            auto it = slots_.find(name);
+            if (it == slots_.end() || !(it->second->config == cfg)) same = false;
+        }
+        for (const auto& [name, cfg] : windows) {
+            auto it = trackers_.find(name);
+            if (it == trackers_.end() || !(it->second.config() == cfg)) same = false;
+        }
+        if (same && (!slots_.empty() || !trackers_.empty() || snapshot_)) return;
+    }
+    stop_threads();
+    std::lock_guard lock(mutex_);
+    std::map<std::string, std::unique_ptr<SignalSlot>> slots;
+    for (const auto& [name, cfg] : signals) {
+        auto it = slots_.find(name);
+        if (it != slots_.end() && it->second->config == cfg) {
+            slots[name] = std::move(it->second);
+        } else {
+            auto slot = std::make_unique<SignalSlot>();
+            slot->config = cfg;
+            slots[name] = std::move(slot);
+        }
+    }
+    std::map<std::string, SignalWindowTracker> trackers;
+    for (const auto& [name, cfg] : windows) {
+        auto it = trackers_.find(name);
+        if (it != trackers_.end() && it->second.config() == cfg) trackers.emplace(name, it->second);
+        else trackers.emplace(name, SignalWindowTracker(cfg));
+    }
+    slots_ = std::move(slots);
+    trackers_ = std::move(trackers);
+    std::vector<PendingLog> pending;
+    t_pending = &pending;
+    evaluate_locked(clock_());
+    t_pending = nullptr;
+    if (start_threads) {
+        for (auto& [name, slot] : slots_) threads_.emplace_back(&SignalMonitor::worker, this, slot.get());
+        if (!trackers_.empty() || !slots_.empty()) threads_.emplace_back(&SignalMonitor::evaluator, this);
+    }
+    for (auto& p : pending)
+        if (log_) log_(p.level, p.line);
+}
+
+std::shared_ptr<const SignalSnapshot> SignalMonitor::snapshot() const {
+    std::lock_guard lock(mutex_);
+    return snapshot_;
+}
+
+void SignalMonitor::fetch_one(SignalSlot& slot, SignalFetcher& fetcher) {
+    // Called without the lock: slot.config does not change while threads run.
+    FetchResult result = fetcher.fetch(slot.config);
+    Result<double> outcome = interpret_fetch(result);
+    const auto now = clock_();
+    std::vector<PendingLog> pending;
+    {
+        std::lock_guard lock(mutex_);
+        t_pending = &pending;
+        record_attempt(slot.state, outcome, now);
+        const std::string& name = slot.config.name;
+        if (!outcome) {
+            if (slot.logged_error != outcome.error().message) {
+                slot.logged_error = outcome.error().message;
+                pending.push_back({LogLevel::Error, "lanes: signal " + name + ": " + slot.config.url +
+                                                        ": query failed: " + slot.logged_error});
+            }
+        } else if (!slot.logged_error.empty()) {
+            slot.logged_error.clear();
+            pending.push_back({LogLevel::Info, "lanes: signal " + name + ": recovered, value " +
+                                                   format_signal_value(*outcome)});
+        }
+        evaluate_locked(now);
+        t_pending = nullptr;
+    }
+    for (auto& p : pending)
+        if (log_) log_(p.level, p.line);
+}
+
+void SignalMonitor::evaluate_locked(SignalClock::time_point now) {
+    auto snap = std::make_shared<SignalSnapshot>();
+    snap->taken = now;
+    for (auto& [name, slot] : slots_) {
+        SignalValue v = effective_value(slot->config, slot->state, now);
+        if (!v.fresh && !slot->logged_unusable && (slot->state.successes || slot->state.failures)) {
+            slot->logged_unusable = true;
+            if (t_pending)
+                t_pending->push_back({LogLevel::Error, "lanes: signal " + name + ": no usable value (" + v.why_unusable + "); " +
+                                                           (v.from_fallback ? "using fallback " + format_signal_value(*v.value)
+                                                                            : std::string("windows use their when_unknown setting"))});
+        } else if (v.fresh && slot->logged_unusable) {
+            slot->logged_unusable = false;
+        }
+        snap->signals[name] = SignalSnapshot::Signal{v, slot->state};
+    }
+    for (auto& [name, tracker] : trackers_) {
+        std::optional<double> value;
+        if (auto it = snap->signals.find(tracker.config().signal); it != snap->signals.end()) value = it->second.value.value;
+        if (tracker.update(value, now) && t_pending)
+            t_pending->push_back({LogLevel::Info, "lanes: window " + name + " " + (tracker.busy() ? "begins" : "ends") +
+                                                      ": " + tracker.reason()});
+        snap->windows[name] = SignalSnapshot::WindowState{tracker.busy(), tracker.since(), tracker.config().retry,
+                                                          tracker.reason()};
+    }
+    snapshot_ = std::move(snap);
+}
+
+void SignalMonitor::evaluate_now() {
+    std::vector<PendingLog> pending;
+    {
+        std::lock_guard lock(mutex_);
+        t_pending = &pending;
+        evaluate_locked(clock_());
+        t_pending = nullptr;
+    }
+    for (auto& p : pending)
+        if (log_) log_(p.level, p.line);
+}
+
+std::shared_ptr<const SignalSnapshot> SignalMonitor::refresh_all_now() {
+    std::vector<SignalSlot*> slots;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [name, slot] : slots_) slots.push_back(slot.get());
+    }
+    for (SignalSlot* slot : slots) {
+        auto fetcher = make_fetcher_(&cancel_);
+        fetch_one(*slot, *fetcher);
+    }
+    evaluate_now();
+    return snapshot();
+}
+
+void SignalMonitor::worker(SignalSlot* slot) {
+    std::unique_ptr<SignalFetcher> fetcher;
+    try {
+        fetcher = make_fetcher_(&cancel_);
+    } catch (...) {
+        return;
+    }
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+        lock.unlock();
+        try {
+            fetch_one(*slot, *fetcher);
+        } catch (...) {
+            // fetch_one only allocates; keep the thread alive on bad_alloc
+        }
+        lock.lock();
+        wake_.wait_for(lock, slot->config.interval, [this] { return stopping_; });
+    }
+}
+
+void SignalMonitor::evaluator() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+        lock.unlock();
+        try {
+            evaluate_now();
+        } catch (...) {
+        }
+        lock.lock();
+    }
+}
+
+}  // namespace lanes

@@ -1,0 +1,81 @@
+// SignalMonitor: keeps every [signals.NAME] fresh and every signal window
+// evaluated, in its own threads, and publishes immutable snapshots.
+//
+// One worker thread per signal fetches every `interval` (a fetch is bounded by the
+// signal's timeout, so a hung server delays only its own signal); an evaluator
+// thread re-evaluates freshness and the windows' hysteresis once a second and
+// after every fetch. Readers (job_submit, the policy, the node agent) only copy a
+// shared_ptr under a mutex: they never wait for the network.
+//
+// Logging: a line when a signal starts failing or its error changes, when it
+// recovers, when it goes stale (and what is used instead), and on every window
+// transition. Never once per fetch.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/log.hpp"
+#include "core/signals.hpp"
+
+namespace lanes {
+
+class SignalMonitor final : public SignalSource {
+public:
+    using FetcherFactory = std::function<std::unique_ptr<SignalFetcher>(const std::atomic<bool>* cancel)>;
+    using Clock = std::function<SignalClock::time_point()>;
+
+    // `make_fetcher` defaults to libcurl; `clock` to the system clock (tests pass
+    // their own, and drive evaluate_now()).
+    explicit SignalMonitor(LogSink log, FetcherFactory make_fetcher = {}, Clock clock = {});
+    ~SignalMonitor() override;
+    SignalMonitor(const SignalMonitor&) = delete;
+    SignalMonitor& operator=(const SignalMonitor&) = delete;
+
+    // Start following these signals and windows, or switch to new ones. The same
+    // configuration again is a no-op; otherwise the threads are restarted, and
+    // signals and windows whose configuration did not change keep their state.
+    void configure(const std::map<std::string, SignalConfig>& signals,
+                   const std::map<std::string, SignalWindowConfig>& windows, bool start_threads = true);
+
+    std::shared_ptr<const SignalSnapshot> snapshot() const override;
+
+    // Fetch every signal once now, in this thread, then evaluate (lanesctl signals,
+    // tests). Returns the snapshot.
+    std::shared_ptr<const SignalSnapshot> refresh_all_now();
+    // Re-evaluate freshness and windows at the clock's now.
+    void evaluate_now();
+
+    // Stops and joins the threads (transfers in flight are cancelled).
+    void stop();
+
+private:
+    struct SignalSlot;
+    void stop_threads();
+    void worker(SignalSlot* slot);
+    void evaluator();
+    void fetch_one(SignalSlot& slot, SignalFetcher& fetcher);
+    void evaluate_locked(SignalClock::time_point now);
+
+    LogSink log_;
+    FetcherFactory make_fetcher_;
+    Clock clock_;
+
+    mutable std::mutex mutex_;                  // guards everything below but threads_
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::atomic<bool> cancel_{false};
+    std::map<std::string, std::unique_ptr<SignalSlot>> slots_;
+    std::map<std::string, SignalWindowTracker> trackers_;
+    std::shared_ptr<const SignalSnapshot> snapshot_;
+    std::vector<std::thread> threads_;
+};
+
+}  // namespace lanes

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Dynamic shifting on the real cluster with a real Prometheus (Debian's, in the
+# controller's namespace, scraping an exporter whose value the test sets):
+#   - a signal whose server hangs never blocks a submission or a task launch;
+#     slurmctld logs the timeout;
+#   - demand low: a training job is not deferred; demand high: the "busy" window
+#     (follows the signal) holds, a training job is deferred by its retry, an
+#     inference job is not;
+#   - the node agent on train1 tightens the running training job's HTB ceil
+#     while busy, restores it when demand falls, and leaves nothing behind on
+#     SIGTERM.
+source "$LANES_SRCDIR/tests/e2e/e2e.sh"
+e2e_require_root
+command -v prometheus >/dev/null || { echo "FAIL: prometheus not installed (Debian: apt-get install prometheus)"; exit 1; }
+LANESCTL=$LANES_BUILDDIR/lanesctl/lanesctl
+SIG_T=$(mktemp -d /tmp/le2esig$$.XXXXXX)
+echo 0 >"$SIG_T/value"
+SIG_PIDS=""
+PROM_PORT=19090
+FAKE_PORT=19091
+
+e2e_pre_start() {  # CONF_DIR: add the signals, start the servers in ctl's namespace
+    local conf=$1 ns="nsenter --net=/run/netns/${CLUSTER_PREFIX}ctl"
+    sed -i 's/^avoid_windows = \["peak"\]/avoid_windows = ["peak", "busy"]/' "$conf/lanes.toml"
+    sed -i 's/^ceil = "60Mbit"/ceil = "60Mbit"\nbusy_window = "busy"\nbusy_ceil = "45Mbit"/' "$conf/lanes.toml"
+    cat >>"$conf/lanes.toml" <<TOML
+
+[signals.demand]
+url = "http://$CLUSTER_CTL_IP:$PROM_PORT"
+query = "max(lanes_test_demand)"
+interval = "1s"
+timeout = "500ms"
+stale_after = "5s"
+
+[signals.hung]
+url = "http://127.0.0.1:$FAKE_PORT/slow"
+query = "up"
+interval = "3s"
+timeout = "3s"
+
+[windows.busy]
+signal = "demand"
+above = 10
+until_below = 5
+retry = "10min"
+TOML
+    $ns ip link set lo up
+    $ns python3 "$LANES_SRCDIR/tests/signals/fake_api.py" --port "$FAKE_PORT" --port-file "$SIG_T/port" \
+        --value-file "$SIG_T/value" 2>"$SIG_T/fake.log" &
+    SIG_PIDS="$SIG_PIDS $!"
+    cat >"$SIG_T/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: lanes-e2e
+    static_configs:
+      - targets: ['127.0.0.1:$FAKE_PORT']
+YML
+    $ns prometheus --config.file="$SIG_T/prometheus.yml" --storage.tsdb.path="$SIG_T/data" \
+        --web.listen-address="0.0.0.0:$PROM_PORT" --log.level=warn >"$SIG_T/prometheus.log" 2>&1 &
+    SIG_PIDS="$SIG_PIDS $!"
+}
+E2E_MODE=offpeak e2e_start_cluster
+sig_cleanup() {
+    local rc=$? p
+    for p in $SIG_PIDS; do kill "$p" 2>/dev/null; done
+    for p in $SIG_PIDS; do wait "$p" 2>/dev/null; done
+    rm -rf "$SIG_T"
+    return $rc
+}
+trap 'sig_cleanup; e2e_on_exit' EXIT
+ctld_log=$(cluster_log slurmctld)
+conf=$(dirname "$CLUSTER_CONF")/lanes.toml
+
+wait_log() {  # PATTERN SECONDS FILE
+    local _
+    for _ in $(seq $(($2 * 10))); do grep -q -- "$1" "$3" 2>/dev/null && return 0; sleep 0.1; done
+    return 1
+}
+ceil_on_train1() {  # JOB: the ceil of the job's class on train1's eth0 (minor from its state file)
+    local minor
+    minor=$(sed -n 's/^minor=//p' "$E2E_STATE_ROOT/train1/job_$1" 2>/dev/null) || return 1
+    [[ -n $minor ]] || return 1
+    cluster_run_node train1 tc class show dev eth0 classid "1a4e:$(printf %x "$minor")" | grep -o 'ceil [0-9]*[KMG]*bit' | awk '{print $2}'
+}
+wait_ceil() {  # JOB WANT SECONDS
+    local _
+    for _ in $(seq $(($3 * 10))); do [[ $(ceil_on_train1 "$1") == "$2" ]] && return 0; sleep 0.1; done
+    return 1
+}
+begin_delay() {  # JOB: EligibleTime (the begin time job_submit set) - SubmitTime, seconds
+    echo $(( $(date -u -d "$(cluster_job_field "$1" EligibleTime)" +%s) - $(date -u -d "$(cluster_job_field "$1" SubmitTime)" +%s) ))
+}
+
+e2e_check "slurmctld logs the hung signal's timeout" \
+    wait_log 'lanes: signal hung: http://127.0.0.1:19091/slow: query failed: no answer within the timeout of 3000 ms' 30 "$ctld_log"
+
+
+# Demand low (and the hung server hanging): a training job runs now, on train1.
+id_low=$(cluster_sbatch -J train-low -w train1 -p training -o /dev/null --wrap 'sleep 300')
+e2e_check "training job $id_low accepted while a signal server hangs" test -n "$id_low"
+cluster_wait_job "$id_low" RUNNING 60 >/dev/null
+e2e_check "job $id_low not deferred while idle ($(begin_delay "$id_low")s)" test "$(begin_delay "$id_low")" -lt 300
+e2e_check "job $id_low's class on train1 at its normal ceil" wait_ceil "$id_low" 60Mbit 20
+
+# The node agent on train1.
+# nsenter execs lanesctl, so $! is the agent itself (SIGTERM reaches it).
+SLURM_CONF=$CLUSTER_CONF nsenter --net="/run/netns/$(cluster_netns train1)" -- \
+    "$LANESCTL" --config "$conf" agent --node train1 2>"$SIG_T/agent.log" &
+agent=$!
+SIG_PIDS="$SIG_PIDS $agent"
+e2e_check "agent running" wait_log 'agent: started on train1' 20 "$SIG_T/agent.log"
+
+# Demand high: the window holds.
+echo 50 >"$SIG_T/value"
+e2e_check "slurmctld: window busy begins" wait_log 'lanes: window busy begins: demand=50 above 10' 30 "$ctld_log"
+# Not as root: root is exempt from the training class's windows in e2e.sh's lanes.toml.
+id_busy=$(cluster_sbatch_as "$(cluster_test_user)" -J train-busy -p training -o /dev/null --wrap true)
+delay=$(begin_delay "$id_busy")
+e2e_check "training job $id_busy deferred by retry while busy (${delay}s)" test "$delay" -ge 590
+id_inf=$(cluster_sbatch -J infer-busy -p inference -o /dev/null --wrap true)
+e2e_check "inference job $id_inf not deferred ($(begin_delay "$id_inf")s)" test "$(begin_delay "$id_inf")" -lt 300
+e2e_check "agent tightened running job $id_low to 45Mbit" wait_ceil "$id_low" 45Mbit 30
+grep -q "job $id_low (training) on eth0: ceil 60Mbit -> 45Mbit" "$SIG_T/agent.log" \
+    && e2e_pass "agent logged the shift" || e2e_fail "agent shift line: $(tail -5 "$SIG_T/agent.log")"
+
+# Demand falls: training gets its ceil back.
+echo 0 >"$SIG_T/value"
+e2e_check "agent restored job $id_low to 60Mbit" wait_ceil "$id_low" 60Mbit 30
+e2e_check "slurmctld: window busy ends" wait_log 'lanes: window busy ends' 30 "$ctld_log"
+state=$(cluster_run_node train1 cat "$E2E_STATE_ROOT/train1/agent.prom" 2>/dev/null)
+busy_n=$(sed -n 's/^lanes_agent_shifts_total{class="training",to="busy"} //p' <<<"$state")
+normal_n=$(sed -n 's/^lanes_agent_shifts_total{class="training",to="normal"} //p' <<<"$state")
+((${busy_n:-0} >= 1 && ${normal_n:-0} >= 1)) && grep -q "job $id_low (training) on eth0: ceil 45Mbit -> 60Mbit" "$SIG_T/agent.log" \
+    && e2e_pass "agent counted the shifts (busy $busy_n, normal $normal_n) and logged the restore" \
+    || e2e_fail "agent counters: $state"
+
+# Busy again, then stop the agent: the normal ceil is back in the kernel.
+echo 50 >"$SIG_T/value"
+e2e_check "tightened again" wait_ceil "$id_low" 45Mbit 30
+kill -TERM "$agent"
+wait "$agent"
+agent_rc=$?
+e2e_check "agent exit 0 on SIGTERM (got $agent_rc)" test "$agent_rc" -eq 0
+e2e_check "normal ceil after the agent stopped" test "$(ceil_on_train1 "$id_low")" = 60Mbit
+
+cluster_run_ctl scancel "$id_low" "$id_busy" "$id_inf" >/dev/null 2>&1
+e2e_finish

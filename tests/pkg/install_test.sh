@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The Debian packages as a site gets them: built with dpkg-buildpackage from
+# `make distdir` (what the release tarball holds), checked by lintian (no
+# errors), installed with dpkg into a clean Debian 12 root that has Debian's
+# Slurm but no build tree (tests/pkg/make_root.sh, cached), and then the
+# real-cluster end-to-end tests run inside that root against the installed
+# files only: E2E_JOB_SUBMIT_SO, E2E_SPANK_SO and E2E_LANESCTL name the
+# package's files, and one run loads spank_lanes through the package's
+# plugstack.conf.d snippet and /etc/slurm/lanes.toml.
+#
+# LANES_DEB_DIR=DIR uses the .debs in DIR instead of building them;
+# LANES_INSTALL_E2E="job_submit_test.sh ..." chooses the e2e scripts.
+set -uo pipefail
+: "${LANES_SRCDIR:?run through make check}" "${LANES_BUILDDIR:?run through make check}"
+if ((EUID != 0)); then
+    echo "SKIP: $(basename "$0") needs root (chroot, mounts, a real cluster)"
+    exit 77
+fi
+for t in dpkg-buildpackage lintian mmdebstrap zstd unshare chroot; do
+    command -v "$t" >/dev/null || { echo "FAIL: $t missing (contrib/install-deps.sh installs it)"; exit 1; }
+done
+now() { date +%s; }
+t0=$(now)
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/lanes-install.XXXXXX")
+trap 'rm -rf --one-file-system "$work"' EXIT
+failed=0
+ok() { printf 'ok: %s\n' "$*"; }
+bad() { printf 'FAIL: %s\n' "$*"; failed=1; }
+
+# 1. The packages.
+debs=${LANES_DEB_DIR:-}
+if [[ -z $debs ]]; then
+    version=$(sed -n 's/^PACKAGE_VERSION = //p' "$LANES_BUILDDIR/Makefile")
+    # A fixed directory (one run at a time), so the compiler's command lines
+    # (-ffile-prefix-map=DIR) repeat and ccache, when present, serves the
+    # objects of the previous run; the unit tests already ran in this make
+    # check, so nocheck.
+    pkgbuild=${LANES_PKG_BUILD_DIR:-/var/tmp/lanes-install-build}
+    mkdir -p "$pkgbuild"
+    exec 8>"$pkgbuild.lock"
+    flock 8
+    rm -rf --one-file-system "${pkgbuild:?}"/* && mkdir -p "$work/src"
+    make -C "$LANES_BUILDDIR" -s distdir distdir="$pkgbuild/lanes-$version" >"$work/distdir.log" 2>&1 ||
+        { tail -20 "$work/distdir.log"; echo "FAIL: make distdir"; exit 1; }
+    (cd "$pkgbuild/lanes-$version" &&
+        PATH=/usr/lib/ccache:$PATH DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
+            dpkg-buildpackage -us -uc -b >"$work/dpkg-buildpackage.log" 2>&1) ||
+        { tail -40 "$work/dpkg-buildpackage.log"; echo "FAIL: dpkg-buildpackage -us -uc -b"; exit 1; }
+    # The .debs stay in $pkgbuild until the next run (LANES_DEB_DIR=$pkgbuild
+    # reuses them); the build tree goes.
+    rm -rf --one-file-system "${pkgbuild:?}/lanes-$version"
+    cp "$pkgbuild"/*.deb "$work/src/"
+    flock -u 8
+    debs=$work/src
+    ok "dpkg-buildpackage -us -uc -b built $(cd "$debs" && ls ./*.deb | tr '\n' ' ')"
+fi
+t_build=$(now)
+shopt -s nullglob
+pkgs=("$debs"/lanes-slurm-plugins_*.deb "$debs"/lanesctl_*.deb)
+((${#pkgs[@]} == 2)) || { echo "FAIL: want lanes-slurm-plugins and lanesctl .debs in $debs, have: ${pkgs[*]}"; exit 1; }
+
+lintian_out=$(lintian --fail-on error --tag-display-limit 0 "${pkgs[@]}" 2>&1)
+lintian_rc=$?
+printf '%s\n' "$lintian_out" | sed 's/^/  lintian: /'
+if ((lintian_rc == 0)) && ! grep -q '^E: ' <<<"$lintian_out"; then ok "lintian: no errors"; else bad "lintian reports errors"; fi
+dep=$(dpkg-deb -f "$debs"/lanes-slurm-plugins_*.deb Depends)
+slurm_version=$(dpkg-query -W -f '${Version}' libslurm-dev 2>/dev/null | sed 's/-[^-]*$//')
+if [[ $dep == *"slurm-wlm-basic-plugins (>= $slurm_version)"* && $dep == *"slurm-wlm-basic-plugins (<< "*"~)"* ]]; then
+    ok "lanes-slurm-plugins depends on the Slurm release it was built with ($dep)"
+else
+    bad "lanes-slurm-plugins Depends does not pin Slurm $slurm_version: $dep"
+fi
+
+# 2. A clean root with Debian's Slurm; the packages installed with dpkg (their
+# dependencies must be met by what Debian's Slurm brings).
+root=$work/root
+bash "$LANES_SRCDIR/tests/pkg/make_root.sh" "$root" || { echo "FAIL: make_root.sh"; exit 1; }
+t_root=$(now)
+mkdir -p "$root/tmp/debs" && cp "${pkgs[@]}" "$root/tmp/debs/"
+if chroot "$root" dpkg -i "/tmp/debs/${pkgs[0]##*/}" "/tmp/debs/${pkgs[1]##*/}" >"$work/dpkg-i.log" 2>&1; then
+    ok "dpkg -i installs both packages into a clean Debian 12 root with Debian's Slurm"
+else
+    cat "$work/dpkg-i.log"
+    bad "dpkg -i failed"
+fi
+multiarch=$(chroot "$root" dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+plugindir=/usr/lib/$multiarch/slurm-wlm
+for f in "$plugindir/job_submit_lanes.so" "$plugindir/spank_lanes.so" /usr/sbin/lanesctl \
+    /etc/slurm/plugstack.conf.d/lanes.conf /usr/share/man/man8/lanesctl.8.gz /usr/share/man/man5/lanes.toml.5.gz \
+    /usr/share/bash-completion/completions/lanesctl /lib/systemd/system/lanes-metrics.timer \
+    /usr/share/doc/lanes-slurm-plugins/examples/lanes.toml /usr/share/doc/lanes-slurm-plugins/examples/default.lua \
+    /usr/share/lanes/grafana/lanes-dashboard.json /usr/share/lanes/prometheus/lanes-alerts.yml; do
+    [[ -e $root$f ]] || bad "not installed: $f"
+done
+grep -qx 'include /etc/slurm/plugstack.conf.d/\*.conf' "$root/etc/slurm/plugstack.conf" &&
+    grep -q '^required spank_lanes.so config=/etc/slurm/lanes.toml' "$root/etc/slurm/plugstack.conf.d/lanes.conf" &&
+    ok "Debian's plugstack.conf includes the package's lanes.conf" || bad "plugstack snippet not where Debian's plugstack.conf includes it"
+# As README.Debian says: the example lanes.toml and policy into /etc/slurm
+# (the example names its policy lanes.lua), then lanesctl check.
+mkdir -p "$work/site" && cp "$root/usr/share/doc/lanes-slurm-plugins/examples/lanes.toml" "$work/site/" &&
+    cp "$root/usr/share/doc/lanes-slurm-plugins/examples/default.lua" "$work/site/lanes.lua" &&
+    mkdir -p "$root/tmp/site" && cp "$work/site/"* "$root/tmp/site/"
+chroot "$root" lanesctl --config /tmp/site/lanes.toml check >"$work/check.log" 2>&1 &&
+    ok "installed lanesctl checks the installed example lanes.toml and policy" ||
+    { cat "$work/check.log"; bad "lanesctl check of the example"; }
+
+# 3. The e2e tests inside the root, on the installed files only: the scripts
+# are copied in, nothing of the build tree is.
+mkdir -p "$root/opt/lanes/tests"
+cp -r "$LANES_SRCDIR/tests/cluster" "$LANES_SRCDIR/tests/e2e" "$root/opt/lanes/tests/"
+run_in_root() {  # run_in_root NAME ENV... -- SCRIPT: one e2e script in the root
+    local name=$1
+    shift
+    local -a envv=()
+    while [[ $1 != -- ]]; do envv+=("$1"); shift; done
+    shift
+    local t=$(now)
+    # A private mount namespace: /proc, /sys, /dev and a fresh /run for the
+    # root vanish with it, whatever happens.
+    unshare --mount --propagation private -- /bin/sh -c '
+        root=$1; shift
+        # The root must be a mount point: `ip netns add` makes / a slave mount.
+        mount --bind "$root" "$root" &&
+        mount -t proc proc "$root/proc" && mount --rbind /sys "$root/sys" && mount --rbind /dev "$root/dev" &&
+            mount -t tmpfs -o mode=0755 tmpfs "$root/run" && mkdir -p "$root/run/lock" || exit 1
+        exec chroot "$root" "$@"' sh "$root" \
+        env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 TZ=UTC \
+        LANES_SRCDIR=/opt/lanes TMPDIR=/tmp \
+        E2E_JOB_SUBMIT_SO="$plugindir/job_submit_lanes.so" E2E_SPANK_SO="$plugindir/spank_lanes.so" \
+        E2E_LANESCTL=/usr/sbin/lanesctl "${envv[@]}" bash "/opt/lanes/tests/e2e/$1" >"$work/$name.log" 2>&1
+    local rc=$?
+    grep -E '^(ok|FAIL):' "$work/$name.log" | sed "s/^/  $name: /"
+    if ((rc == 0)); then ok "$name passes in the root on the installed files ($(( $(now) - t )) s)"
+    else tail -60 "$work/$name.log"; bad "$name failed in the root (exit $rc)"; fi
+}
+# job_submit_test.sh with the plugins named by path; spank_test.sh with
+# spank_lanes loaded through the package's plugstack.conf.d snippet.
+for script in ${LANES_INSTALL_E2E:-job_submit_test.sh}; do
+    run_in_root "${script%.sh}" -- "$script"
+done
+run_in_root spank_test-via-plugstack.conf.d E2E_INSTALLED_PLUGSTACK=1 -- spank_test.sh
+t_end=$(now)
+echo "times: packages $((t_build - t0)) s, root $((t_root - t_build)) s, install and e2e $((t_end - t_root)) s, total $((t_end - t0)) s"
+((failed)) && exit 1
+exit 0

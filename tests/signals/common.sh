@@ -1,0 +1,79 @@
+# Shared by the signal tests: a real Prometheus (Debian's) on loopback with its
+# own port and data directory, and fake_api.py (faults, and an exporter whose
+# value the test sets). Everything started here is stopped by PID on exit.
+#
+#   start_fake NAME [--tls CERT KEY]   -> FAKE_PORT_<NAME>, value file $T/value
+#   start_prometheus TARGET...         -> PROM_URL (scrapes every 1s)
+#   wait_for DESC SECONDS CMD...       retries CMD until it succeeds
+# With IN_NS set (e.g. "nsenter --net=/run/netns/X"), the servers run in that
+# network namespace. A `cleanup` function defined before (tests/net/common.sh)
+# runs after ours.
+set -u
+IN_NS=${IN_NS:-}
+BUILDDIR=${LANES_BUILDDIR:-.}
+SRCDIR=${LANES_SRCDIR:-.}
+LANESCTL=$BUILDDIR/lanesctl/lanesctl
+[ -x "$LANESCTL" ] || { echo "FAIL: $LANESCTL not built"; exit 1; }
+command -v prometheus >/dev/null || { echo "FAIL: prometheus not installed (Debian: apt-get install prometheus)"; exit 1; }
+command -v python3 >/dev/null || { echo "FAIL: python3 not installed"; exit 1; }
+T=$(mktemp -d /tmp/lsig$$.XXXXXX)
+STARTED_PIDS=""
+fail() { echo "FAIL: $*"; [ -f "$T/agent.log" ] && tail -20 "$T/agent.log"; exit 1; }
+cleanup_signals() {
+  for pid in $STARTED_PIDS; do kill "$pid" 2>/dev/null; done
+  for pid in $STARTED_PIDS; do wait "$pid" 2>/dev/null; done
+  rm -rf "$T"
+  if declare -F cleanup >/dev/null; then cleanup; fi
+}
+trap cleanup_signals EXIT
+trap 'exit 1' INT TERM
+echo 0 >"$T/value"
+
+wait_for() {  # DESC SECONDS CMD...
+  local desc=$1 secs=$2 i
+  shift 2
+  for ((i = 0; i < secs * 10; i++)); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  fail "timed out after ${secs}s waiting for $desc"
+}
+
+start_fake() {  # NAME [--tls CERT KEY]
+  local name=$1
+  shift
+  $IN_NS python3 "$SRCDIR/tests/signals/fake_api.py" --port-file "$T/port.$name" --value-file "$T/value" "$@" \
+    2>>"$T/fake.$name.log" &
+  STARTED_PIDS="$STARTED_PIDS $!"
+  wait_for "fake API $name" 10 test -s "$T/port.$name"
+  printf -v "FAKE_PORT_$name" '%s' "$(cat "$T/port.$name")"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+start_prometheus() {  # TARGET... (host:port of /metrics endpoints)
+  local port targets="" t
+  port=$(free_port)
+  for t in "$@"; do targets="$targets'$t',"; done
+  cat >"$T/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: lanes-test
+    static_configs:
+      - targets: [${targets%,}]
+YML
+  mkdir -p "$T/prom-data"
+  $IN_NS prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom-data" \
+    --web.listen-address="127.0.0.1:$port" --log.level=warn >"$T/prometheus.log" 2>&1 &
+  STARTED_PIDS="$STARTED_PIDS $!"
+  PROM_URL=http://127.0.0.1:$port
+  PROM_PID=$!
+  wait_for "prometheus to be ready" 60 $IN_NS curl -sf "$PROM_URL/-/ready"
+}
+
+# The value of a PromQL expression as Prometheus itself answers it.
+prom_query() { $IN_NS curl -sf --get "$PROM_URL/api/v1/query" --data-urlencode "query=$1"; }

@@ -1,0 +1,332 @@
+// Signals: the Prometheus answer parser, freshness and fallbacks, the
+// hysteresis of signal windows, [signals.NAME] validation, and the monitor with
+// a scripted fetcher.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/lanes_toml.hpp"
+#include "core/signals.hpp"
+#include "signals/signal_monitor.hpp"
+
+namespace {
+
+using namespace std::chrono;
+using lanes::FetchResult;
+using lanes::parse_prometheus_answer;
+using lanes::SignalClock;
+
+const std::string kVector1 =
+    R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"job":"probe"},"value":[1700000000.5,"0.31"]}]}})";
+
+struct AnswerCase {
+    const char* name;
+    long status;
+    std::string body;
+    bool ok;
+    double value;
+    const char* error_contains;
+};
+
+TEST(PrometheusAnswer, Table) {
+    const std::vector<AnswerCase> cases = {
+        {"vector", 200, kVector1, true, 0.31, ""},
+        {"scalar", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1700000000,"42"]}})", true, 42, ""},
+        {"negative", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"-1.5e3"]}})", true, -1500, ""},
+        {"nan scalar", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"NaN"]}})", false, 0, "NaN"},
+        {"nan vector", 200, R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"NaN"]}]}})", false, 0, "NaN"},
+        {"inf", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"+Inf"]}})", false, 0, "+Inf"},
+        {"empty", 200, R"({"status":"success","data":{"resultType":"vector","result":[]}})", false, 0, "empty vector"},
+        {"several", 200,
+         R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"up","job":"a"},"value":[1,"1"]},{"metric":{"__name__":"up","job":"b"},"value":[1,"0"]}]}})",
+         false, 0, "2 series (up{job=\"a\"}, up{job=\"b\"})"},
+        {"error", 400, R"({"status":"error","errorType":"bad_data","error":"parse error at char 5"})", false, 0,
+         "Prometheus error (HTTP 400): bad_data: parse error at char 5"},
+        {"http 503 html", 503, "<html>down</html>", false, 0, "HTTP 503"},
+        {"http 500 success", 500, kVector1, false, 0, "HTTP 500"},
+        {"not json", 200, "hello", false, 0, "not a Prometheus API answer"},
+        {"no status", 200, R"({"data":{}})", false, 0, "no \"status\""},
+        {"matrix", 200, R"({"status":"success","data":{"resultType":"matrix","result":[]}})", false, 0, "matrix"},
+        {"bad value", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"abc"]}})", false, 0, "malformed sample value"},
+        {"value not string", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,2]}})", false, 0, "malformed scalar"},
+    };
+    for (const auto& c : cases) {
+        auto r = parse_prometheus_answer(c.status, c.body);
+        EXPECT_EQ(bool(r), c.ok) << c.name;
+        if (c.ok && r) {
+            EXPECT_DOUBLE_EQ(*r, c.value) << c.name;
+        }
+        if (!c.ok && !r) {
+            EXPECT_NE(r.error().message.find(c.error_contains), std::string::npos) << c.name << ": " << r.error().message;
+        }
+    }
+}
+
+TEST(PrometheusAnswer, TransportErrorWins) {
+    FetchResult f;
+    f.transport_error = "no answer within the timeout of 500 ms";
+    auto r = lanes::interpret_fetch(f);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message, f.transport_error);
+}
+
+lanes::SignalConfig signal_config() {
+    lanes::SignalConfig s;
+    s.name = "p99";
+    s.url = "http://127.0.0.1:1";
+    s.query = "q";
+    s.interval = seconds{5};
+    s.stale_after = seconds{20};
+    return s;
+}
+
+TEST(SignalValue, FreshStaleFallback) {
+    auto cfg = signal_config();
+    lanes::SignalState st;
+    const SignalClock::time_point t0{seconds{1'700'000'000}};
+    auto v = lanes::effective_value(cfg, st, t0);
+    EXPECT_FALSE(v.value);
+    EXPECT_EQ(v.why_unusable, "not fetched yet");
+
+    lanes::record_attempt(st, 0.2, t0);
+    v = lanes::effective_value(cfg, st, t0 + seconds{20});
+    ASSERT_TRUE(v.value);
+    EXPECT_TRUE(v.fresh);
+    EXPECT_DOUBLE_EQ(*v.value, 0.2);
+    EXPECT_EQ(v.age, seconds{20});
+
+    lanes::record_attempt(st, lanes::fail("connection refused"), t0 + seconds{10});
+    v = lanes::effective_value(cfg, st, t0 + seconds{21});
+    EXPECT_FALSE(v.value);
+    EXPECT_FALSE(v.fresh);
+    EXPECT_EQ(v.why_unusable, "stale (21s old): connection refused");
+
+    cfg.fallback = 7;
+    v = lanes::effective_value(cfg, st, t0 + seconds{21});
+    ASSERT_TRUE(v.value);
+    EXPECT_TRUE(v.from_fallback);
+    EXPECT_DOUBLE_EQ(*v.value, 7);
+    EXPECT_EQ(st.successes, 1u);
+    EXPECT_EQ(st.failures, 1u);
+}
+
+lanes::SignalWindowConfig window_config() {
+    lanes::SignalWindowConfig w;
+    w.name = "busy";
+    w.signal = "p99";
+    w.above = 0.25;
+    w.until_below = 0.1;
+    w.hold_for = seconds{120};
+    w.release_after = seconds{60};
+    return w;
+}
+
+TEST(SignalWindow, HysteresisNeedsTheWholeHoldTime) {
+    lanes::SignalWindowTracker t(window_config());
+    const SignalClock::time_point t0{seconds{1'700'000'000}};
+    EXPECT_FALSE(t.update(0.3, t0));
+    EXPECT_FALSE(t.update(0.3, t0 + seconds{119}));
+    EXPECT_FALSE(t.busy());
+    EXPECT_FALSE(t.update(0.2, t0 + seconds{121}));  // dipped: the clock restarts
+    EXPECT_FALSE(t.update(0.3, t0 + seconds{130}));
+    EXPECT_TRUE(t.update(0.3, t0 + seconds{250}));
+    EXPECT_TRUE(t.busy());
+    EXPECT_EQ(t.since(), t0 + seconds{250});
+    EXPECT_NE(t.reason().find("above 0.25 for 120s"), std::string::npos) << t.reason();
+    // Between until_below and above: stays busy.
+    EXPECT_FALSE(t.update(0.2, t0 + seconds{400}));
+    EXPECT_TRUE(t.busy());
+    EXPECT_FALSE(t.update(0.05, t0 + seconds{410}));
+    EXPECT_FALSE(t.update(0.15, t0 + seconds{440}));  // back in the band: restarts
+    EXPECT_FALSE(t.update(0.05, t0 + seconds{450}));
+    EXPECT_FALSE(t.update(0.05, t0 + seconds{509}));
+    EXPECT_TRUE(t.update(0.05, t0 + seconds{510}));
+    EXPECT_FALSE(t.busy());
+}
+
+TEST(SignalWindow, UnknownValueFollowsWhenUnknown) {
+    const SignalClock::time_point t0{seconds{1'700'000'000}};
+    auto cfg = window_config();
+    cfg.hold_for = seconds{0};
+    for (auto [action, expect_busy_after_idle, expect_busy_after_busy] :
+         {std::tuple{lanes::UnknownSignalAction::Idle, false, false},
+          std::tuple{lanes::UnknownSignalAction::Busy, true, true},
+          std::tuple{lanes::UnknownSignalAction::Hold, false, true}}) {
+        cfg.when_unknown = action;
+        lanes::SignalWindowTracker idle(cfg), busy(cfg);
+        busy.update(1.0, t0);
+        ASSERT_TRUE(busy.busy());
+        idle.update(std::nullopt, t0 + seconds{1});
+        busy.update(std::nullopt, t0 + seconds{1});
+        EXPECT_EQ(idle.busy(), expect_busy_after_idle) << static_cast<int>(action);
+        EXPECT_EQ(busy.busy(), expect_busy_after_busy) << static_cast<int>(action);
+        EXPECT_NE(busy.reason().find("no usable value of p99"), std::string::npos);
+    }
+}
+
+const char* kBase = R"(
+default_class = "training"
+[signals.p99]
+url = "http://127.0.0.1:9090/"
+query = 'histogram_quantile(0.99, sum(rate(lanes_probe_latency_seconds_bucket[30s])) by (le))'
+interval = "5s"
+timeout = "1s"
+fallback = 0
+[windows.busy]
+signal = "p99"
+above = 0.25
+until_below = 0.1
+for = "2min"
+retry = "1min"
+when_unknown = "busy"
+[classes.training]
+rate = "1Gbit"
+ceil = "10Gbit"
+avoid_windows = ["busy"]
+busy_window = "busy"
+busy_ceil = "2Gbit"
+)";
+
+TEST(SignalConfig, Parses) {
+    auto c = lanes::parse_config(kBase, "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    ASSERT_EQ(c->signals.count("p99"), 1u);
+    const auto& s = c->signals.at("p99");
+    EXPECT_EQ(s.url, "http://127.0.0.1:9090");
+    EXPECT_EQ(s.interval, seconds{5});
+    EXPECT_EQ(s.timeout, seconds{1});
+    EXPECT_EQ(s.stale_after, seconds{20});
+    EXPECT_EQ(s.fallback, 0.0);
+    const auto* w = c->find_signal_window("busy");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->hold_for, minutes{2});
+    EXPECT_EQ(w->release_after, minutes{2});
+    EXPECT_EQ(w->retry, minutes{1});
+    EXPECT_EQ(w->when_unknown, lanes::UnknownSignalAction::Busy);
+    const auto* t = c->find_class("training");
+    EXPECT_EQ(t->busy_window, "busy");
+    EXPECT_EQ(t->busy_ceil->bits_per_second, 2'000'000'000u);
+    EXPECT_EQ(t->avoid_windows, std::vector<std::string>{"busy"});
+}
+
+std::string with(std::string text, const std::string& from, const std::string& to) {
+    auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    return text;
+}
+
+TEST(SignalConfig, MistakesNameLineAndKey) {
+    struct Case {
+        std::string text;
+        const char* expect;
+    };
+    const std::vector<Case> cases = {
+        {with(kBase, "url = \"http://127.0.0.1:9090/\"", "url = \"ftp://x\""), "lanes.toml:4:7: signals.p99.url: not an http:// or https://"},
+        {with(kBase, "interval = \"5s\"", "interval = \"5\""), "lanes.toml:6:12: signals.p99.interval: duration '5' has no unit"},
+        {with(kBase, "timeout = \"1s\"", "timeout = \"10s\""), "signals.p99.timeout: longer than the interval"},
+        {with(kBase, "fallback = 0", "fallback = \"low\""), "lanes.toml:8:12: signals.p99.fallback: expected a number"},
+        {with(kBase, "fallback = 0", "fallbak = 0"), "lanes.toml:8:1: signals.p99.fallbak: unknown key (did you mean \"fallback\"?)"},
+        {with(kBase, "fallback = 0", "ca_file = \"/etc/ca.pem\""), "signals.p99.ca_file: only used with an https:// url"},
+        {with(kBase, "signal = \"p99\"", "signal = \"p95\""), "lanes.toml:10:10: windows.busy.signal: unknown signal \"p95\" (did you mean \"p99\"?)"},
+        {with(kBase, "until_below = 0.1", "until_below = 0.5"), "windows.busy.until_below: must not be above \"above\""},
+        {with(kBase, "when_unknown = \"busy\"", "when_unknown = \"bussy\""), "windows.busy.when_unknown: unknown value \"bussy\" (did you mean \"busy\"?)"},
+        {with(kBase, "for = \"2min\"", "for = \"2min\"\ntimezone = \"UTC\""), "windows.busy.timezone: a window follows either a signal or the clock"},
+        {with(kBase, "busy_ceil = \"2Gbit\"", "busy_ceil = \"20Gbit\""), "classes.training.busy_ceil: above the class's ceil"},
+        {with(kBase, "busy_window = \"busy\"", "busy_window = \"bsy\""), "classes.training.busy_window: unknown signal window \"bsy\" (did you mean \"busy\"?)"},
+        {with(kBase, "busy_window = \"busy\"\n", ""), "classes.training.busy_ceil: needs \"busy_window\""},
+        {with(kBase, "query = '", "#query = '"), "signals.p99: missing key \"query\""},
+    };
+    for (const auto& c : cases) {
+        auto r = lanes::parse_config(c.text, "lanes.toml");
+        ASSERT_FALSE(r) << c.expect;
+        EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << "expected: " << c.expect << "\ngot: " << r.error().message;
+    }
+}
+
+// A fetcher that answers from a script shared by the test.
+struct Script {
+    std::mutex mutex;
+    FetchResult next;
+    int calls = 0;
+};
+
+class ScriptedFetcher final : public lanes::SignalFetcher {
+public:
+    explicit ScriptedFetcher(Script& s) : s_(s) {}
+    FetchResult fetch(const lanes::SignalConfig&) noexcept override {
+        std::lock_guard lock(s_.mutex);
+        ++s_.calls;
+        return s_.next;
+    }
+
+private:
+    Script& s_;
+};
+
+TEST(SignalMonitor, FallbackWindowsAndLogLinesOnce) {
+    Script script;
+    SignalClock::time_point now{seconds{1'700'000'000}};
+    std::vector<std::string> lines;
+    lanes::SignalMonitor monitor([&](lanes::LogLevel, const std::string& l) { lines.push_back(l); },
+                                 [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); },
+                                 [&] { return now; });
+    auto cfg = lanes::parse_config(kBase, "lanes.toml");
+    ASSERT_TRUE(cfg) << cfg.error().message;
+    monitor.configure(cfg->signals, cfg->signal_windows, /*start_threads=*/false);
+    // No value yet: the window uses when_unknown = busy? No: the fallback (0) is a value.
+    auto snap = monitor.snapshot();
+    ASSERT_TRUE(snap);
+    EXPECT_TRUE(snap->signals.at("p99").value.from_fallback);
+    EXPECT_FALSE(snap->windows.at("busy").busy);
+
+    script.next = FetchResult{"", 200, with(kVector1, "0.31", "0.5")};
+    monitor.refresh_all_now();
+    now += minutes{2};
+    snap = monitor.refresh_all_now();
+    EXPECT_TRUE(snap->windows.at("busy").busy);
+    EXPECT_DOUBLE_EQ(*snap->signals.at("p99").value.value, 0.5);
+
+    script.next = FetchResult{"connection refused", 0, ""};
+    for (int i = 0; i < 3; ++i) monitor.refresh_all_now();
+    snap = monitor.snapshot();
+    EXPECT_EQ(snap->signals.at("p99").state.last_error, "connection refused");
+    EXPECT_TRUE(snap->signals.at("p99").value.fresh);  // last value still young
+    now += seconds{30};
+    monitor.evaluate_now();
+    snap = monitor.snapshot();
+    EXPECT_TRUE(snap->signals.at("p99").value.from_fallback);
+    int failed = 0, stale = 0, begins = 0;
+    for (const auto& l : lines) {
+        failed += l.find("lanes: signal p99: http://127.0.0.1:9090: query failed: connection refused") == 0;
+        stale += l.find("lanes: signal p99: no usable value (stale (30s old): connection refused); using fallback 0") == 0;
+        begins += l.find("lanes: window busy begins: p99=0.5 above 0.25 for 120s") == 0;
+    }
+    EXPECT_EQ(failed, 1);
+    EXPECT_EQ(stale, 1);
+    EXPECT_EQ(begins, 1);
+}
+
+TEST(SignalMonitor, ThreadsRefreshAndStop) {
+    Script script;
+    script.next = FetchResult{"", 200, kVector1};
+    lanes::SignalMonitor monitor({}, [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); });
+    auto cfg = lanes::parse_config(kBase, "lanes.toml");
+    ASSERT_TRUE(cfg);
+    monitor.configure(cfg->signals, cfg->signal_windows);
+    for (int i = 0; i < 500; ++i) {
+        auto s = monitor.snapshot();
+        if (s && s->signals.at("p99").value.fresh) break;
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    auto s = monitor.snapshot();
+    ASSERT_TRUE(s->signals.at("p99").value.fresh);
+    EXPECT_DOUBLE_EQ(*s->signals.at("p99").value.value, 0.31);
+    monitor.stop();
+}
+
+}  // namespace
