@@ -13,7 +13,7 @@ mkdir -p "$out"
 
 packages=build-essential,autoconf,automake,libtool,pkg-config,ccache,libslurm-dev
 packages+=,liblua5.4-dev,libtomlplusplus-dev,libnl-3-dev,libnl-route-3-dev,libnftables-dev
-packages+=,libgtest-dev,libgmock-dev,nlohmann-json3-dev
+packages+=,libgtest-dev,libgmock-dev,nlohmann-json3-dev,libcurl4-openssl-dev
 
 key=$(vm_key "$VM_DIR/build_lanes.sh" "$VM_DIR/lib.sh")
 root=$LANES_VM_CACHE/buildroot-$key
