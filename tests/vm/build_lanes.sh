@@ -15,7 +15,9 @@ packages=build-essential,autoconf,automake,libtool,pkg-config,ccache,libslurm-de
 packages+=,liblua5.4-dev,libtomlplusplus-dev,libnl-3-dev,libnl-route-3-dev,libnftables-dev
 packages+=,libgtest-dev,libgmock-dev,nlohmann-json3-dev,libcurl4-openssl-dev
 
-key=$(vm_key "$VM_DIR/build_lanes.sh" "$VM_DIR/lib.sh")
+# The root depends on the package list and how roots are made, not on the
+# compile steps below: editing those does not rebuild it.
+key=$( (echo "$packages"; cat "$VM_DIR/lib.sh") | sha256sum | cut -c1-16)
 root=$LANES_VM_CACHE/buildroot-$key
 if [ ! -f "$root/.lanes-ready" ]; then
   vm_log "building the $VM_SUITE build root $key"
@@ -49,5 +51,6 @@ unshare -m bash -euo pipefail -c '
 cp "$root/src/b/.libs/spank_lanes.so" "$root/src/b/.libs/job_submit_lanes.so" "$out/" 2>/dev/null ||
   cp "$root"/src/b/spank/.libs/spank_lanes.so "$root"/src/b/job_submit/.libs/job_submit_lanes.so "$out/"
 cp "$root/src/b/lanesctl/lanesctl" "$out/"
-grep -h SLURM_VERSION_STRING "$root/usr/include/slurm/slurm_version.h" | head -1 >"$out/slurm-version"
-vm_log "Lanes built against $(cut -d'"' -f2 "$out/slurm-version")"
+# 24.11's slurm_version.h has SLURM_VERSION_NUMBER only (no _STRING).
+chroot "$root" dpkg-query -W -f '${Version}\n' libslurm-dev >"$out/slurm-version" 2>/dev/null || true
+vm_log "Lanes built against libslurm-dev $(cat "$out/slurm-version")"
