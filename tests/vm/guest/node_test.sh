@@ -176,9 +176,9 @@ sleep 1
 left=$(ls /run/lanes | grep '^job_'; tc class show dev lv0 | grep -v -E '1a4e:(1|fffe) '; \
   nft list table inet lanes 2>/dev/null | grep -E '^\s+elements'; ls -d $CG/lanes/job_* 2>/dev/null)
 [ -z "$left" ] && pass "teardown: no job state, class or nft element left" || fail teardown "left: $left"
-lanesctl gc --all >/dev/null 2>&1
+gc_out=$(lanesctl --config /etc/slurm/lanes.toml gc --all 2>&1); gc_rc=$?
 left=$(tc qdisc show dev lv0 | grep htb; nft list tables | grep lanes; ls -d $CG/lanes 2>/dev/null)
-[ -z "$left" ] && pass "gc --all: no qdisc, table or cgroup left" || fail gc-all "left: $left"
+[ -z "$left" ] && pass "gc --all: no qdisc, table or cgroup left" || fail gc-all "left: $left; lanesctl (rc $gc_rc): $gc_out"
 
 cp /var/log/slurm/*.log "$OUT/" 2>/dev/null
 t "done: $(grep -c ^PASS "$RESULTS") passed, $(grep -c ^FAIL "$RESULTS") failed"
