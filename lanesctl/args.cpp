@@ -47,7 +47,7 @@ const std::vector<OptionSpec>& option_table() {
         {"--help", A::None, {}, false, [](Options& o, const std::string&) -> Result<void> { o.help = true; return {}; }},
         {"--version", A::None, {}, false,
          [](Options& o, const std::string&) -> Result<void> { o.version = true; return {}; }},
-        {"--node", A::Required, {C::Status, C::Gc, C::Reapply, C::Agent}, false,
+        {"--node", A::Required, {C::Status, C::Gc, C::Check, C::Reapply, C::Agent}, false,
          [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }, true},
         {"--job", A::Required, {C::PolicyTest}, true,
          [](Options& o, const std::string& v) -> Result<void> {
@@ -335,8 +335,9 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
 std::string usage_text(Command command) {
     switch (command) {
         case Command::Check:
-            return "usage: lanesctl check [--config FILE] [--json]\n"
+            return "usage: lanesctl check [--config FILE] [--node NAME] [--json]\n"
                    "  Validate lanes.toml and its Lua policy exactly as the plugins load them.\n"
+                   "  --node NAME (root, on that node): also check its [[nodes.nic]] setup.\n"
                    "  Exit 0 when valid, 1 with file:line:col messages when not.\n";
         case Command::PolicyTest:
             return "usage: lanesctl policy test [--config FILE] [--at TIME] [--admin] [--json] JOB.json...\n"
