@@ -26,7 +26,7 @@ packages=(
     # what the cluster harness and the e2e tests run
     iproute2 nftables iperf3 tcpdump python3 procps util-linux passwd hostname iputils-ping
     # Lanes' shared libraries (what the .debs' shlibs Depends name)
-    liblua5.4-0 libtomlplusplus3 libnl-3-200 libnl-route-3-200 libnftables1 libslurm38
+    liblua5.4-0 libtomlplusplus3 libnl-3-200 libnl-route-3-200 libnftables1 libslurm38 libcurl4
 )
 
 mirror=${LANES_DEBIAN_MIRROR:-}
