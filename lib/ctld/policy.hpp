@@ -48,7 +48,7 @@ struct PolicyOutcome {
     std::vector<std::string> overrides() const;
 };
 
-struct LuaState;  // policy.cpp
+struct LuaState;  // lua_sandbox.hpp
 
 class Policy {
 public:
