@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tests/roots/make_root.sh: a Debian root filesystem with Slurm and everything
 # Lanes needs to build and test, made with mmdebstrap and cached.
 #
