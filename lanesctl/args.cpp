@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "lanesctl/args.hpp"
 
+#include "core/lanes_toml.hpp"
+
+#include <cctype>
 #include <charconv>
 #include <set>
 #include <string_view>
@@ -60,7 +63,7 @@ const std::vector<OptionSpec>& option_table() {
          [](Options& o, const std::string& v) { return store_string(o.at, "--at", v); }},
         {"--admin", A::None, {C::PolicyTest}, false,
          [](Options& o, const std::string&) -> Result<void> { o.as_admin = true; return {}; }},
-        {"--from", A::Required, {C::Windows}, false,
+        {"--from", A::Required, {C::Windows, C::Report}, false,
          [](Options& o, const std::string& v) { return store_string(o.from, "--from", v); }},
         {"--days", A::Required, {C::Windows}, false,
          [](Options& o, const std::string& v) -> Result<void> {
@@ -71,7 +74,7 @@ const std::vector<OptionSpec>& option_table() {
              o.days = days;
              return {};
          }},
-        {"--window", A::Required, {C::Windows}, true,
+        {"--window", A::Required, {C::Windows, C::Report}, true,
          [](Options& o, const std::string& v) -> Result<void> {
              if (v.empty()) return fail("--window: the value is empty");
              o.window_names.push_back(v);
@@ -91,12 +94,40 @@ const std::vector<OptionSpec>& option_table() {
          [](Options& o, const std::string& v) {
              return store_string(o.reservation_users, "--reservation-users", v);
          }},
-        {"--prometheus", A::Required, {C::Status}, false,
+        {"--prometheus", A::Required, {C::Status, C::Report}, false,
          [](Options& o, const std::string& v) { return store_string(o.prometheus_file, "--prometheus", v); }},
-        {"--noheader", A::None, {C::Status, C::Windows}, false,
+        {"--noheader", A::None, {C::Status, C::Windows, C::Report}, false,
          [](Options& o, const std::string&) -> Result<void> { o.noheader = true; return {}; }},
-        {"--parsable", A::None, {C::Status, C::Windows}, false,
+        {"--parsable", A::None, {C::Status, C::Windows, C::Report}, false,
          [](Options& o, const std::string&) -> Result<void> { o.parsable = true; return {}; }},
+        {"--to", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) { return store_string(o.to, "--to", v); }},
+        {"--step", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) -> Result<void> {
+             auto d = parse_duration(v);
+             if (!d || d->count() < 1000000 || d->count() % 1000000 != 0)
+                 return fail("--step: '" + v + "' is not a whole number of seconds (\"30s\", \"15min\", \"1h\")");
+             o.report_step = std::chrono::duration_cast<std::chrono::seconds>(*d);
+             return {};
+         }},
+        {"--slo", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) -> Result<void> {
+             auto d = parse_duration(v);
+             if (!d || d->count() <= 0) return fail("--slo: '" + v + "' is not a latency (\"50ms\", \"1.5s\")");
+             o.slo_seconds = static_cast<double>(d->count()) / 1e6;
+             return {};
+         }},
+        {"--class", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) { return store_string(o.report_class, "--class", v); }},
+        {"--latency-metric", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) -> Result<void> {
+             for (char c : v)
+                 if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'))
+                     return fail("--latency-metric: '" + v + "' is not a Prometheus metric name");
+             return store_string(o.latency_metric, "--latency-metric", v);
+         }},
+        {"--plot", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) { return store_string(o.plot_file, "--plot", v); }},
         {"--dry-run", A::None, {C::Gc, C::Reapply}, false,
          [](Options& o, const std::string&) -> Result<void> { o.dry_run = true; return {}; }},
         {"--all", A::None, {C::Gc}, false,
@@ -135,6 +166,7 @@ const char* command_name(Command command) {
         case Command::Reapply: return "reapply";
         case Command::Signals: return "signals";
         case Command::Agent: return "agent";
+        case Command::Report: return "report";
         case Command::None: break;
     }
     return "";
@@ -219,6 +251,8 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                     options.command = Command::Signals;
                 } else if (arg == "agent") {
                     options.command = Command::Agent;
+                } else if (arg == "report") {
+                    options.command = Command::Report;
                 } else if (arg == "policy") {
                     if (i + 1 >= args.size() || args[i + 1] != "test")
                         return fail(i + 1 >= args.size() ? "'policy' needs a subcommand: 'policy test'"
@@ -238,6 +272,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                         else if (topic == "reapply") options.command = Command::Reapply;
                         else if (topic == "signals") options.command = Command::Signals;
                         else if (topic == "agent") options.command = Command::Agent;
+                        else if (topic == "report") options.command = Command::Report;
                         else if (topic == "policy") {
                             options.command = Command::PolicyTest;
                             if (i + 1 < args.size() && args[i + 1] == "test") ++i;
@@ -258,7 +293,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
         }
     }
     if (options.help || options.version) return options;
-    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent)");
+    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent, report)");
     for (const OptionSpec* spec : early)
         if (!accepts(*spec, options.command))
             return fail("option '" + std::string(spec->name) + "' is not valid for '" + command_name(options.command) +
@@ -274,6 +309,10 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
     if (options.json && (options.parsable || options.noheader))
         return fail(std::string("option '") + (options.parsable ? "--parsable" : "--noheader") +
                     "' is not valid with '--json'");
+    if (options.command == Command::Report && options.slo_seconds <= 0)
+        return fail("'report' needs --slo DURATION (the inference latency objective, e.g. --slo 50ms)");
+    if (options.command == Command::Report && options.prometheus_file.empty())
+        return fail("'report' needs --prometheus URL or --prometheus SIGNAL (a [signals.NAME] of lanes.toml)");
     if (options.command == Command::Windows && options.noheader && !options.parsable)
         return fail("option '--noheader' needs '--parsable' for 'windows' (the calendar has no header line)");
     if (options.command == Command::Windows && options.parsable && options.reservations)
@@ -337,6 +376,15 @@ std::string usage_text(Command command) {
                    "  signal windows and moves the HTB ceil of running jobs of each class with\n"
                    "  busy_window/busy_ceil between its normal and its busy value. On SIGTERM or\n"
                    "  SIGINT it restores every normal ceil before it exits.\n";
+        case Command::Report:
+            return "usage: lanesctl report [--config FILE] --prometheus URL|SIGNAL --slo DURATION [--from TIME]\n"
+                   "                       [--to TIME] [--step DURATION] [--window NAME]... [--class NAME]\n"
+                   "                       [--latency-metric NAME] [--plot FILE.png]\n"
+                   "                       [--json | --parsable] [--noheader]\n"
+                   "  Each stretch between window boundaries (and every --step) from --from (default\n"
+                   "  24 hours ago) to --to (now): the bytes and drops of the training class's jobs\n"
+                   "  (Lanes' counters) next to the inference p99 and the share of requests within\n"
+                   "  --slo (the probe's histogram), all from Prometheus. --plot draws it (gnuplot).\n";
         case Command::None: break;
     }
     return "usage: lanesctl [--config FILE] [--json] SUBCOMMAND [OPTIONS]\n"
@@ -350,6 +398,7 @@ std::string usage_text(Command command) {
            "  reapply         put back the marks and classes of running jobs (root)\n"
            "  signals         live values of [signals.NAME] and the windows that follow them\n"
            "  agent           node agent: shift job ceils while signal windows hold (root)\n"
+           "  report          training windows next to inference SLO attainment (Prometheus)\n"
            "\n"
            "Global options:\n"
            "  --config FILE   lanes.toml (default: $LANES_CONFIG, else lanes.toml next to\n"
