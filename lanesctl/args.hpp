@@ -53,6 +53,7 @@ struct Options {
     std::string reservation_nodes;       // empty: the borrowed partitions (PART_NODES)
     std::string reservation_accounts;    // --reservation-accounts A,B
     std::string reservation_users;       // --reservation-users U,V
+    bool apply = false;                  // --apply: create the reservations in slurmctld
 
     // status: --prometheus FILE (the textfile to write); report: --prometheus
     // URL|SIGNAL (the Prometheus API to query)
