@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // In-process cost of Classifier::classify() per job: the shipped policy
 // (policies/default.lua with tests/golden/default/lanes.toml) against the
 // built-in rules alone (tests/golden/rules/lanes.toml), in the same run.

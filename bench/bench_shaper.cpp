@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Node shaper setup/teardown cost per job, in a private network namespace on a
 // veth, with 1, 100, 500 and 1000 jobs already on the NIC; and side by side the
 // same work for one job done the classic way (fork/exec of tc and nft).

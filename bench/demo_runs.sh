@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/demo_runs.sh: run the README's demo (contrib/demo.sh, the real plugins
 # through Slurm) N times and report the distribution, not the best run:
 # every run's p99 without and with Lanes against its own no-load p99, how many

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
 # bench/fabric.sh: a shared, oversubscribed cluster fabric in network namespaces,
 # for the inference-latency benchmark (bench/run_latency_bench.sh) and the

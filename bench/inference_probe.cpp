@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // inference_probe: a stand-in for an inference service and its clients.
 //
 //   inference_probe serve --listen ADDR:PORT [--reply-bytes 1024] [--dscp NAME]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Side by side on a real cluster, in one run: the cost of job_submit/lanes vs
 # Slurm's own job_submit/lua running an equivalent policy, vs no plugin.
 # Measures slurmctld's server-side time per submit (sdiag: REQUEST_SUBMIT_BATCH_JOB

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
 # bench/lanes_cluster.sh: a real Slurm cluster with both Lanes plugins on
 # bench/fabric.sh's fabric, as the demo (contrib/demo.sh) and the latency bench

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Latency bookkeeping for inference_probe: the open-loop send schedule, the
 // per-request record, percentiles and the text/JSON summary.
 //

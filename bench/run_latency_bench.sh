@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/run_latency_bench.sh: does Lanes keep inference fast on a shared fabric
 # while training still gets the bandwidth inference leaves?
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Submit latency while a signal's server hangs, on a real cluster: job_submit/lanes
 # with no signals vs with a [signals.NAME] whose server accepts the connection and
 # never answers in time (fetches always in flight, timeout = interval = 30 s).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The README's test command: install dependencies, build, and run every test
 # (unit, privileged network and real-cluster). Ends with "N passed, N failed".
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Lanes demo: one command on a fresh Debian 12 machine, as root.
 #
 #   bash contrib/demo.sh

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Install everything Lanes needs to build, test and run its demo on Debian 12.
 # Idempotent; run as root. `install-deps.sh --list` prints the packages and
 # installs nothing (tests/roots/make_root.sh builds Debian roots from it).

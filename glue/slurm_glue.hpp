@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What both plugins' extern "C" glue shares: Slurm's exported log functions, the
 // log sink lib/ writes through, and the guard every Slurm callback runs in.
 // Include after <slurm/slurm.h> (inside extern "C").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "job_submit/job_desc_translate.hpp"
 
 #include <cstring>

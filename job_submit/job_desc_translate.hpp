@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Translation between Slurm's job_desc_msg_t and Lanes' JobView / Decision.
 // The only place in job_submit/ that reads or writes Slurm's job fields.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // job_submit/lanes: slurmctld glue. Translates the job, asks the Classifier,
 // writes the decision back. Every entry point is noexcept and goes through guarded().
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl's command line: what the admin asked for, as plain data. Pure: no I/O,
 // so every accepted and refused command line is unit-tested (tests/unit/lanesctl_*).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // See ceil_shift.hpp.
 #include "lanesctl/ceil_shift.hpp"
 

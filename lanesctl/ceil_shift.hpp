@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The node agent's pure half: which HTB ceil each running job of a class with
 // busy_window/busy_ceil should have now, and what to change to get there. The
 // agent (cmd_agent.cpp) feeds it the job state files, the NICs and the windows'

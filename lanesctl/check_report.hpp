@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // `lanesctl check`: the outcome of loading lanes.toml + policy as the plugins do,
 // and its printing (pure).
 #pragma once

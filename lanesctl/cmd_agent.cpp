@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl agent: the node agent. Follows the signal windows (the same
 // SignalMonitor as job_submit/lanes) and moves the HTB ceil of running jobs of
 // every class with busy_window/busy_ceil between its normal and its busy value:

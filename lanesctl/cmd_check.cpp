@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl check: load lanes.toml and the policy with Classifier::create, the very
 // call job_submit/lanes makes at init, so "check passes" means "the plugin loads".
 // With --node NAME (as root, on that node): also open the node's shaper as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl gc: remove the shaping state of jobs that no longer run on this node.
 // The rule is spank_lanes' own (node_facts.hpp LivenessProbe): a job is alive
 // until its epilog; gone only when proven (state from an earlier boot). Anything

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl policy test: run the classifier (the same Classifier::create the
 // plugin uses) on job files, fixtures or real jobs loaded from slurmctld.
 extern "C" {

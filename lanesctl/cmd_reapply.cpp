@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl reapply: put back what `nft flush ruleset` (or `systemctl reload
 // nftables`, whose nftables.conf starts with it) or a `tc qdisc del` took from the
 // running jobs: the nft table with every job's marks and every job's HTB classes,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl report: each training window next to inference SLO attainment, from
 // Prometheus (the same libcurl fetcher as the signals) and lanes.toml's windows;
 // optionally a PNG drawn by gnuplot. See slo_report.hpp and lanesctl(8).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl signals: fetch every [signals.NAME] once now (libcurl, the same fetcher
 // and parser the controller and the agent use) and show value, age, last error,
 // and the windows that follow the signals.

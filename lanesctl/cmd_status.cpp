@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl status: the jobs NodeShaper keeps on this node, with HTB counters;
 // optionally node_exporter textfile metrics written atomically.
 #include <fcntl.h>

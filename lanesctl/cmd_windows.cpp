@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl windows: the calendar of lanes.toml's windows and reservation commands,
 // and (--apply) the reservations themselves, created through libslurm.
 extern "C" {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The subcommands of lanesctl, one file each (cmd_*.cpp). Each does its I/O
 // (config, Slurm, kernel, /proc) and hands plain data to the pure formatting in
 // liblanesctl. They return an ExitCode (args.hpp) and never throw.

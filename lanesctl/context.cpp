@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Shared helpers of the lanesctl program: the machine's time zone and output.
 #include <unistd.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // JSON for lanesctl only (--json output, golden fixtures, job files), on
 // nlohmann-json. Objects keep document order (ordered_json), so output is stable.
 // No exception leaves parse() or write(): parse errors are "line:col: ..." and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl: the administrator's command for Lanes. This file only parses the
 // command line, builds the shared context and dispatches; each subcommand lives
 // in its own cmd_*.cpp. See lanesctl(8).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // `lanesctl status` and `lanesctl gc`: what Lanes shapes on a node and what gc
 // removed, as text, JSON and Prometheus textfile metrics. Pure.
 #pragma once

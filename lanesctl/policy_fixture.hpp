@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Policy test fixtures: one JSON file per case, shared by the golden tests and
 // `lanesctl policy test`:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // `lanesctl policy test`: printing of classifier runs on job files, fixtures and
 // real jobs. The job/fixture JSON format, decision JSON and the comparison with a
 // fixture's "expect" are lanesctl/policy_fixture.hpp's, shared with the golden tests,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "lanesctl/slo_report.hpp"
 
 #include <algorithm>

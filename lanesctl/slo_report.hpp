@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // `lanesctl report`: each training window next to inference SLO attainment.
 // The rows are the stretches of [from, to) between the boundaries of lanes.toml's
 // scheduled windows (cut further every --step); per row the bytes and drops the

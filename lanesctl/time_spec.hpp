@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Times on lanesctl's command line (--at, --from) and in its output. Pure: the
 // caller hands in the machine's zone and a zone loader.
 #pragma once

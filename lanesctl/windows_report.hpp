@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // `lanesctl windows`: the calendar of window occurrences and the Slurm
 // reservations that keep borrowed nodes free during the windows a class avoids.
 // Computing (build_windows_report) and printing (format_*) are pure.

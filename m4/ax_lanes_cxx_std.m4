@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # AX_LANES_CXX_STD: require a C++ compiler that accepts -std=c++23 with <expected>.
 #
 # clang 16 accepts the code but calls the standard c++2b, and libstdc++ 12 hides

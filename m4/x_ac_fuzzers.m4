@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_FUZZERS: --enable-fuzzers builds one libFuzzer target per parser of admin or
 # user input (tests/fuzz/). Needs clang with libFuzzer (Debian 12: clang-16 and
 # libclang-rt-16-dev; clang 14's C++ front end cannot use libstdc++ 12's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_HARDENING: compiler and linker hardening, on by default.
 #
 # The plugins run as root inside slurmctld and slurmstepd, so every object is

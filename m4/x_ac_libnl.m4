@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_LIBNL: libnl-3 (nl_msg/nla helpers) for the netlink messages Lanes builds
 # itself; libnl-route-3 is not needed (tc messages are built iproute2-style and
 # sent through lib/node/netlink_socket.cpp).

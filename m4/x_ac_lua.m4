@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_LUA: Lua 5.4, the C build (liblua5.4), not lua5.4-c++.
 # Why C Lua: it is the Lua every Debian tool and the lua5.4 interpreter use, its
 # symbols are versioned so it coexists with the Lua 5.1 that Slurm's job_submit/lua

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_NLOHMANN_JSON: nlohmann-json (header-only) for lanesctl's JSON: --json
 # output, policy fixtures and job files. Only lanesctl and its tests use it.
 AC_DEFUN([X_AC_NLOHMANN_JSON], [

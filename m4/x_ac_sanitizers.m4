@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_SANITIZERS: --enable-sanitizers builds everything with AddressSanitizer and
 # UndefinedBehaviorSanitizer, for the unit tests and the network tests' tools.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_SLURM: Slurm headers, version and plugin directory.
 AC_DEFUN([X_AC_SLURM], [
   AC_ARG_WITH([slurm],

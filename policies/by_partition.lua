@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- by_partition.lua: classify by the partition a job asks for (see lanes-policy(7)).
 --
 -- For sites whose partitions already say what a job is: "infer" nodes serve

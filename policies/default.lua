@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- default.lua: the example Lanes policy (see lanes-policy(7)).
 --
 -- Lanes calls classify(job) for every submitted job, inside slurmctld, under a

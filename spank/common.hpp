@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What the spank_lanes context files share: plugstack arguments, lanes.toml with
 // its last good copy, the job id, the node's shaper. Only the context files and
 // the dispatch include this; lib/ knows nothing of SPANK.

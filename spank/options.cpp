@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // srun/sbatch/salloc: --lanes-class and --lanes-cap. Checked here, so users see a
 // mistake before anything is submitted; sent to slurmctld as LANES_REQUEST_*
 // job-control environment, where job_submit/lanes validates them again. The node

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // slurmd (as root): its start, and the job prolog and epilog it runs.
 //   start      reconcile: remove the shaping of jobs that are gone
 //   prolog     SPANK_LANES_* (slurmctld's copy, with PrologFlags=Alloc) -> HTB

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // spank_lanes' plugstack.conf arguments and user options, validated without Slurm.
 //   required spank_lanes.so config=/etc/slurm/lanes.toml
 #pragma once

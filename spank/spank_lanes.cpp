@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // spank_lanes: the node half of Lanes. This file only dispatches on
 // spank_context(); each context lives in its own file, the work in lib/.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // slurmstepd (remote context): the step's start and each task before exec.
 //   step start               load lanes.toml once per step
 //   task_init_privileged     as root in the forked task: place it where its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The one try/catch every extern "C" entry point (Slurm plugin callbacks) goes
 // through: no exception crosses into Slurm's C frames.
 #pragma once

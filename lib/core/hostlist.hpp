@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Slurm-style hostlist expressions and globs, for NicSelector.nodes.
 //   "train[1-4,7]"        train1 train2 train3 train4 train7
 //   "gpu[01-03]-ib"        gpu01-ib gpu02-ib gpu03-ib (zero padding kept)

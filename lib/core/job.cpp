@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // GPU counting from Slurm's TRES strings, shared by job_submit/lanes and lanesctl.
 #include "core/job.hpp"
 

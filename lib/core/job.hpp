@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The job as the classifier sees it, and the decision it makes. No Slurm types:
 // job_submit/ translates job_desc_msg_t into JobView, lanesctl builds it from JSON.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The trust path: how the controller's decision reaches the nodes.
 //
 // job_submit/lanes writes the decision into the job's SPANK environment

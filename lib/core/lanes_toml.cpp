@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanes.toml: parse with toml++ and validate into lanes::Config.
 //
 // This is the only file that includes toml++ (it is slow to compile). Every

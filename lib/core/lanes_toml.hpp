@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanes.toml: the one configuration file, as validated data.
 //
 // load_config() parses and validates; every error names file:line:col and the

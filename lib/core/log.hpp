@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Where lib/ code sends its log lines: the glue maps them to slurm_info/slurm_error,
 // lanesctl to stderr, tests to a vector. Lines start "lanes: " and name the object.
 #pragma once

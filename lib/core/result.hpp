@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Value-or-error for internal APIs: no exception leaves lib/ through these.
 #pragma once
 #include <expected>

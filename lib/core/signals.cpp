@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Signals, the pure half: Prometheus answer parsing, freshness, hysteresis.
 #include "core/signals.hpp"
 

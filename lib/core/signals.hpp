@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Signals: live values from a Prometheus-compatible HTTP API ([signals.NAME] in
 // lanes.toml) and the windows that follow them with hysteresis. This half is pure:
 // the answer parser, the freshness rules and the hysteresis, all functions of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // IANA time zones read straight from TZif files (RFC 8536, versions 1-4),
 // including the POSIX TZ footer rule that covers instants after the last
 // transition in the file. Nothing here touches TZ, tzset() or localtime_r():

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Units shared by lanes.toml, user options and lanesctl: rates, DSCP code
 // points, byte sizes and durations.
 //

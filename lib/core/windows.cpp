@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Weekly time windows in an IANA time zone. Everything is computed from the
 // local calendar: an occurrence is "day D, start to end, local time" turned
 // into UTC instants by the zone, so DST is handled by TimeZone::to_instant and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Named weekly time windows ("peak", "offpeak") in an IANA time zone, DST-correct,
 // with dated exceptions. Pure functions of (window definitions, instant).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Metered Lua string functions (see bounded_strings.hpp). Every function here
 // is a lua_CFunction or called only from one: plain C-style code, no C++ object
 // with a destructor in any frame, because luaL_error() longjmps through them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Metered replacements for the Lua functions whose work is not bounded by the
 // heap cap and runs in C, where no VM hook can stop it: string.find, match,
 // gmatch and gsub (backtracking patterns are O(n^k) in the subject, a C

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The built-in [[rules]] of lanes.toml: first rule whose matchers all match wins.
 // Used when no Lua policy is configured, when the policy returns nil, and from
 // policies as lanes.rules(job).

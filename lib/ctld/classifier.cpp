@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ClassifierImpl: one immutable Generation (config + compiled policy + windows)
 // swapped atomically on reload; in-flight calls finish on the one they started with.
 #include "ctld/classifier.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The controller's brain: lanes.toml + the admin's Lua policy -> a Decision per job.
 // Thread-safe (Slurm 23.02+ calls job_submit concurrently); reloads on change.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The Lua sandbox: allocator, budgets (the debug hook), the replaced parts of
 // the base library. See lua_sandbox.hpp for the rules every lua_CFunction
 // here follows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The Lua sandbox under the policy engine: one lua_State with a counting
 // allocator, instruction/time budgets enforced by a debug hook, and a base
 // library without file access, bytecode, finalizers or weak tables.

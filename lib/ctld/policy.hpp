@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The admin's Lua 5.4 policy, sandboxed: one compiled script, run on a small
 // pool of lua_States (each used by one thread at a time), with per-call
 // instruction, wall-time and memory budgets. See lanes-policy(7) for the contract.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The policy API: the job proxy, the lanes table's functions and views, and
 // the reading of classify()'s result. See lua_sandbox.hpp for the rules every
 // lua_CFunction here follows, and lanes-policy(7) for the contract.

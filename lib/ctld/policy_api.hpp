@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What a policy script sees and returns: the job proxy, the read-only
 // `lanes` table (lanes-policy(7)) and the table classify() returns.
 // Internal to lib/ctld/policy_*.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The policy engine: compiles the script into a pool of sandboxed
 // lua_States and runs classify() on one of them per job. The sandbox is in
 // lua_sandbox.cpp, what the script sees in policy_api.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Routing: class + job + time windows + now -> partition, QOS, features, nice,
 // begin time and time limit. Pure and deterministic given `now`; the windows are
 // reached through WindowOracle so tests can use fixed intervals.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // WindowOracle over lanes.toml's WindowSet (kept apart from router.cpp so the
 // router's table-driven tests do not need time zone data).
 #include <cstdio>

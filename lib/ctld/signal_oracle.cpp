@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // See signal_oracle.hpp.
 #include "ctld/signal_oracle.hpp"
 

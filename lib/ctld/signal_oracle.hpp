@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Signal windows for the router and the policy: a WindowOracle that answers for
 // [windows.NAME] tables with a `signal` from the latest SignalSnapshot, and passes
 // every clock window on to the oracle it wraps.

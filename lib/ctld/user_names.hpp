@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // uid -> user name with a cache, so the NSS lookup (which may block on LDAP)
 // happens once per user, not once per job under slurmctld's locks.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cgroup2 directories for jobs: where they are (pure path logic) and the few file
 // operations on them (mkdir, cgroup.procs, rmdir) behind a small interface.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/job_state_store.hpp"
 
 #include "core/job_env.hpp"  // encode_rate: the one machine form of a rate

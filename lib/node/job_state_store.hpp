@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Job state files in state_dir (root-only: dir 0700, files 0600):
 //   job_<id>        key=value text, one JobState (format_job_state)
 //   minor_<hex>     symlink -> "<job id>": who holds an HTB minor (atomic claim)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One netlink socket for both kernel interfaces Lanes talks to: rtnetlink (tc,
 // links, routes; traffic_control.cpp) and nfnetlink (nf_tables; packet_marker.cpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Facts about this node that spank_lanes, lanesctl and the shaper all need. One
 // implementation each, so they cannot disagree:
 //   node_name()                 what %n expands to, and which [[nodes.nic]] apply

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Node-side shaping: one job's class -> HTB leaf classes on the selected NICs,
 // nftables priority + DSCP marks for the job's cgroup, and a cgroup2 dir for its
 // tasks. Layout and rules: shaping_plan.hpp. Kernel access: traffic_control.hpp

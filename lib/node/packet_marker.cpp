@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/packet_marker.hpp"
 
 #include <arpa/inet.h>

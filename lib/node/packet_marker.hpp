@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The nftables side of shaping: which packets belong to which job, and their marks.
 //
 //   table inet lanes {

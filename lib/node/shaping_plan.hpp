@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The pure half of node-side shaping: (request, NIC facts, existing jobs) -> the
 // list of kernel operations that make it so. No I/O here; node_shaper.cpp runs the
 // operations through TrafficControl, PacketMarker and CgroupTree.

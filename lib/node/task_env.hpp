@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Environment variables Lanes sets in a job's tasks: the class, and the RDMA
 // traffic class / service level that NCCL and UCX put on RoCE/IB traffic (RDMA
 // bypasses the kernel's qdiscs, so the NIC and the switches must act on these).

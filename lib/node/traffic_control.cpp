@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // rtnetlink tc requests: messages built with libnl's nl_msg/nla helpers, sent on
 // one NETLINK_ROUTE socket owned here through the shared send/ack loop
 // (netlink_socket.hpp: timeout, EINTR, sequence matching, extack text).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The tc side of shaping, behind a small interface: one real implementation over
 // rtnetlink (libnl-3 socket and message helpers; one socket per object, opened
 // once), and the recording fake in the unit tests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libcurl fetcher for signals. See curl_fetcher.hpp.
 #include "signals/curl_fetcher.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The real SignalFetcher: one HTTP GET of <url>/api/v1/query?query=<PromQL> with
 // libcurl, bounded in time (the signal's timeout, connect included) and in size
 // (max_body), TLS CA / client certificate / bearer token as configured. No

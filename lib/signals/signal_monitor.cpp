@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // SignalMonitor. See signal_monitor.hpp.
 #include "signals/signal_monitor.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // SignalMonitor: keeps every [signals.NAME] fresh and every signal window
 // evaluated, in its own threads, and publishes immutable snapshots.
 //

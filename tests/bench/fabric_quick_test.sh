@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The latency bench in CI size: floor, no QoS and Lanes-style settings by hand
 # (node cap + bounded GSO + CS1 marks + DSCP-aware switch) on bench/fabric.sh's
 # fabric, and assertions on what the kernel counted, never on rates or

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/fabric.sh as a library: the topology, attaching a namespace made by
 # someone else (the cluster harness's way), DSCP classes at the switch, the
 # by-hand node cap and mark, GSO size, and a teardown that leaves nothing.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # inference_probe end to end on loopback in a fresh network namespace: every
 # scheduled request is answered, the p99 is sane, IPv4 and IPv6 both work, and
 # --dscp really marks the client's packets (counted by nftables on lo).

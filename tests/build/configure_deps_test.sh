@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # configure fails clearly when a dependency is missing: for each one, hide it
 # (its pkg-config file, or the Slurm prefix) and check that configure stops
 # with a message naming the Debian package to install.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # configure refuses a Slurm outside the supported range (22.05 to 26.05) with a
 # message that names the range and the way out, and --with-unsupported-slurm
 # builds anyway with a warning. The Slurm is this machine's headers with

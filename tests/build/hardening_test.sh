@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The objects that run as root (both plugins and lanesctl) carry the hardening
 # configure turned on: full RELRO (GNU_RELRO + BIND_NOW), stack protector,
 # _FORTIFY_SOURCE (fortified libc calls), and on x86-64 the CET property note.

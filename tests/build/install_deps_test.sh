@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # contrib/install-deps.sh succeeds whether or not /usr/sbin/policy-rc.d exists
 # (Debian's container images ship one; issue 12: the script ended with
 # `((created_policy)) && rm ...`, status 1, where it existed). apt-get and

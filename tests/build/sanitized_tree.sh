@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Sourced by tests/build/sanitizers_test.sh and tests/fuzz/fuzz_test.sh: a second
 # build tree, configured with clang, --enable-fuzzers and so ASan + UBSan, next to
 # the main one ($LANES_BUILDDIR/sanitize, or $LANES_SANITIZE_BUILDDIR). Both tests

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The unit tests and the privileged network tests run under AddressSanitizer and
 # UndefinedBehaviorSanitizer: a second build tree (clang, --enable-sanitizers,
 # see tests/build/sanitized_tree.sh) builds lanes_unit and shaper_tool, then

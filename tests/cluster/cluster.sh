@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
 # tests/cluster/cluster.sh: a real Slurm cluster (munged, slurmctld, three slurmd)
 # inside private network namespaces, for end-to-end tests and the demo.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Smoke test of the real-cluster harness (tests/cluster/cluster.sh): the cluster
 # starts, runs a batch job on every node (as root and as a non-root user), runs
 # srun steps from the ctl namespace, reports partition and node right, and

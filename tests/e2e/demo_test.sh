@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The README's demo command works: contrib/demo.sh (with this build, short
 # phases) runs to the end, prints its result table, shows the switch putting
 # inference first and training last only with Lanes, and leaves no namespace behind.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
 # Shared setup for the end-to-end tests: a real cluster (tests/cluster/cluster.sh)
 # with the Lanes plugins from this build loaded, configured by a lanes.toml whose

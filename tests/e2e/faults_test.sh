@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Fault tests on a real cluster: after a killed slurmstepd, a slurmd crash and
 # restart, and 200 mixed jobs submitted quickly, no Lanes state is left on any
 # node; a broken lanes.toml and policy pushed mid-run keep the cluster working on

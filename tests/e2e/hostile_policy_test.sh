@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The hostile-policy corpus (tests/hostile/*.lua) live in a real slurmctld:
 # each policy is pushed as the running policy; then a user submits a job with a
 # 1000-character comment (which triggers the attacks that pass the load-time

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # job_submit/lanes on a real cluster: routing of each job kind, deferral in a peak
 # window, rejection messages reaching the user, explicit class requests, job_modify
 # escapes refused, the decision reaching every node's prolog unforged, and reload

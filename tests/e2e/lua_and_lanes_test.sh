@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # JobSubmitPlugins=lua,lanes: Slurm's own job_submit/lua (Lua 5.1) and
 # job_submit/lanes (Lua 5.4) loaded together in one slurmctld, each doing its part.
 source "$LANES_SRCDIR/tests/e2e/e2e.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Dynamic shifting on the real cluster with a real Prometheus (Debian's, in the
 # controller's namespace, scraping an exporter whose value the test sets):
 #   - a signal whose server hangs never blocks a submission or a task launch;

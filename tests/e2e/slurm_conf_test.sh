@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # job_submit/lanes checks slurm.conf when slurmctld starts and before each
 # reload: without PrologFlags=Alloc (the nodes could not trust the decision),
 # or with account rules in lanes.toml while AccountingStorageEnforce lacks

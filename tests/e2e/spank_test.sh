@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # spank_lanes on a real cluster: a training job gets its HTB class, nft marks,
 # cgroup and task environment on its node; its packets carry the DSCP on the wire
 # (IPv4 and IPv6) and its class carries and throttles its traffic; an inference

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Windows users cannot undo (#11 item 9), on a real cluster:
 #  A. job_modify: the owner of a training job that Lanes let borrow the inference
 #     partition (because it ended before peak) cannot raise its time limit into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // DSCP names and numbers (lanes.toml `dscp`, the policy's job.dscp): what parses
 // is a 6-bit code point whose name parses back to it.
 #include "core/lanes_toml.hpp"

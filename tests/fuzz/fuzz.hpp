@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Helpers shared by the libFuzzer targets (one target per parser of admin or user
 // input). A target returns 0 for every input; a crash, a sanitizer report or a
 // failed LANES_FUZZ_ASSERT is a finding, and libFuzzer writes the reproducer.

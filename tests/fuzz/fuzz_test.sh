@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Each libFuzzer target (one per parser of admin or user input) runs for a
 # bounded time from its seed corpus in tests/fuzz/corpus/<target>/, under ASan
 # and UBSan, in the sanitizer build tree (tests/build/sanitized_tree.sh). A

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Hostlist expressions ([[nodes.nic]] nodes = "gpu[01-16,20]"): the first line is
 // the expression, the second a host name to match. Expansion is bounded; every
 // expanded name matches its own expression.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The job-env decoder: what a node reads back from SPANK_LANES_* (prolog) or a
 // state file, and the user's LANES_REQUEST_* entries. One "NAME=value" per line.
 #include <map>

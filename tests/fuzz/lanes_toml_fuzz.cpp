@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanes.toml as an admin writes it: parse_config must answer with a Config or an
 // error naming file:line, never crash; a node's view must resolve the same way.
 #include "core/lanes_toml.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // plugstack.conf arguments (one per line) and the user options --lanes-class and
 // --lanes-cap (checked on the first line). A cap that passes is normalised: it
 // passes again unchanged.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Time specifications: lanesctl's --at/--from (first line) and the parts of a
 // [[windows]] entry in lanes.toml: days (second line, comma separated), times of
 // day (third) and dated exceptions (fourth). Zones come from a fixed list so the

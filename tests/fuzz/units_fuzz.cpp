@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Rates, byte sizes and durations (lanes.toml values, --lanes-cap, lanesctl).
 // A rate that parses as absolute prints back to text that parses to the same rate.
 #include "core/lanes_toml.hpp"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The hostile-policy corpus through lanesctl: each tests/hostile/*.lua is
 # loaded by `lanesctl check` and run by `lanesctl policy test` on a job whose
 # comment is 1000 user-chosen characters. Each must return (a hang is caught

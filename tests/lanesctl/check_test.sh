@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lanesctl check: exit codes and file:line:col messages on good and broken
 # configurations and policies; usage errors name the option.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The shipped example: contrib/lanes.toml with policies/default.lua installed as
 # lanes.lua next to it (as the README and lanes.toml(5) tell admins to do) passes
 # `lanesctl check` exactly as the plugins would load it; so does by_partition.lua.

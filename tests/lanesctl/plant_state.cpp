@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Test helper for tests/lanesctl/status_gc_test.sh: applies shaping for one job the
 // way spank_lanes' prolog does (NodeShaper::apply with the class's network settings
 // from lanes.toml), so lanesctl status/gc find real state, real tc classes and nft

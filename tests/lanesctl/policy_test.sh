@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lanesctl policy test: the shipped golden fixtures pass, a wrong expectation
 # fails naming the field, job files are classified at --at, bad input is refused.
 set -u

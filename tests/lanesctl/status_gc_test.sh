@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lanesctl status and gc on real kernel state, in a private network namespace:
 # four jobs planted with NodeShaper (plant_state), traffic through one of them,
 # then status (human, JSON, Prometheus), gc --dry-run, gc, reapply after

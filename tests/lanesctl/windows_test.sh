@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lanesctl windows: the calendar across both DST changes of 2026 in Berlin, with an
 # exception, and the reservation commands (shell-safe, in the window's zone).
 set -u

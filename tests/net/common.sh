@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared setup for the node-shaper network tests: two namespaces joined by a veth
 # pair, unique per run, deleted on exit. Sourced by tests/net/shaper_*_test.sh.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # (1) A job's TCP flow goes through its HTB class, which holds it to the class
 # rate: the kernel class has the rate and ceil asked for, counts every byte the
 # job sent, and throttled the flow (overlimits); another process's flow on the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # (5) 500 jobs of apply/remove churn in one process leak nothing: no classes, no
 # chains, no map elements, no cgroup dirs, no state files or minor claims, and no
 # file descriptors of the process.

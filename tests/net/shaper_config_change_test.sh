@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # (#11.7) lanes.toml changes between a job's prolog and its epilog: the job's
 # state file keeps what teardown needs. A new root_handle: running jobs keep the
 # old root (a new job joins it instead of refusing it as foreign), the epilog

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # (2) A job's packets carry its DSCP on the wire, IPv4 and IPv6 (captured in the
 # peer namespace); another process's packets on the same NIC do not.
 . "${LANES_SRCDIR:-$(dirname "$0")/../..}/tests/net/common.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # (#11.6) `nft flush ruleset` (Debian's nftables.conf starts with it) during running
 # jobs: the next prolog puts back the marks of every job from its state file, not
 # only its own; `reapply` (lanesctl reapply) does it without a prolog, and also puts

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # (#12.1) nodes.gso_burst: on a NIC with a capped job (ceil below the link) the
 # largest GSO/TSO packet is what the lowest ceil sends in gso_burst; it follows
 # the lowest ceil as jobs come and go and is restored when the last capped job

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # (4) Teardown leaves tc and nftables as they were: after the jobs are removed only
 # Lanes' persistent root (htb 1a4e: + classes :1 and :fffe) and its empty base
 # table remain; after remove-all, `tc qdisc/class show` and `nft list ruleset` are

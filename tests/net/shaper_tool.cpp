@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Drives NodeShaper for the privileged tests in tests/net/*.sh (run inside a test
 // network namespace via nsenter --net=, so /sys/fs/cgroup stays visible).
 //

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # (3) Two jobs on one NIC get separate HTB classes, each with its own rate and
 # its own counters (each job's bytes land in its class only).
 . "${LANES_SRCDIR:-$(dirname "$0")/../..}/tests/net/common.sh"

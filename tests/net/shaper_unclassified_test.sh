@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # (#11.3) Nothing escapes classification: a process outside any job that sets
 # IP_TOS/IPV6_TCLASS to AF41 itself leaves with the unclassified DSCP (CS0), and so
 # does a job whose class has no DSCP; a job's own DSCP is always written over what

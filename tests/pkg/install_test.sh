@@ -9,7 +9,8 @@
 # package's files, and one run loads spank_lanes through the package's
 # plugstack.conf.d snippet and /etc/slurm/lanes.toml.
 #
-# LANES_DEB_DIR=DIR uses the .debs in DIR instead of building them;
+# The .debs are always built from the tree under test (no reuse of earlier
+# ones: stale packages once failed spank_test's nft checks).
 # LANES_INSTALL_E2E="job_submit_test.sh ..." chooses the e2e scripts.
 set -uo pipefail
 : "${LANES_SRCDIR:?run through make check}" "${LANES_BUILDDIR:?run through make check}"
@@ -28,33 +29,28 @@ failed=0
 ok() { printf 'ok: %s\n' "$*"; }
 bad() { printf 'FAIL: %s\n' "$*"; failed=1; }
 
-# 1. The packages.
-debs=${LANES_DEB_DIR:-}
-if [[ -z $debs ]]; then
-    version=$(sed -n 's/^PACKAGE_VERSION = //p' "$LANES_BUILDDIR/Makefile")
-    # A fixed directory (one run at a time), so the compiler's command lines
-    # (-ffile-prefix-map=DIR) repeat and ccache, when present, serves the
-    # objects of the previous run; the unit tests already ran in this make
-    # check, so nocheck.
-    pkgbuild=${LANES_PKG_BUILD_DIR:-/var/tmp/lanes-install-build}
-    mkdir -p "$pkgbuild"
-    exec 8>"$pkgbuild.lock"
-    flock 8
-    rm -rf --one-file-system "${pkgbuild:?}"/* && mkdir -p "$work/src"
-    make -C "$LANES_BUILDDIR" -s distdir distdir="$pkgbuild/lanes-$version" >"$work/distdir.log" 2>&1 ||
-        { tail -20 "$work/distdir.log"; echo "FAIL: make distdir"; exit 1; }
-    (cd "$pkgbuild/lanes-$version" &&
-        PATH=/usr/lib/ccache:$PATH DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
-            dpkg-buildpackage -us -uc -b >"$work/dpkg-buildpackage.log" 2>&1) ||
-        { tail -40 "$work/dpkg-buildpackage.log"; echo "FAIL: dpkg-buildpackage -us -uc -b"; exit 1; }
-    # The .debs stay in $pkgbuild until the next run (LANES_DEB_DIR=$pkgbuild
-    # reuses them); the build tree goes.
-    rm -rf --one-file-system "${pkgbuild:?}/lanes-$version"
-    cp "$pkgbuild"/*.deb "$work/src/"
-    flock -u 8
-    debs=$work/src
-    ok "dpkg-buildpackage -us -uc -b built $(cd "$debs" && ls ./*.deb | tr '\n' ' ')"
-fi
+# 1. The packages, from `make distdir` of the tree under test.
+version=$(sed -n 's/^PACKAGE_VERSION = //p' "$LANES_BUILDDIR/Makefile")
+# A fixed directory (one run at a time), so the compiler's command lines
+# (-ffile-prefix-map=DIR) repeat and ccache, when present, serves the
+# objects of the previous run; the unit tests already ran in this make
+# check, so nocheck. Emptied before and after: no .deb outlives its run.
+pkgbuild=${LANES_PKG_BUILD_DIR:-/var/tmp/lanes-install-build}
+mkdir -p "$pkgbuild"
+exec 8>"$pkgbuild.lock"
+flock 8
+rm -rf --one-file-system "${pkgbuild:?}"/* && mkdir -p "$work/src"
+make -C "$LANES_BUILDDIR" -s distdir distdir="$pkgbuild/lanes-$version" >"$work/distdir.log" 2>&1 ||
+    { tail -20 "$work/distdir.log"; echo "FAIL: make distdir"; exit 1; }
+(cd "$pkgbuild/lanes-$version" &&
+    PATH=/usr/lib/ccache:$PATH DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
+        dpkg-buildpackage -us -uc -b >"$work/dpkg-buildpackage.log" 2>&1) ||
+    { tail -40 "$work/dpkg-buildpackage.log"; echo "FAIL: dpkg-buildpackage -us -uc -b"; exit 1; }
+mv "$pkgbuild"/*.deb "$work/src/"
+rm -rf --one-file-system "${pkgbuild:?}"/*
+flock -u 8
+debs=$work/src
+ok "dpkg-buildpackage -us -uc -b built $(cd "$debs" && ls ./*.deb | tr '\n' ' ')"
 t_build=$(now)
 shopt -s nullglob
 pkgs=("$debs"/lanes-slurm-plugins_*.deb "$debs"/lanesctl_*.deb)
@@ -90,9 +86,20 @@ for f in "$plugindir/job_submit_lanes.so" "$plugindir/spank_lanes.so" /usr/sbin/
     /etc/slurm/plugstack.conf.d/lanes.conf /usr/share/man/man8/lanesctl.8.gz /usr/share/man/man5/lanes.toml.5.gz \
     /usr/share/bash-completion/completions/lanesctl /lib/systemd/system/lanes-metrics.timer \
     /usr/share/doc/lanes-slurm-plugins/examples/lanes.toml /usr/share/doc/lanes-slurm-plugins/examples/default.lua \
-    /usr/share/lanes/grafana/lanes-dashboard.json /usr/share/lanes/prometheus/lanes-alerts.yml; do
+    /usr/share/lanes/grafana/lanes-dashboard.json /usr/share/lanes/prometheus/lanes-alerts.yml \
+    /lib/systemd/system/lanes-metrics.service /lib/systemd/system/lanes-agent.service \
+    /usr/share/doc/lanes-slurm-plugins/examples/nftables-lanes.conf \
+    /usr/share/doc/lanes-slurm-plugins/examples/lanes-reapply.service \
+    /usr/share/doc/lanes-slurm-plugins/examples/lanes-reapply.timer; do
     [[ -e $root$f ]] || bad "not installed: $f"
 done
+# What the maintainer scripts enabled (deb-systemd-helper's links; the root
+# runs no systemd): the metrics timer yes, the agent no (it needs
+# busy_window/busy_ceil in lanes.toml and is turned on per node).
+[[ -L $root/etc/systemd/system/timers.target.wants/lanes-metrics.timer ]] &&
+    ok "dpkg -i enabled lanes-metrics.timer" || bad "lanes-metrics.timer is not enabled after dpkg -i"
+[[ ! -e $root/etc/systemd/system/multi-user.target.wants/lanes-agent.service ]] &&
+    ok "dpkg -i left lanes-agent.service disabled" || bad "dpkg -i enabled lanes-agent.service"
 grep -qx 'include /etc/slurm/plugstack.conf.d/\*.conf' "$root/etc/slurm/plugstack.conf" &&
     grep -q '^required spank_lanes.so config=/etc/slurm/lanes.toml' "$root/etc/slurm/plugstack.conf.d/lanes.conf" &&
     ok "Debian's plugstack.conf includes the package's lanes.conf" || bad "plugstack snippet not where Debian's plugstack.conf includes it"

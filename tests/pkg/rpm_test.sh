@@ -42,13 +42,14 @@ echo "built: $(basename "${plugins[0]}") $(basename "${ctl[0]}")"
 files=$(rpm -qlp "${plugins[0]}" 2>/dev/null)
 for want in '/slurm/job_submit_lanes.so$' '/slurm/spank_lanes.so$' '^/etc/slurm/plugstack.conf.d/lanes.conf$' \
     '/man8/job_submit_lanes.8' '/man8/spank_lanes.8' '/man5/lanes.toml.5' '/man7/lanes-policy.7' \
-    '/examples/lanes.toml$' '/examples/default.lua$' '/LICENSE$'; do
+    '/examples/lanes.toml$' '/examples/default.lua$' '/examples/nftables-lanes.conf$' \
+    '/examples/lanes-reapply.service$' '/examples/lanes-reapply.timer$' '/LICENSE$'; do
     grep -Eq "$want" <<<"$files" || bad "lanes-slurm-plugins lacks $want"
 done
 grep -q '\.la$' <<<"$files" && bad "lanes-slurm-plugins ships libtool .la files"
 files=$(rpm -qlp "${ctl[0]}" 2>/dev/null)
 for want in '/sbin/lanesctl$' '/man8/lanesctl.8' '/bash-completion/completions/lanesctl$' \
-    '/systemd/system/lanes-metrics.timer$' '/systemd/system/lanes-metrics.service$' \
+    '/systemd/system/lanes-metrics.timer$' '/systemd/system/lanes-metrics.service$' '/systemd/system/lanes-agent.service$' \
     '/lanes/grafana/lanes-dashboard.json$' '/lanes/prometheus/lanes-alerts.yml$'; do
     grep -Eq "$want" <<<"$files" || bad "lanesctl lacks $want"
 done

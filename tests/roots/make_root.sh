@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tests/roots/make_root.sh: a Debian root filesystem with Slurm and everything
 # Lanes needs to build and test, made with mmdebstrap and cached.
 #
@@ -68,7 +69,7 @@ runtime_packages=(
     # what the cluster harness and the e2e tests run
     iproute2 nftables iperf3 tcpdump python3 procps util-linux passwd hostname iputils-ping
     # Lanes' shared libraries (what the .debs' shlibs Depends name)
-    liblua5.4-0 libtomlplusplus3 libnl-3-200 libnl-route-3-200 libnftables1 libslurm38
+    liblua5.4-0 libtomlplusplus3 libnl-3-200 libnl-route-3-200 libnftables1 libslurm38 libcurl4
 )
 flavor=build
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The node agent in a real network namespace with real HTB classes, following a
 # real Prometheus (in the namespace, scraping an exporter whose value the test
 # sets): demand rises -> the training job's ceil is tightened (one class change;

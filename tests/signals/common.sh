@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared by the signal tests: a real Prometheus (Debian's) on loopback with its
 # own port and data directory, and fake_api.py (faults, and an exporter whose
 # value the test sets). Everything started here is stopped by PID on exit.

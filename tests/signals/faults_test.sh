@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Signals against a real Prometheus (Debian's, on loopback, scraping a probe
 # exporter) and a misbehaving API: every fault gives a precise error, the
 # fallback is used when configured, and nothing waits longer than the signal's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tests/slurm_versions/in_root.sh: runs INSIDE a Debian root made by
 # tests/roots/make_root.sh (see slurm_versions.sh, which enters it). Builds
 # Lanes from /lanes/src against that root's Slurm, runs the unit tests and the

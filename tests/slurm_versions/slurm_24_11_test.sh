@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Lanes against Slurm 24.11, the Slurm of Debian 13 (trixie): build it in a trixie root
 # with that root's GCC and libslurm-dev, run the unit tests, and run the
 # real-cluster suite (tests/cluster smoke, tests/e2e job_submit, spank, faults,

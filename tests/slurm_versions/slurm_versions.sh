@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
 # tests/slurm_versions/slurm_versions.sh: build and test Lanes against the Slurm
 # of another Debian release, in a root made by tests/roots/make_root.sh.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The metered string functions give Lua 5.4's results (differential test
 // against the stock library on the same cases) and report their work.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The node agent's plan: which ceil each running job of a class with
 // busy_window/busy_ceil gets, and which netlink changes that needs.
 #include <gtest/gtest.h>

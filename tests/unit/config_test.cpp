@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanes.toml: the shipped example parses; every kind of mistake is reported
 // with file:line:col and the key.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A WindowOracle over fixed UTC intervals, for policy/router/classifier tests that
 // must not depend on time zone data.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Golden fixtures: tests/golden/<set>/lanes.toml + one JSON case per file (see
 // lanesctl/policy_fixture.hpp). Each shipped policy has a set; "rules" has no policy.
 #include <gtest/gtest.h>

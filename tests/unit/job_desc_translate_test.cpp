@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The job_submit glue against a real job_desc_msg_t, with Slurm's own allocator (libslurm).
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The state store trusts only files and directories that this user owns and
 // nobody else can write: root must not act on a planted state file.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl command line: accepted forms, refused forms (and that the message names
 // the option), config path resolution, --at/--from time parsing.
 #include <gtest/gtest.h>

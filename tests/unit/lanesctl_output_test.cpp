@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl policy test / status / gc output: human text, JSON shapes, Prometheus
 // textfile format, and the slurmstepd process-title parsing gc relies on.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl check and windows: diagnostics splitting, calendar across a DST change,
 // exceptions, reservation commands, human and JSON output.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl report: rows cut at window boundaries and steps, the PromQL of a
 // counter's delta, Prometheus answers, histogram arithmetic (as PromQL's
 // histogram_quantile), the tables and the plot script.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // node_facts.hpp: the node facts spank_lanes and lanesctl share.
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // NodeShaper over recording fakes of the kernel interfaces; cgroup path logic;
 // the job state file format.
 #include "node/node_shaper.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The pure shaping plan, the nft scripts and the tc message for HTB classes.
 #include <arpa/inet.h>
 #include <linux/netfilter.h>

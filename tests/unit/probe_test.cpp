@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // inference_probe's bookkeeping: schedule, percentiles, timeouts, summaries.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Signal windows in the controller: while a window that follows a signal holds,
 // jobs of classes that avoid it are deferred by `retry` and do not borrow; the
 // policy reads lanes.signal(). The snapshots are fixed (no threads, no network).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Signals: the Prometheus answer parser, freshness and fallbacks, the
 // hysteresis of signal windows, [signals.NAME] validation, and the monitor with
 // a scripted fetcher.

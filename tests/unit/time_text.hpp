@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Readable text for instants and intervals in test expectations (g++ 12's
 // libstdc++ cannot stream chrono time points). Comparing these strings is the
 // same as comparing the values, and a failure shows both in UTC.

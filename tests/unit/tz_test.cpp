@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // TimeZone: TZif parsing, footer rules, gaps and folds.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // WindowSet: weekly windows in a time zone, DST, midnight crossing, exceptions.
 #include <gtest/gtest.h>
 
