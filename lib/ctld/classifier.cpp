@@ -54,9 +54,11 @@ std::string with_lanes_prefix(const std::string& msg) {
 
 std::string describe_rate(const Rate& r) { return format_rate(r) + (r.is_relative() ? " of the link" : ""); }
 
+// A job in a log line, as slurmctld names one in its own lines. At job_submit
+// time Slurm has not given it a JobId yet: JobName and UserId are what exist.
 std::string job_label(const JobView& job) {
-    return "job '" + printable(job.name, 256) + "' of " +
-           (job.user.empty() ? "uid " + std::to_string(job.uid) : job.user);
+    return "JobName=" + printable(job.name, 256) + " UserId=" + (job.user.empty() ? "?" : job.user) + "(" +
+           std::to_string(job.uid) + ")";
 }
 
 // Builds a generation from files: config, then the policy it names, then a self-check.
@@ -130,7 +132,7 @@ public:
         try {
             return reload();
         } catch (const std::exception& e) {
-            log(LogLevel::Error, std::string("lanes: reload failed: ") + e.what());
+            log(LogLevel::Error, std::string("reload failed: ") + e.what());
         } catch (...) {
         }
         return false;
@@ -143,7 +145,7 @@ public:
             auto gen = current();
             if (gen->policy) gen->policy->maintain();
         } catch (const std::exception& e) {
-            log(LogLevel::Error, std::string("lanes: policy maintenance failed: ") + e.what());
+            log(LogLevel::Error, std::string("policy maintenance failed: ") + e.what());
         } catch (...) {
         }
     }
@@ -187,12 +189,12 @@ private:
             failed_config_stamp_ = new_cs;
             failed_script_stamp_ = new_ss;
             failed_script_path_ = script_path;
-            log(LogLevel::Error, "lanes: reload failed, keeping the previous configuration: " + fresh.error().message);
+            log(LogLevel::Error, "reload failed, keeping the previous configuration: " + fresh.error().message);
             return false;
         }
         failed_ = false;
         publish(std::shared_ptr<const Generation>(std::move(*fresh)));
-        log(LogLevel::Info, "lanes: reloaded " + config_path_ +
+        log(LogLevel::Info, "reloaded " + config_path_ +
                                 (script_path.empty() ? std::string() : " and policy " + script_path));
         return true;
     }
@@ -200,7 +202,7 @@ private:
     Decision internal_error(const Generation& gen, const JobView& job, const std::string& what) const noexcept {
         Decision d;
         try {
-            log(LogLevel::Error, "lanes: " + job_label(job) + ": internal error: " + what);
+            log(LogLevel::Error, job_label(job) + ": internal error: " + what);
             if (gen.config->policy.on_error == PolicyFailureMode::Reject) {
                 d.verdict = Decision::Verdict::Reject;
                 d.reject_kind = Decision::RejectKind::Policy;
@@ -313,7 +315,7 @@ private:
                 case PolicyOutcome::Kind::Reject: {
                     Decision d = reject(Decision::RejectKind::Policy, po.reject_message);
                     d.user_messages = std::move(messages);
-                    log(LogLevel::Info, "lanes: " + job_label(job) + ": rejected by " + policy_where + ": " +
+                    log(LogLevel::Info, job_label(job) + ": rejected by " + policy_where + ": " +
                                             po.reject_message);
                     return d;
                 }
@@ -341,13 +343,13 @@ private:
             }
             if (!error.empty()) {
                 if (cfg.policy.on_error == PolicyFailureMode::Reject) {
-                    log(LogLevel::Error, "lanes: " + job_label(job) + ": policy error: " + error + "; job rejected");
+                    log(LogLevel::Error, job_label(job) + ": policy error: " + error + "; job rejected");
                     Decision d = reject(Decision::RejectKind::Policy,
                                         "lanes: job rejected because the site policy failed: " + error);
                     return d;
                 }
                 cls = cfg.find_class(cfg.default_class);
-                log(LogLevel::Error, "lanes: " + job_label(job) + ": policy error: " + error +
+                log(LogLevel::Error, job_label(job) + ": policy error: " + error +
                                          "; accepted with default class '" + cfg.default_class + "'");
                 // What the failed run said is void; the user learns that it failed.
                 messages.assign(1, "lanes: the site policy failed; job placed in class '" + cfg.default_class + "'");
@@ -437,7 +439,7 @@ Result<std::unique_ptr<Classifier>> Classifier::create(const std::string& config
         return std::unique_ptr<Classifier>(
             new ClassifierImpl(config_path, std::move(log), options, std::shared_ptr<const Generation>(std::move(*gen))));
     } catch (const std::exception& e) {
-        return fail(std::string("lanes: cannot create the classifier: ") + e.what());
+        return fail(std::string("cannot create the classifier: ") + e.what());
     }
 }
 
@@ -461,7 +463,7 @@ Result<std::unique_ptr<Classifier>> Classifier::from_config(Config config, LogSi
         return std::unique_ptr<Classifier>(
             new ClassifierImpl(std::string(), std::move(log), options, std::shared_ptr<const Generation>(gen)));
     } catch (const std::exception& e) {
-        return fail(std::string("lanes: cannot create the classifier: ") + e.what());
+        return fail(std::string("cannot create the classifier: ") + e.what());
     }
 }
 
