@@ -20,7 +20,7 @@ enum ExitCode : int {
     kExitRuntime = 3,  // cannot do the work: slurmctld unreachable, not root, kernel error
 };
 
-enum class Command { None, Check, PolicyTest, Windows, Status, Gc, Reapply, Signals, Agent };
+enum class Command { None, Check, PolicyTest, Windows, Status, Gc, Reapply, Signals, Agent, Rate };
 
 struct Options {
     Command command = Command::None;
@@ -51,6 +51,9 @@ struct Options {
     std::string reservation_nodes;       // empty: the borrowed partitions (PART_NODES)
     std::string reservation_accounts;    // --reservation-accounts A,B
     std::string reservation_users;       // --reservation-users U,V
+
+    // rate
+    std::vector<std::string> rates;      // positional RATE
 
     // status
     std::string prometheus_file;         // --prometheus FILE

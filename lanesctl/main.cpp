@@ -36,6 +36,8 @@ int run(int argc, char** argv) {
         std::fputs(usage_text(options.command).c_str(), stdout);
         return kExitOk;
     }
+    // Needs no configuration, node or clock.
+    if (options.command == Command::Rate) return run_rate(options);
     Context context;
     context.config_path = resolve_config_path(
         options,
@@ -57,6 +59,7 @@ int run(int argc, char** argv) {
         case Command::Reapply: return run_reapply(options, context);
         case Command::Signals: return run_signals(options, context);
         case Command::Agent: return run_agent(options, context);
+        case Command::Rate:
         case Command::None: break;
     }
     return kExitUsage;
