@@ -19,7 +19,10 @@
 # 2 vCPUs forward six times the packets, see docs/benchmark.md),
 # DEMO_JSON=FILE (the results as JSON, for bench/demo_runs.sh),
 # LANES_BUILD_DIR (default ./build), DEMO_NO_BUILD=1, DEMO_DEBUG=1 (kernel and
-# TCP counters of the inference path after the "with Lanes" phase).
+# TCP counters of the inference path after the "with Lanes" phase),
+# DEMO_CLOSED_LOOP=1 (then the closed loop of docs/signals.md,
+# bench/closed_loop.sh, on a cluster of its own; charts and data are kept in
+# /tmp/lanes-closed-loop.*).
 #
 # The inference probe (client and server, in every phase alike) runs SCHED_FIFO
 # so that on a small shared machine the figures measure the network, not the
@@ -265,3 +268,11 @@ if json_out:
               open(json_out, "w"), indent=1)
 PY
 say "total demo time: $(($(date +%s) - t_start)) s"
+
+if [[ -n ${DEMO_CLOSED_LOOP:-} ]]; then
+    step "Closed loop (DEMO_CLOSED_LOOP=1): bench/closed_loop.sh, on a cluster of its own"
+    cl_dir=$(mktemp -d /tmp/lanes-closed-loop.XXXXXX)
+    bash "$src/bench/closed_loop.sh" --plot "$cl_dir/closed-loop.png" --out "$cl_dir" 2>&1 |
+        sed 's/^/   /'
+    ((PIPESTATUS[0] == 0)) || die "the closed loop failed"
+fi

@@ -1,5 +1,8 @@
 #include "lanesctl/args.hpp"
 
+#include "core/lanes_toml.hpp"
+
+#include <cctype>
 #include <charconv>
 #include <set>
 #include <string_view>
@@ -44,7 +47,7 @@ const std::vector<OptionSpec>& option_table() {
         {"--help", A::None, {}, false, [](Options& o, const std::string&) -> Result<void> { o.help = true; return {}; }},
         {"--version", A::None, {}, false,
          [](Options& o, const std::string&) -> Result<void> { o.version = true; return {}; }},
-        {"--node", A::Required, {C::Status, C::Gc, C::Reapply, C::Agent}, false,
+        {"--node", A::Required, {C::Status, C::Gc, C::Check, C::Reapply, C::Agent}, false,
          [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }, true},
         {"--job", A::Required, {C::PolicyTest}, true,
          [](Options& o, const std::string& v) -> Result<void> {
@@ -59,7 +62,7 @@ const std::vector<OptionSpec>& option_table() {
          [](Options& o, const std::string& v) { return store_string(o.at, "--at", v); }},
         {"--admin", A::None, {C::PolicyTest}, false,
          [](Options& o, const std::string&) -> Result<void> { o.as_admin = true; return {}; }},
-        {"--from", A::Required, {C::Windows}, false,
+        {"--from", A::Required, {C::Windows, C::Report}, false,
          [](Options& o, const std::string& v) { return store_string(o.from, "--from", v); }},
         {"--days", A::Required, {C::Windows}, false,
          [](Options& o, const std::string& v) -> Result<void> {
@@ -70,7 +73,7 @@ const std::vector<OptionSpec>& option_table() {
              o.days = days;
              return {};
          }},
-        {"--window", A::Required, {C::Windows}, true,
+        {"--window", A::Required, {C::Windows, C::Report}, true,
          [](Options& o, const std::string& v) -> Result<void> {
              if (v.empty()) return fail("--window: the value is empty");
              o.window_names.push_back(v);
@@ -90,12 +93,40 @@ const std::vector<OptionSpec>& option_table() {
          [](Options& o, const std::string& v) {
              return store_string(o.reservation_users, "--reservation-users", v);
          }},
-        {"--prometheus", A::Required, {C::Status}, false,
+        {"--prometheus", A::Required, {C::Status, C::Report}, false,
          [](Options& o, const std::string& v) { return store_string(o.prometheus_file, "--prometheus", v); }},
-        {"--noheader", A::None, {C::Status, C::Windows}, false,
+        {"--noheader", A::None, {C::Status, C::Windows, C::Report}, false,
          [](Options& o, const std::string&) -> Result<void> { o.noheader = true; return {}; }},
-        {"--parsable", A::None, {C::Status, C::Windows}, false,
+        {"--parsable", A::None, {C::Status, C::Windows, C::Report}, false,
          [](Options& o, const std::string&) -> Result<void> { o.parsable = true; return {}; }},
+        {"--to", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) { return store_string(o.to, "--to", v); }},
+        {"--step", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) -> Result<void> {
+             auto d = parse_duration(v);
+             if (!d || d->count() < 1000000 || d->count() % 1000000 != 0)
+                 return fail("--step: '" + v + "' is not a whole number of seconds (\"30s\", \"15min\", \"1h\")");
+             o.report_step = std::chrono::duration_cast<std::chrono::seconds>(*d);
+             return {};
+         }},
+        {"--slo", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) -> Result<void> {
+             auto d = parse_duration(v);
+             if (!d || d->count() <= 0) return fail("--slo: '" + v + "' is not a latency (\"50ms\", \"1.5s\")");
+             o.slo_seconds = static_cast<double>(d->count()) / 1e6;
+             return {};
+         }},
+        {"--class", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) { return store_string(o.report_class, "--class", v); }},
+        {"--latency-metric", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) -> Result<void> {
+             for (char c : v)
+                 if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'))
+                     return fail("--latency-metric: '" + v + "' is not a Prometheus metric name");
+             return store_string(o.latency_metric, "--latency-metric", v);
+         }},
+        {"--plot", A::Required, {C::Report}, false,
+         [](Options& o, const std::string& v) { return store_string(o.plot_file, "--plot", v); }},
         {"--dry-run", A::None, {C::Gc, C::Reapply}, false,
          [](Options& o, const std::string&) -> Result<void> { o.dry_run = true; return {}; }},
         {"--all", A::None, {C::Gc}, false,
@@ -135,6 +166,7 @@ const char* command_name(Command command) {
         case Command::Signals: return "signals";
         case Command::Agent: return "agent";
         case Command::Rate: return "rate";
+        case Command::Report: return "report";
         case Command::None: break;
     }
     return "";
@@ -221,6 +253,8 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                     options.command = Command::Agent;
                 } else if (arg == "rate") {
                     options.command = Command::Rate;
+                } else if (arg == "report") {
+                    options.command = Command::Report;
                 } else if (arg == "policy") {
                     if (i + 1 >= args.size() || args[i + 1] != "test")
                         return fail(i + 1 >= args.size() ? "'policy' needs a subcommand: 'policy test'"
@@ -241,6 +275,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                         else if (topic == "signals") options.command = Command::Signals;
                         else if (topic == "agent") options.command = Command::Agent;
                         else if (topic == "rate") options.command = Command::Rate;
+                        else if (topic == "report") options.command = Command::Report;
                         else if (topic == "policy") {
                             options.command = Command::PolicyTest;
                             if (i + 1 < args.size() && args[i + 1] == "test") ++i;
@@ -264,7 +299,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
         }
     }
     if (options.help || options.version) return options;
-    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent, rate)");
+    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent, rate, report)");
     for (const OptionSpec* spec : early)
         if (!accepts(*spec, options.command))
             return fail("option '" + std::string(spec->name) + "' is not valid for '" + command_name(options.command) +
@@ -282,6 +317,10 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
     if (options.json && (options.parsable || options.noheader))
         return fail(std::string("option '") + (options.parsable ? "--parsable" : "--noheader") +
                     "' is not valid with '--json'");
+    if (options.command == Command::Report && options.slo_seconds <= 0)
+        return fail("'report' needs --slo DURATION (the inference latency objective, e.g. --slo 50ms)");
+    if (options.command == Command::Report && options.prometheus_file.empty())
+        return fail("'report' needs --prometheus URL or --prometheus SIGNAL (a [signals.NAME] of lanes.toml)");
     if (options.command == Command::Windows && options.noheader && !options.parsable)
         return fail("option '--noheader' needs '--parsable' for 'windows' (the calendar has no header line)");
     if (options.command == Command::Windows && options.parsable && options.reservations)
@@ -299,8 +338,9 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
 std::string usage_text(Command command) {
     switch (command) {
         case Command::Check:
-            return "usage: lanesctl check [--config FILE] [--json]\n"
+            return "usage: lanesctl check [--config FILE] [--node NAME] [--json]\n"
                    "  Validate lanes.toml and its Lua policy exactly as the plugins load them.\n"
+                   "  --node NAME (root, on that node): also check its [[nodes.nic]] setup.\n"
                    "  Exit 0 when valid, 1 with file:line:col messages when not.\n";
         case Command::PolicyTest:
             return "usage: lanesctl policy test [--config FILE] [--at TIME] [--admin] [--json] JOB.json...\n"
@@ -350,6 +390,15 @@ std::string usage_text(Command command) {
                    "  Check each RATE with the rules lanes.toml and --lanes-cap use and print it as\n"
                    "  bits per second (\"200Mbit\" -> 200000000; \"40%\" stays \"40%\"), one a line, for\n"
                    "  scripts. Exit 1 (naming the rate) when one is not valid, e.g. \"25Mbps\".\n";
+        case Command::Report:
+            return "usage: lanesctl report [--config FILE] --prometheus URL|SIGNAL --slo DURATION [--from TIME]\n"
+                   "                       [--to TIME] [--step DURATION] [--window NAME]... [--class NAME]\n"
+                   "                       [--latency-metric NAME] [--plot FILE.png]\n"
+                   "                       [--json | --parsable] [--noheader]\n"
+                   "  Each stretch between window boundaries (and every --step) from --from (default\n"
+                   "  24 hours ago) to --to (now): the bytes and drops of the training class's jobs\n"
+                   "  (Lanes' counters) next to the inference p99 and the share of requests within\n"
+                   "  --slo (the probe's histogram), all from Prometheus. --plot draws it (gnuplot).\n";
         case Command::None: break;
     }
     return "usage: lanesctl [--config FILE] [--json] SUBCOMMAND [OPTIONS]\n"
@@ -364,6 +413,7 @@ std::string usage_text(Command command) {
            "  signals         live values of [signals.NAME] and the windows that follow them\n"
            "  agent           node agent: shift job ceils while signal windows hold (root)\n"
            "  rate            check rates and print them in bits per second (for scripts)\n"
+           "  report          training windows next to inference SLO attainment (Prometheus)\n"
            "\n"
            "Global options:\n"
            "  --config FILE   lanes.toml (default: $LANES_CONFIG, else lanes.toml next to\n"

@@ -2,6 +2,7 @@
 // so every accepted and refused command line is unit-tested (tests/unit/lanesctl_*).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -20,7 +21,7 @@ enum ExitCode : int {
     kExitRuntime = 3,  // cannot do the work: slurmctld unreachable, not root, kernel error
 };
 
-enum class Command { None, Check, PolicyTest, Windows, Status, Gc, Reapply, Signals, Agent, Rate };
+enum class Command { None, Check, PolicyTest, Windows, Status, Gc, Reapply, Signals, Agent, Rate, Report };
 
 struct Options {
     Command command = Command::None;
@@ -55,8 +56,17 @@ struct Options {
     // rate
     std::vector<std::string> rates;      // positional RATE
 
-    // status
-    std::string prometheus_file;         // --prometheus FILE
+    // status: --prometheus FILE (the textfile to write); report: --prometheus
+    // URL|SIGNAL (the Prometheus API to query)
+    std::string prometheus_file;
+
+    // report (also --from, --window, --noheader, --parsable)
+    std::string to;                                   // --to TIME; empty: now
+    std::chrono::seconds report_step{0};              // --step DURATION; 0: rows only at window boundaries
+    double slo_seconds = 0;                           // --slo DURATION (required)
+    std::string report_class = "training";            // --class NAME
+    std::string latency_metric = "lanes_probe_latency_seconds";  // --latency-metric NAME (a histogram)
+    std::string plot_file;                            // --plot FILE.png
 
     // gc; reapply --dry-run (check only)
     bool dry_run = false;

@@ -1,12 +1,42 @@
 // lanesctl check: load lanes.toml and the policy with Classifier::create, the very
 // call job_submit/lanes makes at init, so "check passes" means "the plugin loads".
+// With --node NAME (as root, on that node): also open the node's shaper as the
+// prolog does and report what is wrong with its [[nodes.nic]] setup (no matching
+// interface, link down, link speed unknown), as slurmd's start does.
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "lanesctl/check_report.hpp"
 #include "ctld/classifier.hpp"
 #include "lanesctl/commands.hpp"
+#include "node/node_shaper.hpp"
 
 namespace lanes::ctl {
+
+namespace {
+
+void node_error(CheckReport& report, const std::string& text) {
+    report.ok = false;
+    Diagnostic d;
+    d.message = d.text = text.rfind("lanes: ", 0) == 0 ? text.substr(7) : text;
+    report.errors.push_back(std::move(d));
+}
+
+void check_node(const Config& config, const std::string& name, CheckReport& report) {
+    auto node = node_config_for(config.node, name);
+    if (!node) return node_error(report, node.error().message);
+    if (!NodeShaper::selects_nics(*node, name)) {
+        report.log_errors.push_back("node " + name + ": no [[nodes.nic]] applies; its jobs run unshaped");
+        return;
+    }
+    if (geteuid() != 0) return node_error(report, "--node: must run as root on node " + name);
+    auto shaper = NodeShaper::open(*node, name);
+    if (!shaper) return node_error(report, "node " + name + ": " + shaper.error().message);
+    for (const auto& p : (*shaper)->problems()) node_error(report, "node " + name + ": " + p);
+}
+
+}  // namespace
 
 int run_check(const Options& options, const Context& context) {
     CheckReport report;
@@ -21,6 +51,7 @@ int run_check(const Options& options, const Context& context) {
     } else {
         report.errors = diagnostics_of(classifier.error());
     }
+    if (report.ok && !options.node.empty()) check_node(*(*classifier)->config(), options.node, report);
     if (options.json) {
         print_json(check_json(report));
     } else {

@@ -59,6 +59,7 @@ int run(int argc, char** argv) {
         case Command::Reapply: return run_reapply(options, context);
         case Command::Signals: return run_signals(options, context);
         case Command::Agent: return run_agent(options, context);
+        case Command::Report: return run_report(options, context);
         case Command::Rate:
         case Command::None: break;
     }

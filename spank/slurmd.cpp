@@ -3,13 +3,37 @@
 //   prolog     SPANK_LANES_* (slurmctld's copy, with PrologFlags=Alloc) -> HTB
 //              class, nft marks, job cgroup, state file
 //   epilog     remove everything of the job; never fails (that would drain the node)
+#include <dlfcn.h>
+
 #include "core/job_env.hpp"
 #include "spank/common.hpp"
 
 namespace lanes::spank {
+namespace {
+
+// slurmd's parsed slurm.conf, looked up at run time (srun and sbatch load this
+// plugin too, and must not need the symbol).
+const slurm_conf_t* slurmd_conf() {
+    return static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
+}
+
+}  // namespace
+
 int slurmd_start(int ac, char** av) {
     auto args = parse_args(ac, av);
     if (!args) return -1;
+    // Without PrologFlags=Alloc, prologs on the non-batch nodes of a job run at
+    // its first srun with srun's copy of the decision, which the user controls:
+    // refuse to run that way.
+    if (const slurm_conf_t* conf = slurmd_conf()) {
+        if (!(conf->prolog_flags & PROLOG_FLAG_ALLOC)) {
+            slurm_error("lanes: slurm.conf lacks PrologFlags=Alloc: spank_lanes needs it (without it a job's "
+                        "prologs may trust the user's copy of the Lanes decision); slurmd not started");
+            return -1;
+        }
+    } else {
+        slurm_info("lanes: cannot read slurmd's configuration; check that slurm.conf has PrologFlags=Alloc");
+    }
     auto config = load(*args);
     if (!config) {
         // slurmd still starts: a node without Lanes is better than a node down. Its
@@ -17,13 +41,25 @@ int slurmd_start(int ac, char** av) {
         slurm_error("lanes: no usable lanes.toml at slurmd start; leftovers not reconciled");
         return 0;
     }
-    if (!args->reconcile_on_start) return 0;
-    auto shaper = open_shaper(*config);
-    if (!shaper) {
-        // No NIC selected for this node is a normal configuration: nothing to shape.
-        slurm_info("lanes: not shaping on %s: %s", node_name().c_str(), shaper.error().message.c_str());
+    auto node = node_config_for(config->node, node_name());
+    if (!node) {
+        slurm_error("lanes: node setup: %s", node.error().message.c_str());
         return 0;
     }
+    if (!NodeShaper::selects_nics(*node, node_name())) {
+        slurm_info("lanes: no [[nodes.nic]] for node %s: its jobs run unshaped", node_name().c_str());
+        return 0;
+    }
+    // The node's setup, checked now rather than at the first job's prolog: each
+    // problem (no interface matches, link down, link speed unknown) is logged by
+    // open(); a node where nothing can be shaped says so here.
+    auto shaper = open_shaper(*config);
+    if (!shaper) {
+        slurm_error("lanes: node setup of %s is broken, its jobs' prologs will fail: %s", node_name().c_str(),
+                    shaper.error().message.c_str());
+        return 0;
+    }
+    if (!args->reconcile_on_start) return 0;
     // Alive until its epilog: only state from an earlier boot goes here (slurmctld
     // runs the epilog of every job that ended while slurmd was down).
     LivenessProbe probe;
@@ -46,29 +82,45 @@ int job_prolog(spank_t sp, int ac, char** av) {
         slurm_error("lanes: prolog: no job id");
         return -1;
     }
-    auto vars = lanes_environment();
-    if (vars.empty()) {
-        slurm_debug("lanes: job %u has no Lanes decision (job_submit/lanes not configured?)", *job_id);
-        return 0;
-    }
-    auto directive = decode_directive(vars);
-    if (!directive) {
-        slurm_error("lanes: job %u: bad decision from slurmctld: %s", *job_id, directive.error().message.c_str());
-        return -1;
-    }
-    if (!directive->network.dscp && !directive->network.rate && !directive->network.ceil) {
-        slurm_debug("lanes: job %u class %s has no network settings", *job_id, directive->class_name.c_str());
-        return 0;
-    }
     auto args = parse_args(ac, av);
     if (!args) return -1;
     auto config = load(*args);
-    if (!config) return -1;
-    auto shaper = open_shaper(*config);
+    if (!config) {
+        slurm_error("lanes: JobId=%u: prolog: no usable lanes.toml", *job_id);
+        return -1;
+    }
+    auto node = node_config_for(config->node, node_name());
+    if (!node) {
+        slurm_error("lanes: JobId=%u: prolog: %s", *job_id, node.error().message.c_str());
+        return -1;
+    }
+    // Every job gets a record here, shaped or not, so that a task finding none
+    // fails its launch (fail closed) instead of running unclassified.
+    auto unshaped = [&](const std::string& class_name, const std::string& why) {
+        slurm_debug("lanes: JobId=%u: nothing to shape on %s: %s", *job_id, node_name().c_str(), why.c_str());
+        auto r = NodeShaper::record_unshaped(*node, *job_id, class_name, why);
+        if (r) return 0;
+        slurm_error("lanes: JobId=%u: prolog: %s", *job_id, r.error().message.c_str());
+        return -1;
+    };
+    auto vars = lanes_environment();
+    if (vars.empty()) return unshaped("", "no Lanes decision (job_submit/lanes did not classify it)");
+    auto directive = decode_directive(vars);
+    if (!directive) {
+        slurm_error("lanes: JobId=%u: bad decision from slurmctld: %s", *job_id, directive.error().message.c_str());
+        return -1;
+    }
+    if (!directive->network.dscp && !directive->network.rate && !directive->network.ceil)
+        return unshaped(directive->class_name, "class " + directive->class_name + " has no network settings");
+    if (!NodeShaper::selects_nics(*node, node_name()))
+        return unshaped(directive->class_name, "no [[nodes.nic]] is configured for node " + node_name());
+    auto shaper = NodeShaper::open(*node, node_name(), log_sink);
     if (!shaper) {
-        slurm_info("lanes: job %u: not shaping on %s: %s", *job_id, node_name().c_str(),
-                   shaper.error().message.c_str());
-        return 0;
+        // Configured for this node but not usable: a real error, the job must not
+        // run unshaped.
+        slurm_error("lanes: JobId=%u: cannot shape on %s: %s", *job_id, node_name().c_str(),
+                    shaper.error().message.c_str());
+        return -1;
     }
     JobNetRequest request;
     request.job_id = *job_id;
@@ -76,11 +128,12 @@ int job_prolog(spank_t sp, int ac, char** av) {
     request.net = directive->network;
     auto state = (*shaper)->apply(request);
     if (!state) {
-        slurm_error("lanes: job %u: %s", *job_id, state.error().message.c_str());
+        slurm_error("lanes: JobId=%u: %s", *job_id, state.error().message.c_str());
         return -1;
     }
-    slurm_info("lanes: job %u class %s shaped on %zu NIC(s)", *job_id, directive->class_name.c_str(),
-               state->devices.size());
+    slurm_info("lanes: JobId=%u class %s shaped on %zu NIC(s)%s", *job_id, directive->class_name.c_str(),
+               state->devices.size(),
+               state->cgroup_slurm && state->cgroup_id == 0 ? " (keyed on Slurm's job cgroup at its first step)" : "");
     return 0;
 }
 
@@ -100,8 +153,18 @@ int job_epilog(spank_t sp, int ac, char** av) {
         slurm_error("lanes: job %u: no usable lanes.toml; its shaping (if any) is left for lanesctl gc", *job_id);
         return 0;
     }
+    auto node = node_config_for(config->node, node_name());
+    if (!node) {
+        slurm_error("lanes: JobId=%u: epilog: %s", *job_id, node.error().message.c_str());
+        return 0;
+    }
     auto shaper = open_shaper(*config);
-    if (!shaper) return 0;  // nothing is shaped on this node
+    if (!shaper) {
+        // Nothing can be shaped here; only the prolog's "unshaped" record is left.
+        if (auto r = NodeShaper::forget_unshaped(*node, *job_id); !r)
+            slurm_error("lanes: JobId=%u: epilog: %s", *job_id, r.error().message.c_str());
+        return 0;
+    }
     auto removed = (*shaper)->remove(*job_id);
     if (!removed)
         slurm_error("lanes: job %u: teardown incomplete, left for lanesctl gc: %s", *job_id,

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "node/cgroup_tree.hpp"
 #include "node/job_state_store.hpp"
 #include "node/task_env.hpp"
 #include "spank/common.hpp"
@@ -13,8 +14,10 @@
 namespace lanes::spank {
 namespace {
 
-// slurmstepd keeps the parsed config for its tasks (forked after init).
+// slurmstepd keeps the parsed config for its tasks (forked after init), and why
+// its step start could not classify the job, if it could not.
 std::optional<Config> g_step_config;
+std::string g_classify_error;
 
 // Slurm's own cgroup v2 job directory of this process, if Slurm's cgroup plugin
 // placed it in one ("0::/system.slice/<node>_slurmstepd.scope/job_7/step_0/...").
@@ -28,7 +31,7 @@ std::optional<std::string> slurm_job_cgroup(uint32_t job_id) {
 
 }  // namespace
 
-int step_start(spank_t, int ac, char** av) {
+int step_start(spank_t sp, int ac, char** av) {
     auto args = parse_args(ac, av);
     if (!args) return -1;
     g_step_config = load(*args);
@@ -42,38 +45,82 @@ int step_start(spank_t, int ac, char** av) {
             g_step_config->node = *node;
         }
     }
-    // A broken lanes.toml must not kill the user's step: tasks then run
-    // unclassified, and the prolog (which failed the same way) said so.
+    if (!g_step_config) {
+        // Without lanes.toml nothing can be checked here: the tasks fail closed.
+        g_classify_error = "no usable lanes.toml in slurmstepd";
+        return 0;
+    }
+    // Every step, the extern step (PrologFlags=Contain) included: Slurm's job
+    // cgroup exists by now (proctrack made it before plugins were initialised),
+    // and this is the earliest callback that runs as root after that. Keying the
+    // job's nft chain on it here covers the steps' tasks and anything
+    // pam_slurm_adopt later puts into the job. A failure is kept for the tasks
+    // (which fail, with the message on the user's terminal); the step itself goes
+    // on, since failing the extern step would fail the job's allocation.
+    auto job_id = job_id_of(sp);
+    if (!job_id) return 0;
+    auto keyed = NodeShaper::classify_step(g_step_config->node, node_name(), *job_id, log_sink);
+    if (!keyed) {
+        g_classify_error = keyed.error().message;
+        slurm_error("%s", g_classify_error.c_str());
+    }
     return 0;
 }
 
+namespace {
+
+// A task that should be classified and is not: fail its launch, or with
+// nodes.classify_failure = "warn" let it run and say so.
+int refuse_task(uint32_t job_id, const std::string& why) {
+    std::string text = why.rfind("lanes: ", 0) == 0 ? why.substr(7) : why;
+    if (text.find("JobId=") == std::string::npos) text = "JobId=" + std::to_string(job_id) + ": " + text;
+    if (g_step_config && g_step_config->node.classify_failure_warns) {
+        slurm_error("lanes: %s; the task runs unclassified (nodes.classify_failure = \"warn\")", text.c_str());
+        return 0;
+    }
+    slurm_error("lanes: %s; refusing to launch an unclassified task (nodes.classify_failure = \"fail\")",
+                text.c_str());
+    return -1;
+}
+
+}  // namespace
+
 int task_init_privileged(spank_t sp) {
-    if (!g_step_config) return 0;
     auto job_id = job_id_of(sp);
     if (!job_id) return 0;
+    if (!g_step_config) return refuse_task(*job_id, g_classify_error);
     auto state = JobStateStore(g_step_config->node.state_dir).load(*job_id);
-    if (!state) {  // unreadable or untrusted state: fail closed, the task would dodge its cap
-        slurm_error("lanes: job %u: %s", *job_id, state.error().message.c_str());
-        return -1;
-    }
-    if (!*state) return 0;  // nothing is shaped for this job on this node
-    const JobState& job = **state;
-    if (job.cgroup_owned) {
+    if (!state) return refuse_task(*job_id, state.error().message);  // unreadable or untrusted
+    if (!*state)
+        return refuse_task(*job_id, "no Lanes record on this node (the prolog did not run, or its record was "
+                                    "removed)");
+    JobState job = **state;
+    if (!job.unshaped.empty()) return 0;  // the prolog said why nothing is shaped here
+    if (job.cgroup_slurm) {
+        // Keyed on Slurm's job cgroup: this task is in it (Slurm placed it) once
+        // the step start keyed it; retry here if that failed.
+        if (job.cgroup_id == 0 || !g_classify_error.empty()) {
+            auto keyed = NodeShaper::classify_step(g_step_config->node, node_name(), *job_id, log_sink);
+            if (!keyed) return refuse_task(*job_id, keyed.error().message);
+            job = *keyed;
+        }
+        auto mine = slurm_job_cgroup(*job_id);
+        if (!mine || relative_path("/sys/fs/cgroup" + *mine, kNftCgroupBase) != job.cgroup_key)
+            return refuse_task(*job_id, "this task's cgroup (" + mine.value_or("none") +
+                                            ") is not the job's keyed cgroup " + job.cgroup_key);
+    } else if (job.cgroup_owned) {
         if (auto slurm_cgroup = slurm_job_cgroup(*job_id)) {
             // Moving the task would take it out of Slurm's limits (memory, cores,
-            // devices); keep Slurm's placement and say the job is not marked.
-            slurm_error("lanes: job %u: Slurm manages this task's cgroup (%s); not moving it to %s, so its "
-                        "traffic is not classified (see LIMITATIONS in spank_lanes(8))",
-                        *job_id, slurm_cgroup->c_str(), job.cgroup.c_str());
-        } else {
-            // In the forked task, before exec: S_TASK_PID is not set yet, getpid() is the task.
-            auto attached = NodeShaper::attach_task(g_step_config->node, *job_id, getpid());
-            if (!attached) {
-                slurm_error("lanes: job %u: cannot place task %d in its cgroup: %s", *job_id,
-                            static_cast<int>(getpid()), attached.error().message.c_str());
-                return -1;  // an unclassified task would dodge the cap: fail the launch
-            }
+            // devices), and Lanes keys such jobs on Slurm's dir instead: a state
+            // from a node set up otherwise at the prolog.
+            return refuse_task(*job_id, "Slurm manages this task's cgroup (" + *slurm_cgroup +
+                                            ") but the job was shaped for Lanes' own cgroup " + job.cgroup);
         }
+        // In the forked task, before exec: S_TASK_PID is not set yet, getpid() is the task.
+        auto attached = NodeShaper::attach_task(g_step_config->node, *job_id, getpid());
+        if (!attached)
+            return refuse_task(*job_id, "cannot place task " + std::to_string(getpid()) + " in its cgroup: " +
+                                            attached.error().message);
     }
     for (const auto& [name, value] : task_environment(job.class_name, job.net))
         spank_setenv(sp, name.c_str(), value.c_str(), 1);

@@ -996,6 +996,7 @@ struct Parser {
         TableReader r(errors, t, "nodes");
         if (auto v = r.choice("foreign_qdisc", {"refuse", "adopt"}))
             config.node.foreign_qdisc = *v == "adopt" ? ForeignQdiscAction::Adopt : ForeignQdiscAction::Refuse;
+        if (auto v = r.choice("classify_failure", {"fail", "warn"})) config.node.classify_failure_warns = *v == "warn";
         if (const toml::node* n = t.get("root_handle")) {
             r.get("root_handle");
             int64_t v = -1;

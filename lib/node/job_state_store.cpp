@@ -95,6 +95,7 @@ std::string format_job_state(const JobState& s) {
     line("cgroup", s.cgroup);
     line("cgroup_key", s.cgroup_key);
     line("cgroup_owned", s.cgroup_owned ? "1" : "0");
+    if (s.cgroup_slurm) line("cgroup_slurm", "1");
     line("cgroup_id", std::to_string(s.cgroup_id));
     line("cgroup_level", std::to_string(s.cgroup_level));
     line("root_major", std::to_string(s.root_major));
@@ -149,6 +150,9 @@ Result<JobState> parse_job_state(std::string_view text, const std::string& origi
         } else if (key == "cgroup_owned") {
             ok = v == "0" || v == "1";
             s.cgroup_owned = v == "1";
+        } else if (key == "cgroup_slurm") {
+            ok = v == "0" || v == "1";
+            s.cgroup_slurm = v == "1";
         } else if (key == "cgroup_id") {
             ok = parse_uint(v, s.cgroup_id);
         } else if (key == "cgroup_level") {

@@ -43,14 +43,28 @@ struct NodeShaper::Impl {
 
     // ---- open -------------------------------------------------------------------
 
+    // What is wrong with this node's [[nodes.nic]] setup (shaping goes on with
+    // the NICs that work): logged, and shown by lanesctl check --node.
+    std::vector<std::string> problems;
+
+    void problem(const std::string& what) {
+        problems.push_back(what);
+        say(LogLevel::Error, what);
+    }
+
+    // Shape what matches: a selector that matches no interface, a NIC whose link
+    // is down or whose speed is unknown is reported and skipped. Fails only when
+    // none is left although the node has selectors ("nothing configured for this
+    // node" is selects_nics() == false, checked by the caller).
     Result<void> select_nics() {
         std::vector<std::string> all;
-        bool listed = false;
+        bool listed = false, selected = false;
         for (const auto& sel : config.nics) {
             std::string where = "lanes: [[nodes.nic]] at line " + std::to_string(sel.line);
             auto match = hostlist_matches(sel.nodes, hostname);
             if (!match) return fail(where + ": nodes: " + match.error().message);
             if (!*match) continue;
+            selected = true;
             std::vector<std::string> devices;
             if (!sel.device.empty()) {
                 if (!listed) {
@@ -61,17 +75,26 @@ struct NodeShaper::Impl {
                 }
                 for (const auto& dev : all)
                     if (fnmatch(sel.device.c_str(), dev.c_str(), 0) == 0) devices.push_back(dev);
-                if (devices.empty())
-                    return fail(where + ": no interface on " + hostname + " matches device \"" + sel.device + "\"");
+                if (devices.empty()) {
+                    problem(where + ": no interface on " + hostname + " matches device \"" + sel.device + "\"");
+                    continue;
+                }
             } else if (!sel.route_to.empty()) {
                 auto d = tc->route_device(sel.route_to);
-                if (!d) return fail(where + ": " + d.error().message);
+                if (!d) {
+                    problem(where + ": " + d.error().message);
+                    continue;
+                }
                 devices.push_back(*d);
             } else {
                 return fail(where + ": needs device or route_to");
             }
             for (const auto& dev : devices) {
                 if (std::any_of(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev; })) continue;
+                if (link_is_down(dev)) {
+                    problem("lanes: NIC " + dev + ": link is down; not shaped until it is up");
+                    continue;
+                }
                 NicFacts f;
                 f.device = dev;
                 auto idx = tc->ifindex(dev);
@@ -83,14 +106,28 @@ struct NodeShaper::Impl {
                     f.link_speed_bits = *sysfs;
                 else
                     f.link_speed_bits = config.default_link_speed_bits.value_or(0);
-                if (f.link_speed_bits == 0)
-                    say(LogLevel::Error, "lanes: NIC " + dev + ": link speed unknown (sysfs has none); set link_speed "
-                                         "in its [[nodes.nic]] or nodes.default_link_speed");
+                if (f.link_speed_bits == 0) {
+                    problem("lanes: NIC " + dev + ": link speed unknown (the driver reports none, as virtio "
+                            "does); not shaped: set link_speed in its [[nodes.nic]] (" + where.substr(7) +
+                            ") or nodes.default_link_speed");
+                    continue;
+                }
                 nics.push_back(std::move(f));
             }
         }
-        if (nics.empty()) return fail("lanes: no [[nodes.nic]] selects an interface on node " + hostname);
+        if (!selected) return fail("lanes: no [[nodes.nic]] selects node " + hostname);
+        if (nics.empty()) {
+            std::string all_problems;
+            for (const auto& p : problems) all_problems += (all_problems.empty() ? "" : "; ") + p.substr(7);
+            return fail("lanes: no NIC of node " + hostname + " can be shaped: " + all_problems);
+        }
         return {};
+    }
+
+    static bool link_is_down(const std::string& dev) {
+        std::ifstream in("/sys/class/net/" + dev + "/operstate");
+        std::string state;
+        return in && std::getline(in, state) && state == "down";
     }
 
     // The leaf qdisc kind, probed once per boot (cached in state_dir).
@@ -116,6 +153,18 @@ struct NodeShaper::Impl {
             return fail("lanes: node.root_handle_major must be in 1..fffe");
         auto r = store.prepare();
         if (!r) return r;
+        r = prepare_marker();
+        if (!r) return r;
+        register_state_dir();
+        r = select_nics();
+        if (!r) return r;
+        choose_leaf_kind();
+        return {};
+    }
+
+    // The cgroup2 mount, the levels nft matches and the base the marker keeps
+    // (unclassified DSCP included): open() and classify_step().
+    Result<void> prepare_marker() {
         auto m = cgroups->mount();
         if (!m) return std::unexpected(m.error());
         mount = *m;
@@ -127,15 +176,27 @@ struct NodeShaper::Impl {
         MarkerBase base;
         base.levels.insert(levels.begin(), levels.end());
         base.unclassified = config.unclassified_dscp;
-        marker->set_base(base);
-        register_state_dir();
-        r = select_nics();
-        if (!r) return r;
-        choose_leaf_kind();
+        if (marker) marker->set_base(base);
         return {};
     }
 
     // ---- per job ----------------------------------------------------------------
+
+    // Slurm's job_<id> dir (absolute): where it is, else where this node's stepd
+    // scope will make it; nullopt when Slurm's cgroup/v2 plugin does not run here
+    // (no stepd scope under the cgroup2 mount).
+    std::optional<std::string> slurm_job_dir(uint32_t job_id) {
+        auto scopes = cgroups->slurm_stepd_scopes();
+        const std::string job = "/job_" + std::to_string(job_id);
+        for (const auto& scope : scopes)
+            if (cgroups->exists(scope + job)) return scope + job;
+        if (scopes.empty()) return std::nullopt;
+        // Several slurmd on one host (or an old scope left behind): the scope named
+        // after this node.
+        for (const auto& scope : scopes)
+            if (scope.ends_with("/" + hostname + "_slurmstepd.scope")) return scope + job;
+        return scopes.front() + job;
+    }
 
     Result<void> refresh_nic_facts() {
         for (auto& nic : nics) {
@@ -289,13 +350,13 @@ struct NodeShaper::Impl {
             if (!cgroups->exists(p.dir)) return fail(job + ": cgroup " + p.dir + " does not exist");
             place = p;
         } else {
+            // Where Slurm's cgroup/v2 plugin runs (a stepd scope exists), the job is
+            // keyed on Slurm's job_<id> dir: no task leaves Slurm's tree. With
+            // PrologFlags=Contain that dir does not exist yet; the job's first step
+            // (the extern step) keys it (classify_step).
             std::optional<std::string> slurm_dir;
             if ((config.cgroup_root == "auto" || config.cgroup_root.empty()) && mount.mount_point == kNftCgroupBase)
-                for (const auto& scope : cgroups->slurm_stepd_scopes())
-                    if (std::string dir = scope + "/job_" + std::to_string(req.job_id); cgroups->exists(dir)) {
-                        slurm_dir = dir;
-                        break;
-                    }
+                slurm_dir = slurm_job_dir(req.job_id);
             place = place_job_cgroup(config.cgroup_root, mount, req.job_id, slurm_dir);
             if (!place) return std::unexpected(place.error());
         }
@@ -349,6 +410,8 @@ struct NodeShaper::Impl {
             replaced_idle_root = true;
         }
         NodeFacts facts{nics, leaf_kind, place->dir, place->parent, place->key, place->owned};
+        facts.cgroup_slurm = !place->owned && req.cgroup.empty();
+        facts.cgroup_pending = facts.cgroup_slurm && !cgroups->exists(place->dir);
         auto plan = plan_apply(effective, facts, req, minor, *previous);
         if (plan && replaced_idle_root)
             std::erase_if(plan->warnings, [](const std::string& w) { return w.find("replacing foreign") != std::string::npos; });
@@ -396,7 +459,8 @@ struct NodeShaper::Impl {
         if (!r) return std::unexpected(r.error());
         say(LogLevel::Info, job + ": class " + req.class_name + " shaped as " +
                                 nft_priority(tc_handle(effective.root_handle_major, minor)) + " on " +
-                                std::to_string(state.devices.size()) + " NIC(s), cgroup " + state.cgroup);
+                                std::to_string(state.devices.size()) + " NIC(s), cgroup " + state.cgroup +
+                                (facts.cgroup_pending ? " (Slurm's; keyed by the job's first step)" : ""));
         return state;
     }
 
@@ -725,6 +789,112 @@ Result<void> NodeShaper::attach_task(const NodeConfig& config, uint32_t job_id, 
     if (!*st) return fail("lanes: job " + std::to_string(job_id) + ": no shaping state on this node (prolog not run?)");
     if (!(*st)->cgroup_owned) return {};
     return make_cgroup_tree()->attach((*st)->cgroup, pid);
+}
+
+bool NodeShaper::selects_nics(const NodeConfig& config, const std::string& hostname) {
+    for (const auto& sel : config.nics) {
+        auto match = hostlist_matches(sel.nodes, hostname);
+        if (!match || *match) return true;  // a bad expression is open()'s error to report
+    }
+    return false;
+}
+
+const std::vector<std::string>& NodeShaper::problems() const { return impl_->problems; }
+
+Result<void> NodeShaper::record_unshaped(const NodeConfig& config, uint32_t job_id, const std::string& class_name,
+                                         const std::string& why) {
+    JobStateStore store(config.state_dir);
+    auto r = store.prepare();
+    if (!r) return r;
+    auto lock = store.lock();
+    if (!lock) return std::unexpected(lock.error());
+    auto existing = store.load(job_id);
+    if (!existing) return std::unexpected(existing.error());
+    if (*existing && (*existing)->unshaped.empty()) return {};  // shaped by an earlier prolog run
+    JobState st;
+    st.job_id = job_id;
+    st.class_name = class_name;
+    st.boot_id = current_boot_id();
+    st.unshaped = why.empty() ? "nothing to shape" : why;
+    for (char& c : st.unshaped)
+        if (c == '\n' || c == '\r') c = ' ';
+    return store.save(st);
+}
+
+Result<void> NodeShaper::forget_unshaped(const NodeConfig& config, uint32_t job_id) {
+    JobStateStore store(config.state_dir);
+    auto st = store.load(job_id);
+    if (!st) return std::unexpected(st.error());
+    if (!*st || (*st)->unshaped.empty()) return {};
+    return store.erase(job_id);
+}
+
+Result<JobState> NodeShaper::classify_step(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
+                                           LogSink log) {
+    return classify_step_with(
+        config, hostname, job_id, make_cgroup_tree(),
+        [log](const Cgroup2Mount& mount) { return make_nftables_packet_marker(mount, log); }, log);
+}
+
+Result<JobState> NodeShaper::classify_step_with(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
+                                                std::unique_ptr<CgroupTree> cgroups, const MarkerFactory& make_marker,
+                                                LogSink log) {
+    const std::string job = "lanes: JobId=" + std::to_string(job_id) + ": ";
+    auto impl = std::make_unique<Impl>(config, hostname, log);
+    impl->cgroups = std::move(cgroups);
+    auto st = impl->store.load(job_id);
+    if (!st) return std::unexpected(st.error());
+    if (!*st)
+        return fail(job + "no Lanes record on this node (the prolog did not run, or its record was removed)");
+    if (!(*st)->unshaped.empty() || !(*st)->cgroup_slurm) return **st;  // nothing to key, or our own cgroup
+    auto m = impl->cgroups->mount();
+    if (!m) return fail(job + m.error().message.substr(m.error().message.starts_with("lanes: ") ? 7 : 0));
+    impl->mount = *m;
+    auto dir = impl->slurm_job_dir(job_id);
+    if (!dir || !impl->cgroups->exists(*dir))
+        return fail(job + "Slurm's job cgroup job_" + std::to_string(job_id) +
+                    " not found under any slurmstepd scope" + (dir ? " (looked for " + *dir + ")" : ""));
+    auto id = impl->cgroups->dir_id(*dir);
+    if (!id) return fail(job + id.error().message);
+    if ((*st)->cgroup_id == *id && (*st)->cgroup == *dir) return **st;  // keyed by an earlier step: no nft
+
+    auto lock = impl->store.lock();
+    if (!lock) return std::unexpected(lock.error());
+    auto fresh = impl->store.load(job_id);  // an epilog or another step may have run meanwhile
+    if (!fresh) return std::unexpected(fresh.error());
+    if (!*fresh) return fail(job + "its Lanes record was removed while the step started");
+    JobState state = **fresh;
+    if (state.cgroup_id == *id && state.cgroup == *dir) return state;
+    auto marker = make_marker(impl->mount);
+    if (!marker) return fail(job + marker.error().message);
+    impl->marker = std::move(*marker);
+    auto r = impl->prepare_marker();
+    if (!r) return fail(job + r.error().message);
+    if (state.root_major == 0) state.root_major = config.root_handle_major;
+    if (state.cgroup_id != 0 && state.cgroup_id != *id) {
+        // Slurm made the dir anew (another inode): the old key goes.
+        r = impl->marker->remove_job(NftRemoveJob{job_id, state.cgroup_id, state.dscp_marked});
+        if (!r) return fail(job + r.error().message);
+    }
+    state.cgroup = *dir;
+    state.cgroup_key = relative_path(*dir, impl->mount.mount_point);
+    state.cgroup_level = cgroup_level(impl->mount, state.cgroup_key);
+    state.cgroup_id = *id;
+    bool rebuilt = false;
+    auto where = impl->marker->add_job(nft_job_of(state), &rebuilt);
+    if (!where) return fail(job + where.error().message);
+    state.cgroup_id = where->id;
+    state.cgroup_level = where->level;
+    r = impl->store.save(state);
+    if (!r) return std::unexpected(r.error());
+    if (rebuilt) {
+        r = impl->remark_all(state);
+        if (!r) impl->say(LogLevel::Error, job + r.error().message);
+    }
+    impl->say(LogLevel::Info, job + "traffic keyed on Slurm's cgroup " + state.cgroup_key + " (cgroup id " +
+                                  std::to_string(state.cgroup_id) + ", level " + std::to_string(state.cgroup_level) +
+                                  ")");
+    return state;
 }
 
 Result<void> NodeShaper::remove(uint32_t job_id) {

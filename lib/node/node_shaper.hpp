@@ -4,7 +4,11 @@
 // (libnl), packet_marker.hpp (libnftables), cgroup_tree.hpp (cgroup2 files).
 //
 // Who calls what (all as root, in the node's network namespace):
-//   slurm_spank_job_prolog            open() + apply()   (decision from SPANK_ env)
+//   slurm_spank_job_prolog            open() + apply()   (decision from SPANK_ env);
+//                                     record_unshaped() when nothing is shaped here
+//   slurm_spank_init (slurmstepd,     classify_step(): on a Slurm cgroup v2 node,
+//     every step, extern first)       adds Slurm's job_<id> dir to the nft map/sets
+//                                     (once per job; later steps only stat the dir)
 //   slurm_spank_task_init_privileged  NodeShaper::attach_task(config, job, getpid())
 //                                     in the forked task, before exec: no netlink,
 //                                     no nft, reads the job's state file only.
@@ -15,16 +19,19 @@
 //                                     every job from its state file
 //   lanesctl status                   list() + counters()
 //
-// Concurrency: apply/remove/reconcile/remove_all hold flock(state_dir/lock) for the
-// whole operation, so prologs and epilogs of concurrent jobs on the node (separate
-// processes) serialise. One NodeShaper is not thread-safe beyond that (use one per
-// thread, or a mutex).
+// Concurrency: apply/remove/reconcile/remove_all/classify_step hold
+// flock(state_dir/lock) while they change things, so prologs, steps and epilogs
+// of concurrent jobs on the node (separate processes) serialise. One NodeShaper
+// is not thread-safe beyond that (use one per thread, or a mutex).
 //
 // Cgroup placement (NodeConfig.cgroup_root):
-//   "auto": if /sys/fs/cgroup is cgroup2 and Slurm's job dir
-//           /sys/fs/cgroup/system.slice/slurmstepd.scope/job_<id> exists at apply,
-//           use it (not owned: attach is a no-op, remove leaves it); otherwise Lanes'
-//           own dir <cgroup2 mount>/lanes/job_<id> (on a hybrid node:
+//   "auto": if /sys/fs/cgroup is cgroup2 and a slurmstepd scope exists under it
+//           (`slurmstepd.scope` or `<NodeName>_slurmstepd.scope`, any depth: Slurm's
+//           cgroup/v2 plugin runs here), Slurm's job dir <scope>/job_<id>, where it
+//           is or where slurmstepd will make it (PrologFlags=Contain makes it after
+//           the prolog): not owned (attach is a no-op, remove leaves it), keyed in
+//           nft by classify_step() once it exists. Otherwise Lanes' own dir
+//           <cgroup2 mount>/lanes/job_<id> (on a hybrid node:
 //           /sys/fs/cgroup/unified/lanes/job_<id>).
 //   a path: Lanes' own dirs under that cgroup2 directory (<path>/job_<id>).
 // Only sockets created after a task entered the cgroup carry the job's marks:
@@ -56,6 +63,7 @@ namespace lanes {
 
 class PacketMarker;
 class CgroupTree;
+struct Cgroup2Mount;
 
 class NodeShaper {
 public:
@@ -83,6 +91,29 @@ public:
     Result<void> attach(uint32_t job_id, pid_t pid);
     // Same without opening netlink/nft: for slurm_spank_task_init_privileged.
     static Result<void> attach_task(const NodeConfig& config, uint32_t job_id, pid_t pid);
+
+    // Prolog, when nothing is shaped for the job on this node (no Lanes decision,
+    // a class without network settings, no NIC configured here): a record saying
+    // why, so that a missing record at task launch is an error, never "nothing to
+    // do". An existing shaped state is left as it is.
+    static Result<void> record_unshaped(const NodeConfig& config, uint32_t job_id, const std::string& class_name,
+                                        const std::string& why);
+    // Epilog without a shaper (nothing configured here): drop such a record.
+    static Result<void> forget_unshaped(const NodeConfig& config, uint32_t job_id);
+
+    // Every step's start (slurmstepd, as root; Slurm's job cgroup exists by then)
+    // and each task: where the job is keyed on Slurm's job_<id> dir, make sure the
+    // nft map holds that dir's id (once; later calls only read the state file and
+    // stat the dir). Fails, naming the job, when the job has no state here or
+    // Slurm's dir cannot be found or keyed: the caller fails the launch.
+    static Result<JobState> classify_step(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
+                                          LogSink log = {});
+    // The same with injected kernel interfaces (unit tests): `make_marker` is
+    // called only when the map needs a change.
+    using MarkerFactory = std::function<Result<std::unique_ptr<PacketMarker>>(const Cgroup2Mount&)>;
+    static Result<JobState> classify_step_with(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
+                                               std::unique_ptr<CgroupTree> cgroups, const MarkerFactory& make_marker,
+                                               LogSink log = {});
 
     // Epilog: the job's classes, nft chain + map element, cgroup dir (moving any
     // leftover pids to the parent first), state file. Absent = success; a kernel
@@ -118,6 +149,12 @@ public:
 
     // The NICs selected for this node, as seen at open().
     const std::vector<NicFacts>& nics() const;
+    // What open() skipped and why (selector matching no interface, link down,
+    // link speed unknown): shaping goes on with the rest.
+    const std::vector<std::string>& problems() const;
+    // Does any [[nodes.nic]] apply to `hostname`? false = nothing configured for
+    // this node (not an error: its jobs run unshaped, recorded as such).
+    static bool selects_nics(const NodeConfig& config, const std::string& hostname);
     // "fq_codel" or "pfifo".
     const std::string& leaf_qdisc_kind() const;
 

@@ -104,6 +104,7 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
     st.cgroup = facts.cgroup_dir;
     st.cgroup_key = facts.cgroup_key;
     st.cgroup_owned = facts.cgroup_owned;
+    st.cgroup_slurm = facts.cgroup_slurm;
     if (previous && previous->cgroup == st.cgroup) st.cgroup_id = previous->cgroup_id;
 
     if (facts.cgroup_owned) plan.operations.push_back(EnsureCgroup{facts.cgroup_dir});
@@ -164,7 +165,7 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
                                NftRemoveJob{previous->job_id, previous->cgroup_id, previous->dscp_marked});
     NftEnsureJob mark{request.job_id, st.cgroup_key, tc_handle(major, minor), request.net.dscp, st.cgroup_id,
                       st.cgroup_level};
-    plan.operations.push_back(mark);
+    if (!facts.cgroup_pending) plan.operations.push_back(mark);
     plan.unchanged = previous && *previous == st;
     return plan;
 }

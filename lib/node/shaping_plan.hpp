@@ -81,6 +81,10 @@ struct JobState {
     std::string cgroup;                 // absolute cgroup2 dir of the job
     std::string cgroup_key;             // the same, relative to the cgroup2 mount (marker key)
     bool cgroup_owned = false;          // Lanes made the dir (and removes it)
+    // Keyed on Slurm's own job_<id> dir (its cgroup/v2 plugin runs here): `cgroup`
+    // is where it is or will be; cgroup_id stays 0 until the job's first step has
+    // keyed it (NodeShaper::classify_step).
+    bool cgroup_slurm = false;
     uint64_t cgroup_id = 0;             // inode of the dir (the nft map key); 0 = unknown
     std::string boot_id;                // boot the prolog ran in ("" = unknown): older = gone
     // Why the prolog shaped nothing for this job here ("" = shaped). The prolog
@@ -186,6 +190,10 @@ struct NodeFacts {
     std::string cgroup_parent;      // where leftover pids go at remove
     std::string cgroup_key;         // relative to /sys/fs/cgroup, for nft
     bool cgroup_owned = false;
+    bool cgroup_slurm = false;      // Slurm's job dir (not ours to make or remove)
+    // Slurm's job dir does not exist yet (PrologFlags=Contain: slurmstepd makes it
+    // after the prolog): no marks now; the job's first step adds them.
+    bool cgroup_pending = false;
 };
 
 struct Plan {

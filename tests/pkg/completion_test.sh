@@ -36,6 +36,8 @@ expect "lanesctl windows" --parsable --noheader --days '!--prometheus'
 expect "lanesctl gc" --dry-run --all '!--parsable'
 expect "lanesctl" signals agent
 expect "lanesctl agent" --node '!--dry-run'
+expect "lanesctl" report
+expect "lanesctl report" --prometheus --slo --step --plot --parsable '!--node' '!--dry-run'
 expect "lanesctl policy" test
 expect "lanesctl policy test|--" --fixtures --job --at
 expect "lanesctl --config x.toml status" --parsable '!check'

@@ -63,6 +63,7 @@ TEST(LanesctlArgs, GlobalOptionsBeforeAndAfterSubcommand) {
     EXPECT_TRUE(b.json);    // --node is global too (lanesctl(8)), used by status and gc.
     EXPECT_EQ(ok({"--node", "n7", "status"}).node, "n7");
     EXPECT_EQ(ok({"--node=n8", "gc", "--dry-run"}).node, "n8");
+    EXPECT_EQ(ok({"check", "--node", "n9"}).node, "n9");  // check --node: the node's setup
 }
 
 TEST(LanesctlArgs, SubcommandOptions) {
@@ -139,7 +140,7 @@ TEST(LanesctlArgs, UsageErrorsNameTheOption) {
         {{"windows", "--frm", "x"}, "unknown option '--frm' for 'windows'"},
         {{"check", "--days", "3"}, "option '--days' is not valid for 'check'"},
         {{"--days", "3", "windows"}, "option '--days' is not valid before the subcommand"},
-        {{"--node", "n1", "check"}, "option '--node' is not valid for 'check'"},
+        {{"--node", "n1", "windows"}, "option '--node' is not valid for 'windows'"},
         {{"windows", "--days", "0"}, "--days: '0' is not a number of days"},
         {{"windows", "--days", "x"}, "--days: 'x'"},
         {{"windows", "--days"}, "option '--days' needs a value"},

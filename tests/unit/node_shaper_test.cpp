@@ -308,6 +308,125 @@ TEST_F(NodeShaperTest, NoNicForThisNodeIsAPreciseError) {
     EXPECT_NE(s.error().message.find("nope*"), std::string::npos) << s.error().message;
 }
 
+TEST_F(NodeShaperTest, ShapesWhatMatchesAndNamesWhatDoesNot) {
+    // A selector matching no interface next to one that matches: the match is
+    // shaped, the other reported (it used to leave every NIC unshaped).
+    NicSelector none;
+    none.nodes = "gpu[1-4]";
+    none.device = "ens9*";
+    none.line = 20;
+    config_.nics.insert(config_.nics.begin(), none);
+    NicSelector ib;  // no link speed known for ib0
+    ib.nodes = "gpu[1-4]";
+    ib.route_to = "10.10.0.0/16";
+    ib.line = 30;
+    config_.nics.push_back(ib);
+    auto s = open();
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->nics().size(), 2u);
+    ASSERT_EQ(s->problems().size(), 2u);
+    EXPECT_NE(s->problems()[0].find("line 20"), std::string::npos) << s->problems()[0];
+    EXPECT_NE(s->problems()[0].find("ens9*"), std::string::npos) << s->problems()[0];
+    EXPECT_NE(s->problems()[1].find("ib0: link speed unknown"), std::string::npos) << s->problems()[1];
+    EXPECT_NE(s->problems()[1].find("nodes.default_link_speed"), std::string::npos) << s->problems()[1];
+    EXPECT_TRUE(s->apply(req(7, kGbit)));
+    EXPECT_TRUE(NodeShaper::selects_nics(config_, "gpu2"));
+    EXPECT_FALSE(NodeShaper::selects_nics(config_, "cpu7"));  // nothing configured: not an error
+}
+
+TEST_F(NodeShaperTest, OnlyUnusableNicsIsAnErrorNamingEach) {
+    config_.nics[0].device = "ib*";  // ib0: no link speed
+    auto s = NodeShaper::open_with(config_, "gpu1", std::make_unique<FakeTc>(k_), std::make_unique<FakeMarker>(k_),
+                                   std::make_unique<FakeCgroups>(k_, kHybrid));
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("no NIC of node gpu1 can be shaped"), std::string::npos) << s.error().message;
+    EXPECT_NE(s.error().message.find("ib0: link speed unknown"), std::string::npos) << s.error().message;
+}
+
+TEST_F(NodeShaperTest, SlurmJobDirNotYetMadeIsKeyedLater) {
+    // PrologFlags=Contain: the prolog runs before Slurm makes job_<id>.
+    k_.scopes = {"/sys/fs/cgroup/system.slice/other_slurmstepd.scope",
+                 "/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope"};
+    const std::string dir = "/sys/fs/cgroup/system.slice/gpu2_slurmstepd.scope/job_7";
+    auto s = open("gpu2", kUnified);
+    auto st = s->apply(req(7, kGbit, 34));
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_TRUE(st->cgroup_slurm);
+    EXPECT_FALSE(st->cgroup_owned);
+    EXPECT_EQ(st->cgroup, dir);  // this node's scope
+    EXPECT_EQ(st->cgroup_id, 0u);
+    EXPECT_FALSE(k_.nft_jobs.count(7));  // no element until a step keys it
+    EXPECT_EQ(k_.roots.size(), 2u);      // the HTB class is made by the prolog
+    for (const auto& line : k_.log) EXPECT_EQ(line.find("mkdir"), std::string::npos) << line;  // never our own dir
+
+    int markers = 0;
+    auto step = [&](uint32_t job) {
+        return NodeShaper::classify_step_with(config_, "gpu2", job, std::make_unique<FakeCgroups>(k_, kUnified),
+                                              [&](const Cgroup2Mount&) -> Result<std::unique_ptr<PacketMarker>> {
+                                                  ++markers;
+                                                  return std::make_unique<FakeMarker>(k_);
+                                              });
+    };
+    // A step before slurmstepd made the dir cannot key it: an error naming the job.
+    auto early = step(7);
+    ASSERT_FALSE(early);
+    EXPECT_NE(early.error().message.find("JobId=7"), std::string::npos) << early.error().message;
+    EXPECT_NE(early.error().message.find(dir), std::string::npos) << early.error().message;
+
+    k_.dirs.insert(dir);  // the extern step: slurmstepd made job_7
+    auto keyed = step(7);
+    ASSERT_TRUE(keyed) << keyed.error().message;
+    EXPECT_EQ(keyed->cgroup_id, 77u);
+    EXPECT_EQ(keyed->cgroup_level, 3);
+    ASSERT_TRUE(k_.nft_jobs.count(7));
+    EXPECT_EQ(k_.nft_jobs[7].cgroup_id, 77u);
+    EXPECT_EQ(k_.nft_jobs[7].level, 3);  // a rule for the dir's level
+    EXPECT_EQ(k_.nft_jobs[7].dscp, std::optional<uint8_t>(34));
+    EXPECT_EQ(k_.nft_jobs[7].priority, tc_handle(config_.root_handle_major, st->minor));
+    EXPECT_TRUE(k_.nft_levels.count(3));
+    EXPECT_EQ(k_.unclassified, config_.unclassified_dscp);  // the base keeps the unclassified rewrite
+    EXPECT_EQ((*JobStateStore(config_.state_dir).load(7))->cgroup_id, 77u);  // kept for the epilog
+    EXPECT_EQ(markers, 1);
+
+    // Every later step (batch, srun, the next extern): nothing to do, no nft.
+    ASSERT_TRUE(step(7));
+    ASSERT_TRUE(step(7));
+    EXPECT_EQ(markers, 1);
+    // The element already there is not an error either (a state file rewritten).
+    auto again = *JobStateStore(config_.state_dir).load(7);
+    again->cgroup_id = 0;
+    ASSERT_TRUE(JobStateStore(config_.state_dir).save(*again));
+    ASSERT_TRUE(step(7));
+    EXPECT_EQ(markers, 2);
+
+    // No record: the step fails, naming the job.
+    auto none = step(8);
+    ASSERT_FALSE(none);
+    EXPECT_NE(none.error().message.find("JobId=8: no Lanes record"), std::string::npos) << none.error().message;
+
+    // The epilog removes the element by the id kept in the state file.
+    ASSERT_TRUE(s->remove(7));
+    EXPECT_TRUE(k_.nft_jobs.empty());
+    EXPECT_EQ(job_files(), 0);
+    EXPECT_TRUE(k_.dirs.count(dir));  // Slurm's, never removed by Lanes
+}
+
+TEST_F(NodeShaperTest, UnshapedRecordIsKeptAndForgotten) {
+    ASSERT_TRUE(NodeShaper::record_unshaped(config_, 9, "batch", "class batch has\nno network settings"));
+    JobStateStore store(config_.state_dir);
+    auto st = store.load(9);
+    ASSERT_TRUE(st && *st);
+    EXPECT_EQ((*st)->unshaped, "class batch has no network settings");
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(10, kGbit)));
+    ASSERT_TRUE(NodeShaper::record_unshaped(config_, 10, "training", "x"));  // shaped: left alone
+    EXPECT_TRUE((*store.load(10))->unshaped.empty());
+    ASSERT_TRUE(NodeShaper::forget_unshaped(config_, 9));
+    ASSERT_TRUE(NodeShaper::forget_unshaped(config_, 10));  // not an unshaped record: kept
+    EXPECT_FALSE(*store.load(9));
+    EXPECT_TRUE(*store.load(10));
+}
+
 TEST_F(NodeShaperTest, TwoJobsGetTheirOwnClassesChainsAndDirs) {
     auto s = open();
     auto a = s->apply(req(7, kGbit));
@@ -450,14 +569,15 @@ TEST_F(NodeShaperTest, SlurmCgroupDirIsUsedOnAUnifiedNode) {
     EXPECT_EQ(st->cgroup_id, 77u);
     EXPECT_TRUE(s->attach(7, 99));  // no-op: Slurm placed the tasks
     EXPECT_TRUE(k_.procs.empty());
-    auto own = s->apply(req(8, kGbit));  // no Slurm dir for job 8: our own
+    // No dir for job 8 yet: still Slurm's (made at its first step), never ours.
+    auto own = s->apply(req(8, kGbit));
     ASSERT_TRUE(own);
-    EXPECT_TRUE(own->cgroup_owned);
-    EXPECT_EQ(own->cgroup, "/sys/fs/cgroup/lanes/job_8");
+    EXPECT_FALSE(own->cgroup_owned);
+    EXPECT_TRUE(own->cgroup_slurm);
+    EXPECT_EQ(own->cgroup, "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_8");
     ASSERT_TRUE(s->remove(7));
     EXPECT_TRUE(k_.dirs.count("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7"));  // not ours to remove
-    auto attach = NodeShaper::attach_task(config_, 8, 5);  // real cgroup tree: fails for a fake path
-    EXPECT_FALSE(attach);
+    EXPECT_TRUE(NodeShaper::attach_task(config_, 8, 5));  // Slurm placed the tasks: nothing to move
 }
 
 TEST_F(NodeShaperTest, GsoFollowsTheLowestCeilAndIsRestoredWithTheLastCappedJob) {
@@ -619,6 +739,15 @@ TEST(NodeShaperStateFile, RoundTripAndErrors) {
     s.dscp_marked = 46;
     auto text = format_job_state(s);
     auto back = parse_job_state(text, "job_4000000000");
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, s);
+    // Keyed on Slurm's job dir, not yet made (the prolog with PrologFlags=Contain).
+    s.cgroup = "/sys/fs/cgroup/system.slice/n1_slurmstepd.scope/job_4000000000";
+    s.cgroup_key = "system.slice/n1_slurmstepd.scope/job_4000000000";
+    s.cgroup_owned = false;
+    s.cgroup_slurm = true;
+    s.cgroup_id = 0;
+    back = parse_job_state(format_job_state(s), "job_4000000000");
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, s);
 

@@ -116,6 +116,38 @@ TEST(Plan, OperationOrderCgroupFirstMarksLast) {
     EXPECT_EQ(std::get<RemoveCgroup>(r.operations[3]).parent, "/sys/fs/cgroup/unified/lanes");
 }
 
+TEST(Plan, SlurmJobDirNotYetMadeGetsClassesButNoMarks) {
+    // PrologFlags=Contain: the prolog runs before slurmstepd makes job_<id>; the
+    // job's first step adds the marks (NodeShaper::classify_step).
+    NodeConfig config;
+    NodeFacts f = facts_for(7, {nic("eth0", 25 * kGbit)});
+    f.cgroup_dir = "/sys/fs/cgroup/system.slice/n1_slurmstepd.scope/job_7";
+    f.cgroup_parent = "/sys/fs/cgroup/system.slice/n1_slurmstepd.scope";
+    f.cgroup_key = "system.slice/n1_slurmstepd.scope/job_7";
+    f.cgroup_owned = false;
+    f.cgroup_slurm = true;
+    f.cgroup_pending = true;
+    auto p = plan_apply(config, f, request(7, bits(kGbit), {}, 34), 7, {});
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_TRUE(ops_of<NftEnsureJob>(*p).empty());
+    EXPECT_TRUE(ops_of<EnsureCgroup>(*p).empty());  // Slurm's dir: never made by Lanes
+    EXPECT_EQ(ops_of<AddClass>(*p).size(), 1u);
+    EXPECT_TRUE(p->state.cgroup_slurm);
+    EXPECT_EQ(p->state.cgroup_id, 0u);
+    EXPECT_EQ(p->state.dscp_marked, std::optional<uint8_t>(34));
+    // The epilog of a job never keyed: nothing to remove in nft, no rmdir.
+    auto r = plan_remove(p->state, config.root_handle_major);
+    EXPECT_TRUE(ops_of<RemoveCgroup>(r).empty());
+    ASSERT_EQ(ops_of<NftRemoveJob>(r).size(), 1u);
+    EXPECT_EQ(ops_of<NftRemoveJob>(r)[0].cgroup_id, 0u);  // the marker skips id 0
+    // Once the dir exists (a prolog run again), the marks are planned.
+    f.cgroup_pending = false;
+    p = plan_apply(config, f, request(7, bits(kGbit), {}, 34), 7, {});
+    ASSERT_TRUE(p);
+    ASSERT_EQ(ops_of<NftEnsureJob>(*p).size(), 1u);
+    EXPECT_EQ(ops_of<NftEnsureJob>(*p)[0].cgroup, "system.slice/n1_slurmstepd.scope/job_7");
+}
+
 TEST(Plan, ReapplyOfTheSameRequestIsUnchanged) {
     NodeConfig config;
     auto f = facts_for(7, {nic("eth0", 25 * kGbit)});

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# spank_lanes on a production-shaped node, in a VM: Debian 13, its own kernel,
+# pure cgroup v2, Slurm 24.11 with proctrack/cgroup + task/cgroup + cgroup/v2,
+# PrologFlags=Alloc,Contain, both Lanes plugins built for that Slurm. The guest
+# (guest/node_test.sh) checks that a batch step, an srun step and a process
+# adopted into the job send the class's DSCP and are capped, that a process
+# outside the job is not, that a launch Lanes cannot classify fails, and that
+# nothing is left afterwards. This script builds what is missing (cached, see
+# lib.sh), boots the VM, and fails when any guest check fails.
+#
+# Needs root (mmdebstrap, chroot), qemu-system-x86, mmdebstrap and the network to
+# reach the Debian mirror on a cold cache. LANES_VM_KEEP=1 keeps the run dir.
+set -uo pipefail
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: $(basename "$0") needs root (mmdebstrap, chroot, mkfs)"
+  exit 77
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+srcdir=${LANES_SRCDIR:-$(cd "$here/../.." && pwd)}
+for cmd in qemu-system-x86_64 mmdebstrap mkfs.ext4 zstd unshare; do
+  command -v "$cmd" >/dev/null || { echo "FAIL: $cmd not found (bash contrib/install-deps.sh)"; exit 1; }
+done
+run=$(mktemp -d "${TMPDIR:-/tmp}/lanes-vm-run.XXXXXX")
+cleanup() { [ -n "${LANES_VM_KEEP:-}" ] && echo "kept $run" || rm -rf "$run"; }
+trap cleanup EXIT
+share=$run/share
+mkdir -p "$share/out" "$share/lanes" "$share/files" "$run/img"
+t0=$(date +%s)
+bash "$here/build_lanes.sh" "$srcdir" "$share/lanes" || { echo "FAIL: building Lanes for the VM"; exit 1; }
+t1=$(date +%s)
+bash "$here/make_image.sh" "$run/img" || { echo "FAIL: making the VM image"; exit 1; }
+t2=$(date +%s)
+cp "$here"/files/{slurm.conf,cgroup.conf,plugstack.conf,lanes.toml} "$share/files/"
+cp "$here/guest/node_test.sh" "$share/run.sh"
+bash "$here/run_vm.sh" "$run/img" "$share"
+t3=$(date +%s)
+echo "times: build Lanes $((t1 - t0)) s, image $((t2 - t1)) s, VM $((t3 - t2)) s"
+results=$share/out/results
+if [ ! -s "$results" ]; then
+  echo "FAIL: the guest reported nothing; console:"
+  tail -40 "$share/console.log"
+  exit 1
+fi
+cat "$results"
+if grep -q '^FAIL' "$results"; then
+  echo "--- guest log"; tail -60 "$share/out/guest.log"
+  echo "--- slurmd log (lanes)"; grep -i lanes "$share/out/slurmd.log" 2>/dev/null | tail -30
+  exit 1
+fi
+echo "PASS: $(grep -c '^PASS' "$results") checks in the VM"

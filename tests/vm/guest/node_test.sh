@@ -1,0 +1,186 @@
+#!/bin/bash
+# Runs INSIDE the VM (as /host/run.sh, started by the VM's init as root): a pure
+# cgroup v2 Debian 13 node, Slurm 24.11 with proctrack/cgroup, task/cgroup and
+# cgroup/v2, PrologFlags=Alloc,Contain, both Lanes plugins from /host/lanes.
+# Traffic leaves through a veth lv0 (10.99.0.1) into a namespace "sink" whose
+# nftables count what arrives by DSCP. One line per check in /host/out/results:
+#   PASS name | FAIL name: what was seen
+set -u
+OUT=/host/out
+RESULTS=$OUT/results
+: >"$RESULTS"
+exec > >(tee "$OUT/guest.log") 2>&1
+t() { echo "[guest $(cut -d' ' -f1 /proc/uptime)] $*"; }
+pass() { echo "PASS $1" >>"$RESULTS"; t "PASS $1"; }
+fail() { echo "FAIL $1: $2" >>"$RESULTS"; t "FAIL $1: $2"; }
+SINK="ip netns exec sink"
+CG=/sys/fs/cgroup
+
+# ---- install the build and the configuration
+mkdir -p /usr/local/lib/lanes /etc/slurm /run/munge /run/slurm /run/slurmctld
+cp /host/lanes/spank_lanes.so /host/lanes/job_submit_lanes.so /usr/local/lib/lanes/
+cp /host/lanes/lanesctl /usr/local/sbin/lanesctl
+cp /host/files/slurm.conf /host/files/cgroup.conf /host/files/plugstack.conf /host/files/lanes.toml /etc/slurm/
+chown munge:munge /run/munge
+chown slurm:slurm /run/slurmctld
+
+# ---- the wire: lv0 here, lv1 in "sink", which counts packets by DSCP
+ip netns add sink
+ip link add lv0 type veth peer name lv1 netns sink
+ip addr add 10.99.0.1/24 dev lv0
+ip link set lv0 up
+$SINK ip link set lo up
+$SINK ip addr add 10.99.0.2/24 dev lv1
+$SINK ip link set lv1 up
+$SINK nft -f - <<'NFT'
+table inet wire {
+  counter af41 { }
+  counter other { }
+  chain in {
+    type filter hook prerouting priority -300; policy accept;
+    ip saddr 10.99.0.1 udp dport 9 ip dscp af41 counter name af41 drop
+    ip saddr 10.99.0.1 udp dport 9 counter name other drop
+  }
+}
+NFT
+# packets bytes of a sink counter
+wire() { $SINK nft list counter inet wire "$1" | awk '/packets/ { print $2, $4 }'; }
+# N datagrams of 200 bytes to the sink, from a socket this process opens now
+# (bash's /dev/udp; batch scripts and --wrap run /bin/sh, hence the script).
+send_cmd() { echo "dd if=/dev/zero bs=200 count=$1 status=none >/dev/udp/10.99.0.2/9"; }
+printf '#!/bin/bash\ncat /proc/self/cgroup\n%s\n' "$(send_cmd 50)" >/tmp/send.sh
+chmod 755 /tmp/send.sh
+
+# ---- Slurm, each daemon in its own service cgroup as systemd would
+run_in() {
+  local name=$1; shift
+  mkdir -p "$CG/system.slice/$name"
+  (echo $BASHPID >"$CG/system.slice/$name/cgroup.procs"; exec "$@")
+}
+run_in munge.service runuser -u munge -- /usr/sbin/munged
+run_in slurmctld.service /usr/sbin/slurmctld
+# With INVOCATION_ID slurmd believes systemd started it and stays in its service
+# cgroup (without, cgroup/v2 moves it into the stepd scope).
+run_in slurmd.service env INVOCATION_ID=$(tr -d - </proc/sys/kernel/random/uuid) /usr/sbin/slurmd
+for _ in $(seq 120); do sinfo -h -o %T 2>/dev/null | grep -qx idle && break; sleep 0.5; done
+t "slurm: $(sinfo -h -o '%N %T') $(slurmd -V)"
+sinfo -h -o %T | grep -qx idle || { fail slurm-ready "node not idle: $(sinfo -h -o %T 2>&1)"; }
+SCOPE=$(ls -d $CG/system.slice/*slurmstepd.scope 2>/dev/null | head -1)
+[ -n "$SCOPE" ] && pass "slurm-scope ${SCOPE#$CG/}" || fail slurm-scope "no stepd scope under system.slice"
+grep -q "spank_lanes\|lanes:" /var/log/slurm/slurmd.log && t "slurmd start: $(grep 'lanes:' /var/log/slurm/slurmd.log | head -3)"
+
+wait_job_state() {  # JOBID STATE...
+  local id=$1; shift
+  for _ in $(seq 120); do
+    local st; st=$(squeue -h -j "$id" -o %T 2>/dev/null)
+    for want in "$@"; do [ "$st" = "$want" ] && return 0; done
+    [ -z "$st" ] && [ "$1" = GONE ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+# RUNNING can precede the prolog's end: wait until the job's first (extern) step
+# has keyed it on Slurm's cgroup (its state file has a cgroup id).
+wait_keyed() {
+  for _ in $(seq 120); do grep -q '^cgroup_id=[1-9]' /run/lanes/job_$1 2>/dev/null && return 0; sleep 0.5; done
+  return 1
+}
+# The job's HTB class on lv0 (from its state file): "bytes overlimits"
+class_stats() {
+  local minor; minor=$(awk -F= '$1=="minor" { printf "%x", $2 }' /run/lanes/job_$1 2>/dev/null)
+  [ -n "$minor" ] || { echo "0 0"; return; }
+  tc -s class show dev lv0 classid 1a4e:$minor | awk '/Sent/ { b=$2 } /overlimits/ { for (i=1;i<=NF;i++) if ($i=="overlimits") o=$(i+1) } END { print b+0, o+0 }'
+}
+# Every packet from the sender arrived as AF41, none unmarked. $1 name, $2/$3 counters before.
+expect_marked() {
+  local name=$1 a0=$2 o0=$3 a1 o1
+  read -r a1 _ <<<"$(wire af41)"; read -r o1 _ <<<"$(wire other)"
+  if [ $((a1 - a0)) -gt 0 ] && [ "$o1" = "$o0" ]; then
+    pass "$name: $((a1 - a0)) packets AF41 on the wire, 0 unmarked"
+  else
+    fail "$name" "AF41 +$((a1 - a0)), unmarked +$((o1 - o0))"
+  fi
+}
+
+# ---- 1. batch step
+read -r A0 _ <<<"$(wire af41)"; read -r O0 _ <<<"$(wire other)"
+jid=$(sbatch --parsable -o /tmp/batch-%j.out /tmp/send.sh)
+wait_job_state "$jid" GONE || fail batch "job $jid did not end"
+t "batch job $jid: $(cat /tmp/batch-$jid.out 2>&1 | head -2)"
+grep -q "slurmstepd.scope/job_$jid/step_batch" /tmp/batch-$jid.out \
+  && pass "batch: task stays in Slurm's cgroup" || fail batch-cgroup "$(cat /tmp/batch-$jid.out)"
+expect_marked batch "$A0" "$O0"
+grep "JobId=$jid\|job $jid" /var/log/slurm/slurmd.log | grep lanes | head -5
+
+# ---- 2. srun step, with the cap: a burst far above 4Mbit
+jid=$(sbatch --parsable -o /tmp/hold-%j.out --wrap "sleep 300")
+wait_job_state "$jid" RUNNING && wait_keyed "$jid" || fail srun "job $jid not running or not keyed"
+# The key is Slurm's own job dir (nft prints a cgroupsv2 key as its path).
+prio=$(nft list map inet lanes prio 2>&1)
+grep -q "slurmstepd.scope/job_$jid\"* : 1a4e:" <<<"$prio" \
+  && pass "keyed: @prio holds Slurm's job_$jid dir" || fail keyed "nft map prio: $prio"
+read -r A0 _ <<<"$(wire af41)"; read -r O0 _ <<<"$(wire other)"
+srun --jobid="$jid" --overlap -n1 bash -c "$(send_cmd 50)" || fail srun "srun exited $?"
+expect_marked srun "$A0" "$O0"
+read -r b0 ov0 <<<"$(class_stats "$jid")"
+srun --jobid="$jid" --overlap -n1 bash -c "dd if=/dev/zero bs=1400 count=2000 status=none >/dev/udp/10.99.0.2/9"
+read -r b1 ov1 <<<"$(class_stats "$jid")"
+ceil=$(tc class show dev lv0 | awk -v m="$(awk -F= '$1=="minor" { printf "1a4e:%x", $2 }' /run/lanes/job_$jid)" '$3==m { for (i=1;i<=NF;i++) if ($i=="ceil") print $(i+1) }')
+if [ "$b1" -gt "$b0" ] && [ "$ov1" -gt "$ov0" ] && [ "$ceil" = 4Mbit ]; then
+  pass "cap: the job's class (ceil $ceil) carried $((b1 - b0)) bytes and throttled ($((ov1 - ov0)) overlimits)"
+else
+  fail cap "class bytes $b0 -> $b1, overlimits $ov0 -> $ov1, ceil '$ceil'"
+fi
+
+# ---- 3. a process adopted into the job the way pam_slurm_adopt does it
+read -r A0 _ <<<"$(wire af41)"; read -r O0 _ <<<"$(wire other)"
+JOBDIR=$(ls -d $CG/system.slice/*slurmstepd.scope/job_$jid)
+adopt_into=""
+for dir in "$JOBDIR/step_extern" "$JOBDIR/step_extern/user/task_special" "$JOBDIR/step_extern/user"; do
+  [ -e "$dir/cgroup.procs" ] || mkdir -p "$dir" 2>/dev/null
+  if bash -c "echo \$BASHPID >'$dir/cgroup.procs' 2>/dev/null && exec $(send_cmd 50)"; then adopt_into=$dir; break; fi
+done
+t "adopted into ${adopt_into#$CG/}"
+[ -n "$adopt_into" ] && expect_marked adopted "$A0" "$O0" || fail adopted "no step_extern cgroup took the pid"
+
+# ---- 4. a process outside the job is not the job's class
+read -r A0 _ <<<"$(wire af41)"; read -r O0 _ <<<"$(wire other)"
+read -r b0 _ <<<"$(class_stats "$jid")"
+bash -c "$(send_cmd 50)"
+read -r A1 _ <<<"$(wire af41)"; read -r O1 _ <<<"$(wire other)"
+read -r b1 _ <<<"$(class_stats "$jid")"
+if [ "$A1" = "$A0" ] && [ $((O1 - O0)) -gt 0 ] && [ "$b1" = "$b0" ]; then
+  pass "outside: $((O1 - O0)) packets unmarked, none AF41, job class untouched"
+else
+  fail outside "AF41 +$((A1 - A0)), unmarked +$((O1 - O0)), job class bytes $b0 -> $b1"
+fi
+scancel "$jid"
+wait_job_state "$jid" GONE
+
+# ---- 5. fail closed: the job's Lanes record is gone before a step launches
+jid=$(sbatch --parsable -o /dev/null --wrap "sleep 300")
+wait_job_state "$jid" RUNNING && wait_keyed "$jid" || fail fail-closed "job $jid not running or not keyed"
+mv /run/lanes/job_$jid /run/lanes/saved_$jid
+err=$(srun --jobid="$jid" --overlap -n1 true 2>&1); rc=$?
+mv /run/lanes/saved_$jid /run/lanes/job_$jid
+if [ $rc -ne 0 ] && grep -q "JobId=$jid" <<<"$err" && grep -qi "lanes" <<<"$err"; then
+  pass "fail-closed: srun refused (rc $rc): $(grep -m1 "JobId=$jid" <<<"$err")"
+else
+  fail fail-closed "rc $rc, srun said: $err"
+fi
+scancel "$jid"
+wait_job_state "$jid" GONE
+
+# ---- 6. teardown: epilogs leave nothing of any job; gc --all leaves nothing at all
+sleep 1
+left=$(ls /run/lanes | grep '^job_'; tc class show dev lv0 | grep -v -E '1a4e:(1|fffe) '; \
+  nft list table inet lanes 2>/dev/null | grep -E '^\s+elements'; ls -d $CG/lanes/job_* 2>/dev/null)
+[ -z "$left" ] && pass "teardown: no job state, class or nft element left" || fail teardown "left: $left"
+lanesctl gc --all >/dev/null 2>&1
+left=$(tc qdisc show dev lv0 | grep htb; nft list tables | grep lanes; ls -d $CG/lanes 2>/dev/null)
+[ -z "$left" ] && pass "gc --all: no qdisc, table or cgroup left" || fail gc-all "left: $left"
+
+cp /var/log/slurm/*.log "$OUT/" 2>/dev/null
+t "done: $(grep -c ^PASS "$RESULTS") passed, $(grep -c ^FAIL "$RESULTS") failed"
+for p in $(pgrep -x slurmd) $(pgrep -x slurmctld); do kill "$p"; done
+sleep 1

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Boot the VM image under QEMU (TCG: no KVM needed), with SHARE as /host inside.
+# The guest runs SHARE/run.sh as root and powers off; the console goes to
+# SHARE/console.log. Without SHARE/run.sh the console is interactive.
+#   run_vm.sh IMAGEDIR SHARE
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+img=${1:?usage: run_vm.sh IMAGEDIR SHARE}
+share=${2:?usage: run_vm.sh IMAGEDIR SHARE}
+append="console=ttyS0 root=/dev/vda rw init=/sbin/lanes-vm-init cgroup_no_v1=all panic=-1 quiet"
+qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "${LANES_VM_SMP:-2}" -m "${LANES_VM_MEM:-1536}"
+  -nographic -vga none -no-reboot -nic none
+  -kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$append"
+  # snapshot=on: the image is never written, so it can be reused as is
+  -drive "file=$img/root.img,format=raw,if=virtio,snapshot=on,cache=unsafe"
+  -virtfs "local,path=$share,mount_tag=host,security_model=none,id=host")
+if [ ! -f "$share/run.sh" ]; then exec "${qemu[@]}"; fi
+start=$(date +%s)
+rc=0
+timeout "${LANES_VM_TIMEOUT:-1200}" "${qemu[@]}" </dev/null >"$share/console.log" 2>&1 || rc=$?
+vm_log "VM ran $(($(date +%s) - start)) s (qemu exit $rc)"
+exit $rc
