@@ -5,12 +5,18 @@
 //   bench_shaper [--iterations N] [--levels 1,100,500,1000] [--exec-iterations N]
 //                [--packets N] [--reps N]
 //
+// Setup/teardown: --iterations per level, spread over --reps rounds; each round
+// walks every level (background jobs added and removed between them), so the
+// levels are measured side by side and the machine's load hits them alike.
+//
 // Per-packet cost: a bounded UDP blast (--packets x 64-byte datagrams, one
 // sendto each, --reps times) from a process inside the measured job's cgroup, out
 // of the shaped NIC to a static neighbour (the veth peer drops the frames: not its
 // MAC). The figure is the sender's CPU time (user + system, which includes the
 // output path: nftables, HTB, veth) per packet, median of the repetitions; side by
-// side without any Lanes, with HTB and no nft table, and at each job count.
+// side without any Lanes (measured first) and at each job count. The classifier's
+// own cost is measured on its own: the same job's sender at the top level, with
+// and without the nft table, alternating round by round (--reps rounds).
 //
 // Needs root. Creates its own network namespace (unshare; it dies with the
 // process), a private mount namespace with a tmpfs on /run for the state dir (as
@@ -126,7 +132,8 @@ Stats stats(std::vector<double> v) {
 
 // CPU ns per packet of a UDP blast from a child placed in `cgroup_dir` first
 // (sockets are marked by the cgroup they were created in).
-double blast_ns_per_packet(const std::string& cgroup_dir, int packets) {
+// `priority` != 0: the socket's SO_PRIORITY, i.e. the HTB class without nftables.
+double blast_ns_per_packet(const std::string& cgroup_dir, int packets, uint32_t priority = 0) {
     int fds[2];
     if (pipe(fds) != 0) return -1;
     pid_t pid = fork();
@@ -136,6 +143,8 @@ double blast_ns_per_packet(const std::string& cgroup_dir, int packets) {
         FILE* procs = std::fopen((cgroup_dir + "/cgroup.procs").c_str(), "w");
         if (procs && std::fprintf(procs, "%d", getpid()) > 0 && std::fclose(procs) == 0) {
             int sock = ::socket(AF_INET, SOCK_DGRAM, 0);
+            int prio = static_cast<int>(priority);
+            if (priority != 0 && ::setsockopt(sock, SOL_SOCKET, SO_PRIORITY, &prio, sizeof prio) != 0) packets = 0;
             sockaddr_in to{};
             to.sin_family = AF_INET;
             to.sin_port = htons(9);
@@ -178,7 +187,7 @@ void exec_job(const std::string& dev, const std::string& cg, const std::string& 
     std::snprintf(cls, sizeof cls, "1a4e:%x", minor);
     if (add) {
         ::mkdir(cg.c_str(), 0755);
-        run("tc class add dev " + dev + " parent 1a4e:1 classid " + cls + " htb rate 50mbit ceil 100mbit prio 4");
+        run("tc class add dev " + dev + " parent 1a4e:1 classid " + cls + " htb rate 50mbit ceil 100mbit prio 4 quantum 60000");
         run("tc qdisc add dev " + dev + " parent " + cls + " handle " + std::to_string(minor) + ": pfifo limit 1000");
         run("nft -f - <<'EOF'\nadd element inet lanes prio { \"" + key + "\" : " + std::string(cls) +
             " }\nadd element inet lanes dscp_8 { \"" + key + "\" }\nEOF");
@@ -266,8 +275,9 @@ int main(int argc, char** argv) {
     }
     double open_ms = ms_since(t_open);
     auto& s = **shaper;
-    std::printf("bench_shaper: veth in a private netns, link 100Gbit, leaf qdisc %s, %d iterations per level\n",
-                s.leaf_qdisc_kind().c_str(), iterations);
+    std::printf("bench_shaper: veth in a private netns, link 100Gbit, leaf qdisc %s, %d iterations per level "
+                "in %d interleaved rounds\n",
+                s.leaf_qdisc_kind().c_str(), std::max(1, iterations / std::max(1, reps)) * std::max(1, reps), reps);
     std::printf("NodeShaper::open (netlink + nft context + NIC selection): %.3f ms\n\n", open_ms);
     std::printf("%-8s %12s %12s %12s %12s\n", "jobs", "setup med", "setup p99", "teardown med", "teardown p99");
 
@@ -285,62 +295,88 @@ int main(int argc, char** argv) {
     std::map<int, std::pair<double, double>> per_level_parts; // jobs -> (setup median, teardown median)
     std::map<int, double> pkt_job;                            // jobs -> ns per packet from inside a job
     uint32_t background = 0;
-    std::map<std::string, std::pair<double, long>> spent_at_1;
+    // Rounds: every round walks the levels up (1, 100, ... jobs on the NIC, one
+    // more coming and going), so each level is measured in every stretch of the
+    // run and a busy moment of the machine hits every level alike; the ratios
+    // below compare levels measured side by side, not one after the other.
+    std::map<int, std::vector<double>> setup_at, teardown_at, pkt_at;
+    std::map<int, std::map<std::string, std::pair<double, long>>> spent_at;
+    const int per_round = std::max(1, iterations / std::max(1, reps));
+    for (int r = 0; r < reps; ++r) {
+        for (int level : levels) {
+            // level - 1 jobs stay on the NIC while one more comes and goes.
+            while (background + 1 < static_cast<uint32_t>(level)) {
+                if (!s.apply(request(100000 + background))) ++failures;
+                ++background;
+            }
+            while (background + 1 > static_cast<uint32_t>(level) && background > 0) {
+                --background;
+                if (!s.remove(100000 + background)) ++failures;
+            }
+            g_spent.clear();
+            for (int k = 0; k < per_round; ++k) {
+                uint32_t id = 900000 + k;
+                auto t0 = Clock::now();
+                if (!s.apply(request(id))) ++failures;
+                setup_at[level].push_back(ms_since(t0));
+                t0 = Clock::now();
+                if (!s.remove(id)) ++failures;
+                teardown_at[level].push_back(ms_since(t0));
+            }
+            for (const auto& [name, v] : g_spent) {
+                spent_at[level][name].first += v.first;
+                spent_at[level][name].second += v.second;
+            }
+            // The level-th job is the sender.
+            uint32_t sender = 800000;
+            auto st = s.apply(request(sender));
+            if (!st) ++failures;
+            else pkt_at[level].push_back(blast_ns_per_packet(st->cgroup, packets));
+            if (!s.remove(sender)) ++failures;
+        }
+    }
     for (int level : levels) {
-        // level - 1 jobs stay on the NIC while one more comes and goes.
-        while (background + 1 < static_cast<uint32_t>(level)) {
-            if (!s.apply(request(100000 + background))) ++failures;
-            ++background;
-        }
-        g_spent.clear();
-        std::vector<double> setup, teardown;
-        for (int k = 0; k < iterations; ++k) {
-            uint32_t id = 900000 + k;
-            auto t0 = Clock::now();
-            if (!s.apply(request(id))) ++failures;
-            setup.push_back(ms_since(t0));
-            t0 = Clock::now();
-            if (!s.remove(id)) ++failures;
-            teardown.push_back(ms_since(t0));
-        }
-        auto a = stats(setup), b = stats(teardown);
+        auto a = stats(setup_at[level]), b = stats(teardown_at[level]);
         std::printf("%-8d %9.3f ms %9.3f ms %9.3f ms %9.3f ms\n", level, a.median, a.p99, b.median, b.p99);
         std::vector<double> both;
-        for (std::size_t k = 0; k < setup.size(); ++k) both.push_back(setup[k] + teardown[k]);
+        for (std::size_t k = 0; k < setup_at[level].size(); ++k) both.push_back(setup_at[level][k] + teardown_at[level][k]);
         per_level[level] = {stats(both).median, stats(both).p99};
         per_level_parts[level] = {a.median, b.median};
-        // The level-th job is the sender.
-        uint32_t sender = 800000;
-        auto st = s.apply(request(sender));
-        if (!st) ++failures;
-        else pkt_job[level] = blast(st->cgroup);
-        if (!s.remove(sender)) ++failures;
-        if (level == levels.front()) {
-            lib_setup_1 = a.median;
-            lib_teardown_1 = b.median;
-            spent_at_1 = g_spent;
-        }
-        if (level == levels.back()) {
-            std::printf("\nper kernel interface at %d jobs (mean per call):\n", level);
-            for (const auto& [name, v] : g_spent) std::printf("  %-34s %8.3f ms\n", name.c_str(), v.first / v.second / 1000);
-        }
+        pkt_job[level] = median_of(pkt_at[level]);
     }
-    if (levels.back() != levels.front()) {
-        std::printf("per kernel interface at %d job(s) (mean per call):\n", levels.front());
-        for (const auto& [name, v] : spent_at_1) std::printf("  %-34s %8.3f ms\n", name.c_str(), v.first / v.second / 1000);
+    lib_setup_1 = per_level_parts[levels.front()].first;
+    lib_teardown_1 = per_level_parts[levels.front()].second;
+    for (int level : {levels.back(), levels.front()}) {
+        std::printf("%sper kernel interface at %d job(s) (mean per call):\n", level == levels.back() ? "\n" : "", level);
+        for (const auto& [name, v] : spent_at[level]) std::printf("  %-34s %8.3f ms\n", name.c_str(), v.first / v.second / 1000);
+        if (levels.back() == levels.front()) break;
     }
-    // Per packet with Lanes' HTB root but no nft table, then the table put back from
-    // the state files (what `lanesctl reapply` does after `nft flush ruleset`).
-    double pkt_htb_only = -1, reapply_ms = -1;
+    // The classifier's own cost, side by side: the same sender (a job's cgroup,
+    // all other jobs on the NIC, the same HTB root and the same job class) with
+    // the nft table, which classifies and marks it, and without it, the socket
+    // then naming the job's class itself (SO_PRIORITY): the difference is
+    // nftables alone. Alternating round by round so that the machine's load
+    // hits both alike. After each round without, the table is put back from the
+    // state files (what `lanesctl reapply` does after `nft flush ruleset`).
+    double pkt_htb_only = -1, pkt_rules = -1, reapply_ms = -1;
+    std::vector<double> round_ratio;
     {
         auto st = s.apply(request(800000));
         if (!st) ++failures;
-        run("nft delete table inet lanes");
-        pkt_htb_only = blast(nojob);
-        auto t0 = Clock::now();
-        auto r = s.reapply(false);
-        reapply_ms = ms_since(t0);
-        if (!r) ++failures;
+        std::vector<double> with, without;
+        for (int r = 0; st && r < reps; ++r) {
+            with.push_back(blast_ns_per_packet(st->cgroup, packets));
+            run("nft delete table inet lanes");
+            const uint16_t major = st->root_major ? st->root_major : config.root_handle_major;
+            without.push_back(blast_ns_per_packet(st->cgroup, packets, tc_handle(major, st->minor)));
+            auto t0 = Clock::now();
+            auto re = s.reapply(false);
+            reapply_ms = ms_since(t0);
+            if (!re) ++failures;
+            if (with.back() > 0 && without.back() > 0) round_ratio.push_back(with.back() / without.back());
+        }
+        pkt_rules = median_of(with);
+        pkt_htb_only = median_of(without);
         if (!s.remove(800000)) ++failures;
     }
     for (uint32_t k = 0; k < background; ++k)
@@ -349,7 +385,7 @@ int main(int argc, char** argv) {
     const int lo = levels.front(), hi = levels.back();
     std::printf("\nsetup+teardown median per level (p99):");
     for (const auto& [lvl, v] : per_level) std::printf("  %d: %.3f ms (%.3f)", lvl, v.first, v.second);
-    std::printf("\nper packet (CPU ns, one 64-byte UDP sendto, median of %d x %d): no Lanes %.0f, HTB without nft "
+    std::printf("\nper packet (CPU ns, one 64-byte UDP sendto, median of %d x %d): no Lanes %.0f, the job's HTB class without nft (SO_PRIORITY) "
                 "%.0f",
                 reps, packets, pkt_none, pkt_htb_only);
     for (const auto& [lvl, v] : pkt_job) std::printf(", %d job(s) %.0f", lvl, v);
@@ -358,8 +394,15 @@ int main(int argc, char** argv) {
                 per_level_parts[hi].first / per_level_parts[lo].first,
                 per_level_parts[hi].second / per_level_parts[lo].second, per_level[hi].first / per_level[lo].first,
                 pkt_job[hi] / pkt_job[lo]);
-    std::printf("per packet at %d jobs / HTB without nft rules: x%.2f; / no Lanes at all: x%.2f\n", hi,
+    std::printf("per packet at %d jobs / its HTB class without nft: x%.2f; / no Lanes at all: x%.2f\n", hi,
                 pkt_job[hi] / pkt_htb_only, pkt_job[hi] / pkt_none);
+    if (!round_ratio.empty()) {
+        auto [lo_r, hi_r] = std::minmax_element(round_ratio.begin(), round_ratio.end());
+        std::printf("classifier at %u jobs, same sender and HTB class, nft table / SO_PRIORITY, %zu interleaved rounds: "
+                    "%.0f / %.0f ns, x%.2f (median of the rounds' ratios x%.2f, min x%.2f, max x%.2f)\n",
+                    background + 1, round_ratio.size(), pkt_rules, pkt_htb_only, pkt_rules / pkt_htb_only,
+                    median_of(round_ratio), *lo_r, *hi_r);
+    }
 
     // The classic way, for one job on the same NIC (root and base table exist).
     std::vector<double> esetup, eteardown;

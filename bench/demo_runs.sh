@@ -11,7 +11,10 @@
 # "probe late by" is the most the open-loop client sent a request after its due
 # time in the no-load or with-Lanes phase: the probe runs SCHED_FIFO, so only
 # the machine (kernel work, other load) can delay it; it shows the runs in which
-# the machine stalled.
+# the machine stalled. "load" is the 1-minute load average before the run and
+# right after it (/proc/loadavg): other work on the machine, the run's own
+# load included in the second figure. The summary also compares every run with
+# the median no-load p99 of all runs (one stall can inflate a run's own).
 #
 #   --runs N       demo runs (default 10)
 #   --out DIR      where each run's log and JSON go (default: a new temp dir)
@@ -42,9 +45,12 @@ if ((!replot)); then
     [[ -n $out ]] || out=$(mktemp -d "${TMPDIR:-/tmp}/lanes-demo-runs.XXXXXX")
     mkdir -p "$out" || exit 1
     for ((i = 1; i <= runs; i++)); do
+        read -r load_before _ </proc/loadavg
         DEMO_NO_BUILD=1 DEMO_JSON="$out/run-$i.json" LANES_BUILD_DIR=${LANES_BUILD_DIR:-$src/build} \
             timeout 600 bash "$src/contrib/demo.sh" >"$out/run-$i.log" 2>&1
         rc=$?
+        read -r load_after _ </proc/loadavg
+        echo "$load_before $load_after" >"$out/run-$i.load"
         echo "demo_runs: run $i of $runs: exit $rc; $(grep -E 'inference p99 vs no load' "$out/run-$i.log" | sed 's/^ *//')" >&2
     done
 fi
@@ -57,6 +63,11 @@ out, dat = sys.argv[1], sys.argv[2]
 def key(p):
     m = re.search(r"run-(\d+)\.json$", p)
     return int(m.group(1)) if m else 0
+def load_of(p):
+    try:
+        return "%s / %s" % tuple(open(p[:-len(".json")] + ".load").read().split()[:2])
+    except Exception:
+        return "-"
 rows = []
 for p in sorted(glob.glob(os.path.join(out, "run-*.json")), key=key):
     try:
@@ -67,22 +78,23 @@ for p in sorted(glob.glob(os.path.join(out, "run-*.json")), key=key):
                      "lost": sum(x.get("errors", 0) + x.get("timeouts", 0) for x in (f, w, l)),
                      "train": j["train_mbit_lanes"], "train_plain": j["train_mbit_nolanes"],
                      "leftover": j["leftover_mbit"], "mtu": j.get("mtu"),
-                     "lag": max(x.get("max_send_lag_ms", 0) for x in (f, l))})
+                     "lag": max(x.get("max_send_lag_ms", 0) for x in (f, l)),
+                     "load": load_of(p), "gso": j.get("gso_max_size_train1")})
     except Exception as e:
         print("demo_runs: %s: no result (%s)" % (p, e), file=sys.stderr)
 if not rows:
     sys.exit("demo_runs: no results")
 print("| run | no load p99 ms | without Lanes p99 ms | with Lanes p99 ms | without / no load | with / no load "
-      "| training with Lanes, % of leftover | lost | probe late by, ms |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+      "| training with Lanes, % of leftover | lost | probe late by, ms | load before / after |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 met = tmet = 0
 for r in rows:
     r["rw"], r["rl"] = r["without"] / r["floor"], r["with"] / r["floor"]
     r["share"] = 100 * r["train"] / r["leftover"] if r["train"] else 0.0
     met += r["rl"] <= 1.5
     tmet += r["share"] >= 90
-    print("| %d | %.2f | %.2f | %.2f | %.1fx | **%.2fx** | %.1f %% | %d | %.1f |" % (
-        r["run"], r["floor"], r["without"], r["with"], r["rw"], r["rl"], r["share"], r["lost"], r["lag"]))
+    print("| %d | %.2f | %.2f | %.2f | %.1fx | **%.2fx** | %.1f %% | %d | %.1f | %s |" % (
+        r["run"], r["floor"], r["without"], r["with"], r["rw"], r["rl"], r["share"], r["lost"], r["lag"], r["load"]))
 med = lambda k: statistics.median(r[k] for r in rows)
 print()
 print("%d runs (MTU %s). p99 with Lanes / no load: median %.2fx, min %.2fx, max %.2fx; <= 1.5x in %d of %d runs. "
@@ -91,6 +103,16 @@ print("%d runs (MTU %s). p99 with Lanes / no load: median %.2fx, min %.2fx, max 
           len(rows), rows[0]["mtu"], med("rl"), min(r["rl"] for r in rows), max(r["rl"] for r in rows), met,
           len(rows), med("rw"), min(r["rw"] for r in rows), max(r["rw"] for r in rows), med("share"),
           min(r["share"] for r in rows), tmet, len(rows)))
+# A run's own no-load p99 can be inflated by one stall of the machine (then its
+# ratio looks better than it is); against the median no-load p99 of all runs:
+fl = med("floor")
+print("Against the median no-load p99 of all runs (%.2f ms): with Lanes median %.2fx, max %.2fx; <= 1.5x in %d of %d "
+      "runs." % (fl, med("with") / fl, max(r["with"] for r in rows) / fl, sum(r["with"] / fl <= 1.5 for r in rows),
+                 len(rows)))
+gso = sorted({r["gso"] for r in rows if r["gso"]})
+if gso:
+    print("gso_max_size of train1's fabric NIC while the training job ran (spank_lanes' burst bound): %s bytes"
+          % ", ".join(str(g) for g in gso))
 with open(dat, "w") as f:
     # label, median p99, min, max, median p50 (for the chart)
     for label, k, k50, color in (("no load", "floor", "floor50", 0x888888),

@@ -178,9 +178,13 @@ done
 sleep 1
 say "on train1, what spank_lanes applied (lanesctl status):"
 cluster_run_node train1 env SLURMD_NODENAME=train1 "$lanesctl" status --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1 2>&1 | sed 's/^/     /'
-say "tc class / nft chain for the job on train1:"
+say "tc class, nft elements and burst bound for the job on train1:"
 cluster_run_node train1 tc class show dev fab0 | grep -E "1a4e:[0-9a-f]+ parent 1a4e:1 " | grep -v fffe | sed 's/^/     /'
-cluster_run_node train1 nft list chain inet lanes "job_$train_id" 2>/dev/null | grep -E 'priority|dscp' | sed 's/^ */     /'
+cluster_run_node train1 nft list table inet lanes 2>/dev/null | grep -oE "[^ {,]*job_$train_id\"? : [0-9a-f:]+|@dscp_[0-9]+ ip dscp set [a-z0-9]+" |
+    sort -u | sed 's/^/     nft: /'
+gso=$(cluster_run_node train1 ip -d link show dev fab0 | grep -oE 'gso_max_size [0-9]+' | head -1)
+echo "     fab0 ${gso:-gso_max_size ?} (node.gso_burst; Linux's default is 65536)"
+echo "${gso##* }" >"$CLUSTER_WORK_DIR/gso-train1.txt"
 [[ -n ${DEMO_DEBUG:-} ]] && for n in infer1 far train1; do fabric_exec "$n" nstat -n; done
 measure 7000 lanes
 if [[ -n ${DEMO_DEBUG:-} ]]; then
@@ -260,11 +264,17 @@ try:
           f"({lanes_mbit} of {leftover:.1f} Mbit/s; goal >= 90 %)")
 except ValueError:
     pass
+def gso_train1():  # what spank_lanes' burst bound left on train1's fab0 during the run
+    try:
+        return int(open(f"{work}/gso-train1.txt").read())
+    except Exception:
+        return None
 if json_out:
     num = lambda v: float(v) if v not in ("", "-") else None
     json.dump({"seconds": seconds, "link_mbit": link_bits / 1e6, "mtu": mtu, "floor": floor, "nolanes": without,
                "lanes": with_, "train_mbit_nolanes": num(plain_mbit), "train_mbit_lanes": num(lanes_mbit),
-               "leftover_mbit": leftover, "uplink_nolanes": uplink("nolanes"), "uplink_lanes": uplink("lanes")},
+               "leftover_mbit": leftover, "uplink_nolanes": uplink("nolanes"), "uplink_lanes": uplink("lanes"),
+               "gso_max_size_train1": gso_train1()},
               open(json_out, "w"), indent=1)
 PY
 say "total demo time: $(($(date +%s) - t_start)) s"

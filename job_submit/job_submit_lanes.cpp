@@ -33,6 +33,9 @@ extern "C" {
 extern "C" {
 char* slurm_xstrdup(const char* str);
 void slurm_xfree(void** ptr);
+// libslurm's (not in slurm.h; exported 22.05..26.05): frees a job_desc_msg_t
+// and every string it owns, as copy_job_record_to_job_desc() built them.
+void slurm_free_job_desc_msg(job_desc_msg_t* msg);
 
 extern const char plugin_name[] = "Lanes job_submit plugin: classify and route training/inference jobs";
 extern const char plugin_type[] = "job_submit/lanes";
@@ -54,6 +57,10 @@ struct PluginState {
     std::string config_path;
     // validate_operator() lives in slurmctld; resolved at init when present.
     bool (*validate_operator)(uid_t) = nullptr;
+    // slurmctld's copy_job_record_to_job_desc(job_ptr) (22.05..26.05): the one
+    // exported way to read a job record's current values (the record's layout
+    // is private to slurmctld). Resolved at init; null outside slurmctld.
+    job_desc_msg_t* (*copy_job_record)(void*) = nullptr;
 
     // Reloads happen here, once a second, never in job_submit: parsing lanes.toml
     // and compiling the policy must not run under slurmctld's job write lock.
@@ -205,6 +212,8 @@ extern "C" int init(void) noexcept {
         auto state = std::make_unique<PluginState>();
         state->config_path = lanes::default_config_path(true);  // $LANES_CONFIG, next to $SLURM_CONF, default
         state->validate_operator = reinterpret_cast<bool (*)(uid_t)>(dlsym(RTLD_DEFAULT, "validate_operator"));
+        state->copy_job_record =
+            reinterpret_cast<job_desc_msg_t* (*)(void*)>(dlsym(RTLD_DEFAULT, "copy_job_record_to_job_desc"));
         state->signals = std::make_shared<lanes::SignalMonitor>(log_sink);
         lanes::ClassifierOptions options;
         options.signals = state->signals;
@@ -272,13 +281,57 @@ uint32_t desc_job_id(const job_desc_msg_t& desc) {
 #endif
 }
 
+// Frees what copy_job_record_to_job_desc() returned. Its environment is one
+// block with an array of pointers into it (slurmctld's fed_mgr frees it the same
+// way, 22.05..26.05), not what slurm_free_job_desc_msg() expects: free it first.
+void free_job_record_copy(job_desc_msg_t* copy) {
+    if (!copy) return;
+    if (copy->environment) {
+        slurm_xfree(reinterpret_cast<void**>(&copy->environment[0]));
+        slurm_xfree(reinterpret_cast<void**>(&copy->environment));
+    }
+    copy->env_size = 0;
+    slurm_free_job_desc_msg(copy);
+}
+
+// A user's new time limit (#11.9): Slurm lets owners raise a pending job's
+// limit up to the partition's MaxTime, which could carry a job Lanes let borrow
+// a partition, or planned around a window, into that window. Compared with the
+// job as slurmctld holds it (class, limit, partitions, begin time).
+int check_time_limit(const job_desc_msg_t& desc, void* job_ptr, std::string& why) {
+    if (desc.time_limit == NO_VAL) return SLURM_SUCCESS;
+    auto& state = *g_state;
+    if (!job_ptr || !state.copy_job_record) {
+        why = "lanes: cannot read the job's current state in this slurmctld, so a new time limit cannot be "
+              "checked against its class's windows; ask an administrator";
+        return ESLURM_ACCESS_DENIED;
+    }
+    std::unique_ptr<job_desc_msg_t, void (*)(job_desc_msg_t*)> current(state.copy_job_record(job_ptr),
+                                                                      free_job_record_copy);
+    if (!current) {
+        why = "lanes: cannot read the job's current state; ask an administrator";
+        return ESLURM_ACCESS_DENIED;
+    }
+    auto class_name = lanes::decided_class(*current);
+    if (!class_name) return SLURM_SUCCESS;  // not routed by Lanes
+    auto now = now_seconds();
+    auto job = lanes::job_view_from_desc(*current, current->user_id, state.user_names, now);
+    std::optional<uint32_t> new_limit;
+    if (desc.time_limit != INFINITE) new_limit = desc.time_limit;
+    auto refused = state.classifier->check_time_limit_change(*class_name, job, new_limit, now);
+    if (!refused) return SLURM_SUCCESS;
+    why = lanes::printable(*refused, 1024);
+    return ESLURM_INVALID_TIME_LIMIT;
+}
+
 // What a non-admin may not change on an existing job: every field Lanes routes,
-// and the SPANK environment that carries the decision to the nodes.
-int check_modify(const job_desc_msg_t& desc, uint32_t submit_uid, std::string& why) {
+// the SPANK environment that carries the decision to the nodes, and a time
+// limit that breaks the class's window rules.
+int check_modify(const job_desc_msg_t& desc, void* job_ptr, uint32_t submit_uid, std::string& why) {
     if (is_admin(submit_uid)) return SLURM_SUCCESS;
     auto field = lanes::routed_field_changed(desc);
-    if (!field) return SLURM_SUCCESS;
-    why = *field + " decides the job's traffic class and routing, so users cannot change it; "
+    if (!field) return check_time_limit(desc, job_ptr, why);
+    why = "lanes: " + *field + " decides the job's traffic class and routing, so users cannot change it; "
           "cancel and resubmit, or ask an administrator";
     return ESLURM_ACCESS_DENIED;
 }
@@ -286,20 +339,23 @@ int check_modify(const job_desc_msg_t& desc, uint32_t submit_uid, std::string& w
 }  // namespace
 
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
-extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t submit_uid, char** err_msg) noexcept {
+extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t submit_uid, char** err_msg) noexcept {
 #else
-extern "C" int job_modify(job_desc_msg_t* job_desc, void* /*job_ptr*/, uint32_t submit_uid) noexcept {
+extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t submit_uid) noexcept {
     char** err_msg = nullptr;
 #endif
     return guarded("job_modify", SLURM_ERROR, [&]() -> int {
         if (!job_desc) return SLURM_SUCCESS;
+        if (!g_state) return SLURM_ERROR;
         std::string why;
-        int rc = check_modify(*job_desc, submit_uid, why);
+        int rc = check_modify(*job_desc, job_ptr, submit_uid, why);
         if (rc != SLURM_SUCCESS) {
+            // why is for the user ("lanes: ..."); the log line has its own prefix.
+            const char* text = why.rfind("lanes: ", 0) == 0 ? why.c_str() + 7 : why.c_str();
             slurm_info("lanes: JobId=%s: refused update by uid %u: %s",
                        job_desc->job_id_str ? job_desc->job_id_str : std::to_string(desc_job_id(*job_desc)).c_str(),
-                       submit_uid, why.c_str());
-            add_err_msg(err_msg, "lanes: " + why);
+                       submit_uid, text);
+            add_err_msg(err_msg, why);
         }
         return rc;
     });

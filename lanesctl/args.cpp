@@ -93,6 +93,8 @@ const std::vector<OptionSpec>& option_table() {
          [](Options& o, const std::string& v) {
              return store_string(o.reservation_users, "--reservation-users", v);
          }},
+        {"--apply", A::None, {C::Windows}, false,
+         [](Options& o, const std::string&) -> Result<void> { o.apply = true; return {}; }},
         {"--prometheus", A::Required, {C::Status, C::Report}, false,
          [](Options& o, const std::string& v) { return store_string(o.prometheus_file, "--prometheus", v); }},
         {"--noheader", A::None, {C::Status, C::Windows, C::Report}, false,
@@ -328,6 +330,10 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
     if (options.command == Command::Windows && !options.reservations &&
         (!options.reservation_accounts.empty() || !options.reservation_users.empty()))
         return fail("options '--reservation-accounts' and '--reservation-users' need '--reservations'");
+    if (options.command == Command::Windows && options.apply && !options.reservations)
+        return fail("option '--apply' needs '--reservations' (it creates them)");
+    if (options.command == Command::Windows && options.apply && options.json)
+        return fail("option '--json' is not valid with '--apply'");
     if (options.command == Command::Windows && options.reservations && options.reservation_accounts.empty() &&
         options.reservation_users.empty())
         return fail("option '--reservations' needs '--reservation-accounts' or '--reservation-users' "
@@ -354,10 +360,11 @@ std::string usage_text(Command command) {
         case Command::Windows:
             return "usage: lanesctl windows [--config FILE] [--from TIME] [--days N] [--window NAME]...\n"
                    "                        [--reservations [NODES] (--reservation-accounts LIST |\n"
-                   "                         --reservation-users LIST)] [--json | --parsable [--noheader]]\n"
+                   "                         --reservation-users LIST) [--apply]] [--json | --parsable [--noheader]]\n"
                    "  The upcoming occurrences of each window in its own time zone (DST and exceptions\n"
                    "  applied); with --reservations, one `scontrol create reservation` per occurrence of\n"
-                   "  every window a class avoids, on NODES or on the partitions that class borrows.\n"
+                   "  every window a class avoids, on NODES or on the partitions that class borrows;\n"
+                   "  --apply creates them in slurmctld (root; those that exist are left alone).\n"
                    "  --parsable prints one occurrence a line, WINDOW|ZONE|BEGIN|END|MINUTES|DST.\n";
         case Command::Status:
             return "usage: lanesctl status [--config FILE] [--node NAME] [--json | --parsable] [--noheader]\n"

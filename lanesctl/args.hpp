@@ -52,6 +52,7 @@ struct Options {
     std::string reservation_nodes;       // empty: the borrowed partitions (PART_NODES)
     std::string reservation_accounts;    // --reservation-accounts A,B
     std::string reservation_users;       // --reservation-users U,V
+    bool apply = false;                  // --apply: create the reservations in slurmctld
 
     // rate
     std::vector<std::string> rates;      // positional RATE

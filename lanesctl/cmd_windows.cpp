@@ -1,5 +1,16 @@
-// lanesctl windows: the calendar of lanes.toml's windows and reservation commands.
+// lanesctl windows: the calendar of lanes.toml's windows and reservation commands,
+// and (--apply) the reservations themselves, created through libslurm.
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
 
 #include "lanesctl/commands.hpp"
 #include "core/lanes_toml.hpp"
@@ -7,6 +18,82 @@
 #include "lanesctl/windows_report.hpp"
 
 namespace lanes::ctl {
+
+namespace {
+
+// libslurm calls fatal() -> exit(1) without a configuration; turn that into our
+// runtime-error code while it runs (as policy test --job does).
+bool g_in_libslurm = false;
+void exit_as_runtime_error() {
+    if (g_in_libslurm) {
+        std::fflush(stdout);
+        std::fputs("lanesctl: cannot use Slurm (see the messages above)\n", stderr);
+        std::_Exit(kExitRuntime);
+    }
+}
+
+// One reservation: "created", "exists" (same name: an earlier run), or an error.
+Result<bool> create_reservation(const Reservation& r, const ReservationRequest& request) {
+    resv_desc_msg_t desc;
+    slurm_init_resv_desc_msg(&desc);
+    std::string name = r.name, nodes = r.partition.empty() ? r.nodes : std::string("ALL");
+    std::string partition = r.partition, accounts = request.accounts, users = request.users;
+    desc.name = name.data();
+    desc.start_time = static_cast<time_t>(r.start.time_since_epoch().count());
+    desc.end_time = static_cast<time_t>(r.end.time_since_epoch().count());
+    desc.node_list = nodes.data();
+    if (!partition.empty()) desc.partition = partition.data();
+    desc.flags = RESERVE_FLAG_IGN_JOBS | RESERVE_FLAG_MAGNETIC | (partition.empty() ? 0 : RESERVE_FLAG_PART_NODES);
+    if (!accounts.empty()) desc.accounts = accounts.data();
+    if (!users.empty()) desc.users = users.data();
+    errno = 0;
+    char* created = slurm_create_reservation(&desc);
+    if (created) {
+        std::free(created);
+        return true;
+    }
+    int err = errno;
+    if (err == ESLURM_RESERVATION_NAME_DUP) return false;
+    return fail(r.name + ": " + slurm_strerror(err));
+}
+
+int apply_reservations(const WindowsReport& report, const ReservationRequest& request) {
+    std::atexit(exit_as_runtime_error);
+    g_in_libslurm = true;
+    slurm_init(nullptr);
+    // Slurm checks the overlap before the name, so look the names up first.
+    std::set<std::string> existing;
+    reserve_info_msg_t* resv = nullptr;
+    if (slurm_load_reservations(0, &resv) != SLURM_SUCCESS) {
+        int err = errno;
+        print_error(std::string("cannot list reservations: ") + slurm_strerror(err));
+        slurm_fini();
+        g_in_libslurm = false;
+        return kExitRuntime;
+    }
+    for (uint32_t i = 0; resv && i < resv->record_count; ++i)
+        if (resv->reservation_array[i].name) existing.insert(resv->reservation_array[i].name);
+    slurm_free_reservation_info_msg(resv);
+    int rc = kExitOk;
+    for (const auto& r : report.reservations) {
+        if (existing.count(r.name)) {
+            std::printf("%s exists (%s)\n", r.name.c_str(), r.window.c_str());
+            continue;
+        }
+        auto done = create_reservation(r, request);
+        if (!done) {
+            print_error("cannot create reservation " + done.error().message);
+            rc = kExitRuntime;
+            continue;
+        }
+        std::printf("%s %s (%s)\n", r.name.c_str(), *done ? "created" : "exists", r.window.c_str());
+    }
+    slurm_fini();
+    g_in_libslurm = false;
+    return rc;
+}
+
+}  // namespace
 
 int run_windows(const Options& options, const Context& context) {
     SysSeconds from = context.now;
@@ -32,6 +119,7 @@ int run_windows(const Options& options, const Context& context) {
         print_error(report.error().message);
         return kExitUsage;
     }
+    if (options.apply) return apply_reservations(*report, *request);
     if (options.json) {
         print_json(windows_json(*report));
     } else if (options.parsable) {

@@ -120,7 +120,9 @@ Result<WindowsReport> build_windows_report(const Config& config, SysSeconds from
                 r.end = occ.end;
                 r.nodes = request->nodes;
                 r.partition = partition;
-                r.name = "lanes_" + cal.name + "_" + compact_local(start, zone, "%04d%02u%02u_%02d%02d");
+                // Named after the occurrence, not after --from: the same occurrence
+                // keeps its name on every run, so --apply (e.g. from cron) finds it.
+                r.name = "lanes_" + cal.name + "_" + compact_local(occ.begin, zone, "%04d%02u%02u_%02d%02d");
                 if (partitions.size() > 1) r.name += "_" + partition;
                 const auto minutes_long = duration_cast<minutes>(r.end - r.start + seconds{59}).count();
                 std::string cmd = "TZ=" + shell_word(r.zone) + " scontrol create reservation ReservationName=" +

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/lanes_toml.hpp"
@@ -60,6 +61,14 @@ public:
     virtual bool reload_if_changed() = 0;
 
     virtual std::shared_ptr<const Config> config() const = 0;
+
+    // A user's new time limit for a pending job of class `class_name` (job_modify):
+    // nullopt when it keeps the job inside the class's window rules, else the
+    // reason for the user (router.hpp check_time_limit_change). A class that is
+    // no longer configured is refused (nothing to check it against). Never throws.
+    virtual std::optional<std::string> check_time_limit_change(const std::string& class_name, const JobView& job,
+                                                               std::optional<uint32_t> new_limit,
+                                                               SysSeconds now) const = 0;
 
     // With options.wake_maintainer: close the policy's discarded lua_States and
     // build its pool back up. Call from a thread that holds no slurmctld lock.

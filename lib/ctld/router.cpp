@@ -215,6 +215,73 @@ Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, cons
     return r;
 }
 
+namespace {
+
+std::vector<std::string> split_commas(std::string_view list) {
+    std::vector<std::string> out;
+    while (!list.empty()) {
+        size_t c = list.find(',');
+        if (c != 0) out.emplace_back(list.substr(0, c));
+        if (c == std::string_view::npos) break;
+        list.remove_prefix(c + 1);
+    }
+    return out;
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+}  // namespace
+
+std::optional<std::string> check_time_limit_change(const ClassConfig& cls, const JobView& job,
+                                                   std::optional<uint32_t> new_limit, SysSeconds now,
+                                                   const WindowOracle& windows, const RouteOptions& options) {
+    const bool shorter = new_limit && (!job.time_limit_minutes || *new_limit <= *job.time_limit_minutes);
+    if (shorter) return std::nullopt;
+    if (listed(cls.exempt_users, job.user) || listed(cls.exempt_accounts, job.account)) return std::nullopt;
+    std::vector<std::string> avoid;
+    for (const auto& name : cls.avoid_windows)
+        if (windows.known(name)) avoid.push_back(name);
+    if (avoid.empty()) return std::nullopt;
+
+    const SysSeconds start = job.begin_time && *job.begin_time > now ? *job.begin_time : now;
+    JobView probe = job;
+    probe.time_limit_minutes = new_limit;
+    probe.begin_time = start;
+    RouteOptions ro = options;
+    ro.begin_time.reset();
+    ro.time_limit_minutes.reset();
+    Route r = route_job(cls, probe, now, windows, ro);
+
+    const std::string asked = new_limit ? format_minutes(*new_limit) : std::string("UNLIMITED");
+    const std::string head = "lanes: the time limit of this " + cls.name + " job cannot be raised to " + asked + ": ";
+    const std::string tail = " (class " + cls.name + "); cancel and resubmit, or ask an administrator";
+    // Room before the next avoided window, for the message.
+    auto room = [&]() -> std::string {
+        auto next = earliest_start(avoid, start, windows);
+        if (!next || containing(avoid, start, windows)) return "";
+        return "; at most " + format_minutes(minutes_between(start, next->start)) + " ends before the " + next->name +
+               " window (" + windows.describe(next->name, next->start) + ")";
+    };
+    if (r.reject) return head + "it would run into an avoided window and the class rejects such jobs" + room() + tail;
+    if (r.begin_time && *r.begin_time > start)
+        return head + "it would run into an avoided window, so the job would have to be deferred to " +
+               windows.describe(avoid.front(), *r.begin_time) + room() + tail;
+    if (r.time_limit_minutes && (!new_limit || *r.time_limit_minutes < *new_limit))
+        return head + "the class shortens such jobs to end before the next avoided window" + room() + tail;
+    // Borrowed partitions are lent only to jobs that end before the next window.
+    const auto now_in = split_commas(job.partition);
+    const auto allowed = split_commas(r.partition.value_or(""));
+    for (const auto& p : cls.borrow_partitions)
+        if (contains(now_in, p) && !contains(allowed, p))
+            return head + "the job may use partition " + p + " only because it ends before the next avoided window" +
+                   room() + tail;
+    if (!new_limit && cls.window_overrun != OverrunAction::Warn)
+        return head + "a job without a time limit cannot be kept out of the avoided windows" + tail;
+    return std::nullopt;
+}
+
 Result<std::optional<uint32_t>> parse_slurm_duration(std::string_view text) {
     std::string bad = "invalid time limit '" + std::string(text) +
                       "' (expected M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)";

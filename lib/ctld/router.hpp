@@ -77,6 +77,19 @@ struct Route {
 Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, const WindowOracle& windows,
                 const RouteOptions& options = {});
 
+// A user's change of a pending job's time limit (scontrol update TimeLimit=),
+// checked against the window rules of the job's class. `job` is the job as it
+// is now: its time limit, partition list (with any partition it borrows),
+// begin time, user and account. `new_limit` nullopt means UNLIMITED.
+// Shortening is always fine; a longer limit is refused (the text says why,
+// for the user, starting "lanes: ") when Lanes would not have routed the job
+// as it stands with it: it would run into an avoided window that its class
+// defers, shortens or rejects for, or it borrows a partition that the class
+// lends only to jobs ending before the next avoided window.
+std::optional<std::string> check_time_limit_change(const ClassConfig& cls, const JobView& job,
+                                                   std::optional<uint32_t> new_limit, SysSeconds now,
+                                                   const WindowOracle& windows, const RouteOptions& options = {});
+
 // Slurm time specifications -> minutes (seconds round up, as Slurm does):
 // "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S"; "UNLIMITED"/"INFINITE" -> nullopt value.
 Result<std::optional<uint32_t>> parse_slurm_duration(std::string_view text);

@@ -34,6 +34,14 @@ check "with Lanes: every training byte ($l_got) crossed the uplink as scavenger 
     test "${l_got:-0}" -gt 0 -a "${l_scav:-0}" -ge "${l_got:-1}"
 check "with Lanes: the inference replies (AF41) crossed in the priority class ($l_prio bytes)" \
     test "${l_prio:-0}" -gt 0
+# spank_lanes' burst bound (the demo's gso_burst = "250us" against a 94 Mbit/s
+# ceil): while the training job ran, its NIC's GSO size was below Linux's 64 KB,
+# and the job was an element of the typed prio map.
+gso=$(grep -oE 'fab0 gso_max_size [0-9]+' <<<"$out" | head -1 | awk '{print $3}')
+check "spank_lanes bounded the training NIC's GSO size (gso_max_size ${gso:-not shown})" \
+    test "${gso:-65536}" -lt 65536
+check "the training job is an element of the nft prio map on train1" \
+    grep -qE 'nft: .*job_[0-9]+"? : 1a4e:[0-9a-f]+' <<<"$out"
 check "the summary prints the p99 ratios" grep -qE 'inference p99 vs no load: without Lanes x[0-9.]+, with Lanes x[0-9.]+' <<<"$out"
 # Other work on the machine may create namespaces meanwhile: look only for the
 # demo's own (fabric lfPID..., cluster lcPID...; both printed or derived from

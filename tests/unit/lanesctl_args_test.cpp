@@ -82,6 +82,8 @@ TEST(LanesctlArgs, SubcommandOptions) {
     EXPECT_EQ(r2.reservation_nodes, "");
     EXPECT_EQ(r2.reservation_users, "alice,bob");
     EXPECT_EQ(ok({"windows", "--reservations=n[1-2]", "--reservation-users", "x"}).reservation_nodes, "n[1-2]");
+    EXPECT_FALSE(r2.apply);
+    EXPECT_TRUE(ok({"windows", "--reservations", "--reservation-users", "x", "--apply"}).apply);
 
     auto p = ok({"policy", "test", "--job", "17", "--job=18", "--at", "2026-12-01 09:00", "--admin"});
     EXPECT_EQ(p.job_ids, (std::vector<uint32_t>{17, 18}));
@@ -155,6 +157,10 @@ TEST(LanesctlArgs, UsageErrorsNameTheOption) {
         {{"policy", "test", "--fixtures", "d", "--at", "now"}, "'--at' is not valid with '--fixtures'"},
         {{"windows", "--reservations", "n1"}, "'--reservations' needs '--reservation-accounts' or"},
         {{"windows", "--reservation-users", "u"}, "need '--reservations'"},
+        {{"windows", "--apply"}, "option '--apply' needs '--reservations'"},
+        {{"windows", "--reservations", "--reservation-users", "u", "--apply", "--json"},
+         "'--json' is not valid with '--apply'"},
+        {{"check", "--apply"}, "option '--apply' is not valid for 'check'"},
         {{"status", "--dry-run"}, "option '--dry-run' is not valid for 'status'"},
         {{"gc", "--prometheus", "f"}, "option '--prometheus' is not valid for 'gc'"},
         {{"check", "--config="}, "--config: the value is empty"},

@@ -200,12 +200,13 @@ TEST(LanesctlWindows, UnknownWindowName) {
 TEST(LanesctlWindows, ReservationsOnBorrowedPartition) {
     auto config = windows_config();
     lanes::ctl::ReservationRequest request{"", "serving,ml", ""};
-    // From the middle of Friday's occurrence: the first reservation starts at --from.
+    // From the middle of Friday's occurrence: the first reservation starts at --from
+    // and keeps the name of the occurrence (08:00), so a later run finds it.
     auto report = lanes::ctl::build_windows_report(config, utc(2026, 3, 27, 10), 4, {}, request);
     ASSERT_TRUE(report) << report.error().message;
     ASSERT_EQ(report->reservations.size(), 2u);
     EXPECT_EQ(report->reservations[0].command,
-              "TZ=Europe/Berlin scontrol create reservation ReservationName=lanes_peak_20260327_1100 "
+              "TZ=Europe/Berlin scontrol create reservation ReservationName=lanes_peak_20260327_0800 "
               "StartTime=2026-03-27T11:00:00 Duration=540 PartitionName=inference Nodes=ALL "
               "Flags=IGNORE_JOBS,MAGNETIC,PART_NODES Accounts=serving,ml");
     EXPECT_EQ(report->reservations[1].command,
@@ -223,7 +224,7 @@ TEST(LanesctlWindows, ReservationsOnBorrowedPartition) {
     }
     EXPECT_TRUE(contains(text, "# peak: Mon 2026-03-30 08:00 CEST .. Mon 2026-03-30 20:00 CEST\n")) << text;
     const std::string json = lanes::json::write(lanes::ctl::windows_json(*report));
-    EXPECT_TRUE(contains(json, R"("reservations":[{"window":"peak","name":"lanes_peak_20260327_1100",)"
+    EXPECT_TRUE(contains(json, R"("reservations":[{"window":"peak","name":"lanes_peak_20260327_0800",)"
                                R"("zone":"Europe/Berlin","start":"2026-03-27T10:00:00Z","end":"2026-03-27T19:00:00Z",)"
                                R"("minutes":540,"nodes":null,"partition":"inference","command":"TZ=)"))
         << json;

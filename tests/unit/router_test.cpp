@@ -272,6 +272,67 @@ TEST(Router, ParseSlurmDuration) {
     }
 }
 
+// #11.9: a user's new time limit for a pending job, against its class's windows.
+struct LimitChangeCase {
+    const char* name;
+    OverrunAction overrun;
+    SysSeconds now;
+    std::optional<uint32_t> old_limit;
+    std::optional<uint32_t> new_limit;
+    const char* partition;              // the job's partitions as they are now
+    std::optional<SysSeconds> begin;    // its begin time now
+    const char* user;
+    const char* refused_contains;       // "" = accepted
+};
+void PrintTo(const LimitChangeCase& c, std::ostream* os) { *os << c.name; }
+class TimeLimitChange : public ::testing::TestWithParam<LimitChangeCase> {};
+
+TEST_P(TimeLimitChange, Checks) {
+    const auto& c = GetParam();
+    auto windows = peak_windows();
+    JobView job;
+    job.user = c.user;
+    job.account = "ml";
+    job.partition = c.partition;
+    job.time_limit_minutes = c.old_limit;
+    job.begin_time = c.begin;
+    auto refused = check_time_limit_change(training(c.overrun), job, c.new_limit, c.now, windows);
+    if (std::string(c.refused_contains).empty()) {
+        EXPECT_FALSE(refused) << *refused;
+    } else {
+        ASSERT_TRUE(refused);
+        EXPECT_NE(refused->find(c.refused_contains), std::string::npos) << *refused;
+        EXPECT_EQ(refused->rfind("lanes: ", 0), 0u);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Router, TimeLimitChange,
+    ::testing::Values(
+        // Monday 21:00, next peak Tuesday 08:00 (11h of room).
+        LimitChangeCase{"borrowing_job_raised_into_peak", W, mon(21), 60, 720, "gpu,spare", {}, "alice",
+                        "may use partition spare only because it ends before the next avoided window; at most 11h"},
+        LimitChangeCase{"borrowing_job_raised_within_room", W, mon(21), 60, 600, "gpu,spare", {}, "alice", ""},
+        LimitChangeCase{"borrowing_job_to_unlimited", W, mon(21), 60, {}, "gpu,spare", {}, "alice",
+                        "cannot be raised to UNLIMITED"},
+        LimitChangeCase{"shortening_always_fine", D, mon(21), 720, 60, "gpu,spare", {}, "alice", ""},
+        LimitChangeCase{"from_unlimited_to_finite_is_shorter", D, mon(21), {}, 60, "gpu", {}, "alice", ""},
+        LimitChangeCase{"defer_class_raised_into_peak", D, mon(21), 60, 720, "gpu", {}, "alice",
+                        "would have to be deferred to Tue 20:00 UTC"},
+        LimitChangeCase{"shorten_class_raised_into_peak", S, mon(21), 60, 720, "gpu", {}, "alice",
+                        "shortens such jobs"},
+        LimitChangeCase{"reject_class_raised_into_peak", R, mon(21), 60, 720, "gpu", {}, "alice",
+                        "rejects such jobs"},
+        LimitChangeCase{"warn_class_own_partition_may_overrun", W, mon(21), 60, 720, "gpu", {}, "alice", ""},
+        // Deferred by Lanes to Monday 20:00 while it was peak; checked from its begin time.
+        LimitChangeCase{"deferred_job_raised_within_gap", D, mon(9), 60, 600, "gpu", mon(20), "alice", ""},
+        LimitChangeCase{"begin_later_raised_past_next_peak", D, mon(9), 60, 660, "gpu", mon(22), "alice",
+                        "at most 10h ends before the peak window"},
+        // Longer than every gap: Lanes accepts such a job at submit (warning), so here too.
+        LimitChangeCase{"longer_than_any_gap_as_at_submit", D, mon(9), 60, 900, "gpu", mon(20), "alice", ""},
+        LimitChangeCase{"exempt_user", D, mon(21), 60, 720, "gpu,spare", {}, "oncall", ""}),
+    [](const ::testing::TestParamInfo<LimitChangeCase>& info) { return std::string(info.param.name); });
+
 TEST(Router, FormatMinutes) {
     EXPECT_EQ(format_minutes(0), "0m");
     EXPECT_EQ(format_minutes(45), "45m");
