@@ -4,17 +4,61 @@
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${LANES_BUILD_DIR:-$src/build}
+t_start=$(date +%s)
+phase_t0=$t_start
+phase() {  # NAME: how long the step since the last call took, for the log
+    local now
+    now=$(date +%s)
+    printf 'lanes: %s took %d s\n' "$1" $((now - phase_t0))
+    phase_t0=$now
+}
 bash "$src/contrib/install-deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
+phase "installing dependencies"
 (cd "$src" && autoreconf -fi >/dev/null 2>&1) || { echo "lanes: autoreconf failed"; echo "0 passed, 1 failed"; exit 1; }
 mkdir -p "$build"
 cd "$build"
 "$src/configure" -q || { echo "0 passed, 1 failed"; exit 1; }
 make -j"$(nproc)" >make.log 2>&1 || { tail -50 make.log; echo "0 passed, 1 failed"; exit 1; }
-# Unit tests build in parallel; the tests themselves run serially because the
-# cluster tests each start their own daemons.
 make -j"$(nproc)" check TESTS= >>make.log 2>&1 || { tail -50 make.log; echo "0 passed, 1 failed"; exit 1; }
-make check -j1 2>&1 | tee check.log | grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):|^# '
+phase "configure and build"
+# The tests run LANES_CHECK_JOBS at a time (default 2; 1 runs them one by one)
+# under automake's parallel harness. They are isolated from each other: every
+# cluster/network test makes its own network namespaces with a per-run prefix
+# (addresses and ports live inside them), its own run dir (mktemp), cgroups
+# and state dirs tagged with its PID, and each Debian root its own mount and
+# PID namespaces; nothing touches the host's nft ruleset or fixed host ports.
+# The longest tests start first so that the two slots stay busy: the Debian
+# roots (tests/slurm_versions, tests/vm), the package builds, the sanitizer
+# and fuzz builds; then the rest in Makefile.am's order.
+jobs=${LANES_CHECK_JOBS:-2}
+# (Test names have no spaces; anything else make might print is dropped.)
+mapfile -t all_tests < <(make -s -f Makefile -f - lanes-print-tests <<<$'lanes-print-tests:\n\t@printf "%s\\n" $(TESTS)' | grep -v " ")
+slow_first=(tests/slurm_versions/ tests/vm/ tests/pkg/install_test.sh tests/pkg/rpm_test.sh
+    tests/build/sanitizers_test.sh tests/fuzz/ tests/e2e/faults_test.sh tests/e2e/hostile_policy_test.sh)
+ordered=()
+for pattern in "${slow_first[@]}"; do
+    for t in "${all_tests[@]}"; do [[ $t == "$pattern"* ]] && ordered+=("$t"); done
+done
+for t in "${all_tests[@]}"; do
+    [[ " ${ordered[*]} " == *" $t "* ]] || ordered+=("$t")
+done
+make -j"$jobs" check TESTS="${ordered[*]}" 2>&1 | tee check.log | grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):|^# '
 rc=${PIPESTATUS[0]}
+phase "tests ($jobs at a time)"
+# Each test's wall time: its .log is created when it starts (birth time), its
+# .trs written when it ends. "?" where the file system keeps no birth time.
+echo "lanes: test wall times, longest first (s; tests ran $jobs at a time):"
+for t in "${ordered[@]}"; do
+    b=${t%.sh}
+    [[ -f $b.trs && -f $b.log ]] || continue
+    born=$(stat -c %W "$b.log" 2>/dev/null) ended=$(stat -c %Y "$b.trs" 2>/dev/null)
+    if [[ $born =~ ^[1-9][0-9]*$ && $ended =~ ^[0-9]+$ ]]; then
+        printf '%6d  %s\n' $((ended - born)) "$t"
+    else
+        printf '%6s  %s\n' '?' "$t"
+    fi
+done | sort -rn
+echo "lanes: the whole run took $(($(date +%s) - t_start)) s"
 count() { sed -n "s/^# $1: *\([0-9][0-9]*\)$/\1/p" check.log | tail -1; }
 pass=$(count PASS); fail=$(count FAIL); err=$(count ERROR); skip=$(count SKIP); xpass=$(count XPASS)
 pass=${pass:-0}; fail=$(( ${fail:-0} + ${err:-0} + ${xpass:-0} ))

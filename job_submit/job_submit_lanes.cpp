@@ -14,6 +14,7 @@ extern "C" {
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <thread>
 #include <chrono>
@@ -344,7 +345,7 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t subm
 extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t submit_uid) noexcept {
     char** err_msg = nullptr;
 #endif
-    return guarded("job_modify", SLURM_ERROR, [&]() -> int {
+    int rc = guarded("job_modify", SLURM_ERROR, [&]() -> int {
         if (!job_desc) return SLURM_SUCCESS;
         if (!g_state) return SLURM_ERROR;
         std::string why;
@@ -359,4 +360,13 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t subm
         }
         return rc;
     });
+    // slurmctld's _update_job() reads errno after a lookup that returns NULL
+    // without an error: on a partition or account change, with no slurmdbd,
+    // _retrieve_new_assoc() finds no association and the update fails with
+    // whatever errno was left over. Slurm 26.05 leaves EAGAIN there, so an
+    // administrator's `scontrol update Partition=` of a pending job failed
+    // with "Resource temporarily unavailable". Whatever we were asked, leave
+    // errno clear on success.
+    if (rc == SLURM_SUCCESS) errno = 0;
+    return rc;
 }

@@ -38,7 +38,13 @@ void* counting_alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept {
     }
     if (nsize > old && s->mem_used - old + nsize > s->mem_limit) {
         s->mem_refused = true;
-        note_position(s);
+        // Only for a new block. A block grown in place may be the Lua stack:
+        // Lua 5.4.5 and later turn the stack's pointers into offsets while
+        // luaD_reallocstack() asks for a bigger one (deep recursion), and
+        // lua_getinfo() then reads offsets as pointers and crashes (it did,
+        // with Debian 13's Lua 5.4.7 and unstable's 5.4.9). A refused growth
+        // is named by the line the count hook saw last.
+        if (!ptr) note_position(s);
         return nullptr;
     }
     void* p = std::realloc(ptr, nsize);

@@ -54,7 +54,10 @@ e2e_finish() {
 }
 
 # Per-run node state (state_dir, cgroups, last good config) on this machine.
-CLUSTER_TAG=${CLUSTER_TAG:-$$}
+# The cgroup tree is the host's even inside a Debian root's PID namespace
+# (tests/slurm_versions), where PIDs start again at 1: the root's runner sets
+# LANES_TAG_PREFIX so two roots tested at once never share a cgroup.
+CLUSTER_TAG=${CLUSTER_TAG:-${LANES_TAG_PREFIX:-}$$}
 E2E_STATE_ROOT=/run/lanes-e2e-$CLUSTER_TAG
 E2E_CGROUP_ROOT=/sys/fs/cgroup/unified/lanes-e2e-$CLUSTER_TAG
 e2e_on_exit() {

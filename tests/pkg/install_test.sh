@@ -3,7 +3,7 @@
 # The Debian packages as a site gets them: built with dpkg-buildpackage from
 # `make distdir` (what the release tarball holds), checked by lintian (no
 # errors), installed with dpkg into a clean Debian 12 root that has Debian's
-# Slurm but no build tree (tests/pkg/make_root.sh, cached), and then the
+# Slurm but no build tree (tests/roots/make_root.sh --runtime, cached), and then the
 # real-cluster end-to-end tests run inside that root against the installed
 # files only: E2E_JOB_SUBMIT_SO, E2E_SPANK_SO and E2E_LANESCTL name the
 # package's files, and one run loads spank_lanes through the package's
@@ -75,7 +75,7 @@ fi
 # 2. A clean root with Debian's Slurm; the packages installed with dpkg (their
 # dependencies must be met by what Debian's Slurm brings).
 root=$work/root
-bash "$LANES_SRCDIR/tests/pkg/make_root.sh" "$root" || { echo "FAIL: make_root.sh"; exit 1; }
+bash "$LANES_SRCDIR/tests/roots/make_root.sh" --runtime bookworm "$root" || { echo "FAIL: make_root.sh"; exit 1; }
 t_root=$(now)
 mkdir -p "$root/tmp/debs" && cp "${pkgs[@]}" "$root/tmp/debs/"
 if chroot "$root" dpkg -i "/tmp/debs/${pkgs[0]##*/}" "/tmp/debs/${pkgs[1]##*/}" >"$work/dpkg-i.log" 2>&1; then

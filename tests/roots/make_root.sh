@@ -2,18 +2,27 @@
 # tests/roots/make_root.sh: a Debian root filesystem with Slurm and everything
 # Lanes needs to build and test, made with mmdebstrap and cached.
 #
-#   tests/roots/make_root.sh SUITE DEST     # SUITE: bookworm, trixie or sid
-#   tests/roots/make_root.sh --key SUITE    # print the cache key and exit
-#   tests/roots/make_root.sh --packages     # print the package list and exit
+#   tests/roots/make_root.sh [--runtime] SUITE DEST   # SUITE: bookworm, trixie or sid
+#   tests/roots/make_root.sh [--runtime] --key SUITE  # print the cache key and exit
+#   tests/roots/make_root.sh [--runtime] --packages   # print the package list and exit
 #
 # DEST must not exist or be an empty directory; it receives a fresh copy of the
 # root (a throw-away: change it freely). Slurm in the root: bookworm 22.05,
 # trixie 24.11, sid whatever unstable has (26.05 when this was written).
 #
-# Packages: Slurm (slurmctld slurmd slurm-client munge libslurm-dev
-# slurm-wlm-basic-plugins-dev) and the build and test dependencies listed by
-# contrib/install-deps.sh (less what only the host needs), plus $LANES_ROOT_EXTRA_PACKAGES (space separated; a
-# VM image adds its kernel here). Recommends are not installed.
+# Two kinds of root, one recipe:
+# - the build root (default; tests/slurm_versions): Slurm (slurmctld slurmd
+#   slurm-client munge libslurm-dev slurm-wlm-basic-plugins-dev) and the build
+#   and test dependencies listed by contrib/install-deps.sh (less what only the
+#   host needs), plus $LANES_ROOT_EXTRA_PACKAGES (space separated; a VM image
+#   adds its kernel here);
+# - the runtime root (--runtime; tests/pkg/install_test.sh): a site's node as
+#   Debian's Slurm packages make it, with the tools the real-cluster tests use
+#   and the shared libraries Lanes' .debs depend on, but no build tools and
+#   nothing of Lanes; from the suite, its -updates and its security archive
+#   (for a stable suite), so the host's .debs find the libraries they were
+#   built against.
+# Recommends are not installed.
 #
 # Cache ($LANES_CACHE_DIR, default /var/cache/lanes), kept across runs:
 #   debs/SUITE/*.deb          every .deb downloaded for SUITE; later builds
@@ -52,7 +61,22 @@ host_only=(dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
     prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox clang-format
     'clang-[0-9]*' 'libclang-rt-[0-9]*' 'llvm-[0-9]*')
 
+# The runtime root's packages (see the top).
+runtime_packages=(
+    # Slurm and munge, as a site installs them
+    slurmctld slurmd slurm-client munge
+    # what the cluster harness and the e2e tests run
+    iproute2 nftables iperf3 tcpdump python3 procps util-linux passwd hostname iputils-ping
+    # Lanes' shared libraries (what the .debs' shlibs Depends name)
+    liblua5.4-0 libtomlplusplus3 libnl-3-200 libnl-route-3-200 libnftables1 libslurm38
+)
+flavor=build
+
 root_packages() {
+    if [[ $flavor == runtime ]]; then
+        printf '%s\n' "${runtime_packages[@]}" | sort -u
+        return
+    fi
     local -a pkgs=()
     local p pattern
     while read -r p; do
@@ -90,14 +114,32 @@ default_mirror() {
 # Bump when the way a root is made changes (the mmdebstrap call, the hooks).
 recipe=1
 
+# The apt sources of a root: the suite; for the runtime root of a stable suite
+# also its -updates and security archives.
+root_sources() {
+    local suite=$1 mirror=$2
+    printf 'deb %s %s main\n' "$mirror" "$suite"
+    if [[ $flavor == runtime && $suite != sid && $suite != unstable ]]; then
+        local security=${LANES_DEBIAN_SECURITY_MIRROR:-${mirror%/debian}/debian-security}
+        printf 'deb %s %s-updates main\n' "$mirror" "$suite"
+        printf 'deb %s %s-security main\n' "$security" "$suite"
+    fi
+}
+
 cache_key() {
     local suite=$1 mirror=$2
     {
         printf 'recipe=%s\nsuite=%s\nmirror=%s\n' "$recipe" "$suite" "$mirror"
+        # The build root's key is unchanged by the runtime kind's addition.
+        [[ $flavor == build ]] || root_sources "$suite" "$mirror"
         root_packages
     } | sha256sum | cut -c1-16
 }
 
+if [[ ${1:-} == --runtime ]]; then
+    flavor=runtime
+    shift
+fi
 case ${1:-} in
     --packages) root_packages; exit 0 ;;
     --key) [[ $# == 2 ]] || usage; cache_key "$2" "$(default_mirror)"; exit 0 ;;
@@ -120,10 +162,13 @@ cache=${LANES_CACHE_DIR:-/var/cache/lanes}
 mirror=$(default_mirror)
 key=$(cache_key "$suite" "$mirror")
 debs=$cache/debs/$suite
-tarball=$cache/roots/$suite-$key.tar.zst
+# name: the cache file's prefix; older roots of the same name are removed.
+name=$suite
+[[ $flavor == build ]] || name=$flavor-$suite
+tarball=$cache/roots/$name-$key.tar.zst
 mkdir -p "$debs" "$cache/roots"
 
-exec 9>"$cache/roots/$suite.lock"
+exec 9>"$cache/roots/$name.lock"
 flock 9
 
 t0=$(date +%s%N)
@@ -133,18 +178,19 @@ if [[ -s $tarball && ${LANES_ROOT_REFRESH:-0} != 1 ]]; then
     mkdir -p "$dest"
     zstd -q -d -c -T0 "$tarball" | tar -x -p --numeric-owner -C "$dest" ||
         die "cannot unpack $tarball into $dest"
-    say "$suite root from cache ($tarball) in $(secs) s"
+    say "$name root from cache ($tarball) in $(secs) s"
     exit 0
 fi
 
 # Build into a scratch dir next to the cache, then publish the tarball with a
 # rename, so an interrupted build never leaves a half root in the cache.
-work=$(mktemp -d "$cache/roots/.build-$suite.XXXXXX")
+work=$(mktemp -d "$cache/roots/.build-$name.XXXXXX")
 cleanup() { rm -rf -- "$work"; }
 trap cleanup EXIT
 mapfile -t pkgs < <(root_packages)
+mapfile -t sources < <(root_sources "$suite" "$mirror")
 include=$(IFS=,; printf '%s' "${pkgs[*]}")
-say "building a $suite root from $mirror (${#pkgs[@]} packages; $(find "$debs" -name '*.deb' | wc -l) .debs cached)"
+say "building a $name root from $mirror (${#pkgs[@]} packages; $(find "$debs" -name '*.deb' | wc -l) .debs cached)"
 mkdir "$work/root"
 # The hooks run in mmdebstrap's shell with the root as $1: cached .debs go in
 # before apt runs, new ones come out before the root is packed.
@@ -154,19 +200,19 @@ mmdebstrap --mode=root --variant=minbase --format=directory --skip=download/empt
     --include="$include" \
     --setup-hook='mkdir -p "$1/var/cache/apt/archives" && find '"'$debs'"' -maxdepth 1 -name "*.deb" -exec cp -t "$1/var/cache/apt/archives/" {} +' \
     --customize-hook='find "$1/var/cache/apt/archives" -maxdepth 1 -name "*.deb" -exec cp -n -t '"'$debs'"' {} + ; rm -f "$1"/var/cache/apt/archives/*.deb' \
-    "$suite" "$work/root" "deb $mirror $suite main" >"$work/mmdebstrap.log" 2>&1 || {
+    "$suite" "$work/root" "${sources[@]}" >"$work/mmdebstrap.log" 2>&1 || {
     tail -40 "$work/mmdebstrap.log" >&2
     die "mmdebstrap $suite failed"
 }
-say "$suite root built in $(secs) s; caching it"
+say "$name root built in $(secs) s; caching it"
 tar -c --numeric-owner -C "$work/root" . | zstd -q -T0 -3 -o "$work/root.tar.zst" ||
     die "cannot pack the $suite root"
 mv -f "$work/root.tar.zst" "$tarball"
-find "$cache/roots" -maxdepth 1 -name "$suite-*.tar.zst" ! -name "$suite-$key.tar.zst" -delete
+find "$cache/roots" -maxdepth 1 -name "$name-*.tar.zst" ! -name "$name-$key.tar.zst" -delete
 # Old .debs of packages that moved on are dead weight: keep the newest version
 # of each package only.
 (cd "$debs" && find . -maxdepth 1 -name '*.deb' -printf '%f\n' | sort -t_ -k1,1 -k2,2V |
     awk -F_ '{ if ($1 == prev) print last; prev = $1; last = $0 }' | xargs -r rm -f --)
 [[ -d $dest ]] && rmdir "$dest"
 mv "$work/root" "$dest" || die "cannot move the root to $dest"
-say "$suite root ready at $dest in $(secs) s (cache: $tarball, $(du -sh "$tarball" | cut -f1))"
+say "$name root ready at $dest in $(secs) s (cache: $tarball, $(du -sh "$tarball" | cut -f1))"

@@ -70,7 +70,9 @@ count() { sed -n "s/^# $1: *\([0-9][0-9]*\)$/\1/p" check.log | tail -1; }
 pass=$(count PASS) fail=$(count FAIL) err=$(count ERROR) skip=$(count SKIP) total=$(count TOTAL)
 pass=${pass:-0} fail=$((${fail:-0} + ${err:-0})) skip=${skip:-0}
 while IFS= read -r log; do
-    echo "==== ${log%.trs}.log (Slurm $have)"
+    echo "==== ${log%.trs}.log (Slurm $have): failed checks"
+    grep -E '^(FAIL|not ok|\[  FAILED  \])' "${log%.trs}.log" | head -40
+    echo "==== ${log%.trs}.log (Slurm $have): last 80 lines"
     tail -80 "${log%.trs}.log"
 done < <(find . -name '*.trs' -exec grep -lE '^:test-result: (FAIL|ERROR|SKIP)' {} +)
 if [[ $rc != 0 || $fail != 0 || $skip != 0 || ${total:-0} != "${#tests[@]}" ]]; then

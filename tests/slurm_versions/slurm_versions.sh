@@ -68,7 +68,8 @@ slurm_versions__enter() {
         mkdir -p "$root/lanes/ccache"
         mount --bind "$CCACHE_HOST_DIR" "$root/lanes/ccache"
         hostname lanes-root
-        exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root LANES_FULL_BUILD="${LANES_FULL_BUILD:-0}" "$@"
+        exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root LANES_FULL_BUILD="${LANES_FULL_BUILD:-0}" \
+            LANES_TAG_PREFIX="$LANES_TAG_PREFIX" "$@"
     ' slurm-versions "$root" "$@"
 }
 
@@ -98,6 +99,9 @@ slurm_versions_run() {
         return 1
     }
     export CCACHE_HOST_DIR=$cache/ccache/$suite
+    # PIDs inside the root's PID namespace repeat across roots; cgroups are
+    # the host's: tag the inner tests' cgroups with this (host) PID.
+    export LANES_TAG_PREFIX=v$$-
     mkdir -p "$CCACHE_HOST_DIR"
     slurm_versions__say "$suite root ready in $(($(date +%s) - t0)) s; building and testing inside"
     slurm_versions__enter "$root" /bin/bash /lanes/src/tests/slurm_versions/in_root.sh "$want" &
