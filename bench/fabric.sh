@@ -52,7 +52,9 @@
 #
 # Members are addressed by their short name (train1, infer1, far, sw, or the
 # name given to fabric_attach). Settings (read by fabric_create):
-#   FABRIC_RATE    uplink rate, tc syntax (default 200mbit)
+#   FABRIC_RATE    uplink rate, Lanes' syntax (see fabric__tc_rate_bits;
+#                  default 200mbit)
+#   FABRIC_LANESCTL the lanesctl that reads rates (default: the build tree's)
 #   FABRIC_LIMIT   FIFO length in frames on each uplink queue (default 1000)
 #   FABRIC_MTU     MTU of every fabric link, 1280..9000 (default 1500)
 #   FABRIC_BURST   HTB burst of the uplink classes (default 4 frames: 6056
@@ -85,15 +87,17 @@ FABRIC__PORTS=0
 fabric__say() { printf 'fabric: %s\n' "$*" >&2; }
 fabric__fail() { fabric__say "error: $*"; return 1; }
 
-# fabric__tc_rate_bits RATE: "200mbit" -> 200000000 (tc's decimal units).
+# fabric__tc_rate_bits RATE: "200mbit" -> 200000000. Rates follow Lanes' rules
+# (lanesctl rate: bit..Tbit, 1000-based; "bps" refused, a percentage is not a
+# rate here), not rules of their own: FABRIC_LANESCTL, else the build tree's
+# lanesctl ($LANES_BUILDDIR), else lanesctl on PATH.
 fabric__tc_rate_bits() {
-    local r=${1,,} n u
-    [[ $r =~ ^([0-9]+(\.[0-9]+)?)([kmgt]?bit|[kmgt]?bps)?$ ]] || return 1
-    n=${BASH_REMATCH[1]} u=${BASH_REMATCH[3]:-bit}
-    awk -v n="$n" -v u="$u" 'BEGIN {
-        m = 1; if (u ~ /^k/) m = 1e3; else if (u ~ /^m/) m = 1e6; else if (u ~ /^g/) m = 1e9; else if (u ~ /^t/) m = 1e12
-        if (u ~ /bps$/) m *= 8
-        printf "%.0f\n", n * m }'
+    local ctl=${FABRIC_LANESCTL:-} bits
+    [[ -n $ctl ]] || { [[ -x ${LANES_BUILDDIR:-}/lanesctl/lanesctl ]] && ctl=$LANES_BUILDDIR/lanesctl/lanesctl; }
+    [[ -n $ctl ]] || ctl=$(command -v lanesctl) || { fabric__say "error: no lanesctl to read rates (set FABRIC_LANESCTL)"; return 1; }
+    bits=$("$ctl" rate "$1") || return 1
+    [[ $bits =~ ^[0-9]+$ ]] || { fabric__say "error: '$1' is a share of a link, not a rate"; return 1; }
+    printf '%s\n' "$bits"
 }
 
 # fabric__dscp_value NAME|NUMBER: CS0..CS7, AF11..AF43, EF, VA, LE, DF, 0..63.

@@ -184,9 +184,10 @@ for v in "$connections" "$cap_burst" "$cap_limit" "$burst_bytes"; do
 done
 [[ -x $probe ]] || die "no inference_probe at $probe (build it, or --probe PATH)"
 for tool in iperf3 ethtool nft tc python3; do command -v "$tool" >/dev/null || die "$tool is missing"; done
+build=${LANES_BUILDDIR:-$here/..}
+[[ -x $build/lanesctl/lanesctl ]] && FABRIC_LANESCTL=${FABRIC_LANESCTL:-$build/lanesctl/lanesctl}
 link_bits=$(fabric__tc_rate_bits "$link") || die "bad --link '$link'"
 cap_bits=$(awk -v l="$link_bits" -v p="$cap_pct" 'BEGIN { printf "%.0f", l * p / 100 }')
-build=${LANES_BUILDDIR:-$here/..}
 if [[ -z $scenarios ]]; then
     scenarios="floor,noqos,cap,cap-gso64k,dscp,both,borrow"
     ((slurm)) && scenarios="floor,lanes-idle,noqos,lanes,cap,cap-gso64k,dscp,both,borrow"

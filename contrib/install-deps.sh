@@ -10,7 +10,7 @@ packages=(
   liblua5.4-dev lua5.4 libtomlplusplus-dev
   libnl-3-dev libnftables-dev nftables libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-  clang-16 libclang-rt-16-dev
+  clang-16 libclang-rt-16-dev clang-format
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
   dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion

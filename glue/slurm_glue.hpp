@@ -18,8 +18,9 @@ void slurm_debug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 namespace lanes::glue {
 
-// lib/ lines usually start "lanes: " already; keep exactly one prefix. A
-// message of several lines (a reload with several config errors) is logged
+// lib/ never writes the "lanes: " prefix (core/log.hpp): this sink adds it.
+// Lines that still carry one (lib/node, until it follows the convention) keep
+// exactly one. A message of several lines (a reload with several config errors) is logged
 // line by line, so that every line gets Slurm's timestamp and the prefix.
 inline void log_sink(LogLevel level, const std::string& message) {
     size_t start = 0;

@@ -256,16 +256,17 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             std::string text = decision.reason.empty() ? "lanes: job rejected by policy" : decision.reason;
             for (const auto& line : decision.user_messages) text += "\n" + line;
             add_err_msg(err_msg, text);
-            slurm_info("lanes: rejected job '%s' of %s: %s", lanes::printable(job.name, 256).c_str(), job.user.c_str(),
-                       lanes::printable(decision.reason, 4096).c_str());
+            slurm_info("lanes: JobName=%s UserId=%s(%u): rejected: %s", lanes::printable(job.name, 256).c_str(),
+                       job.user.c_str(), job.uid, lanes::printable(decision.reason, 4096).c_str());
             // Strip any forged LANES_* entries even on reject; nothing of it will run.
             lanes::strip_lanes_env(*job_desc);
             return lanes::reject_code(decision);
         }
         std::string message = lanes::apply_decision_to_desc(*job_desc, decision);
         add_err_msg(err_msg, message);
-        slurm_debug("lanes: job %s of %s -> class %s (%s)", lanes::printable(job.name, 256).c_str(), job.user.c_str(),
-                    decision.class_name.c_str(), lanes::printable(decision.reason, 4096).c_str());
+        slurm_debug("lanes: JobName=%s UserId=%s(%u): class %s (%s)", lanes::printable(job.name, 256).c_str(),
+                    job.user.c_str(), job.uid, decision.class_name.c_str(),
+                    lanes::printable(decision.reason, 4096).c_str());
         return SLURM_SUCCESS;
     });
 }
@@ -351,9 +352,11 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t subm
         std::string why;
         int rc = check_modify(*job_desc, job_ptr, submit_uid, why);
         if (rc != SLURM_SUCCESS) {
-            slurm_info("lanes: refused update of job %s by uid %u: %s",
+            // why is for the user ("lanes: ..."); the log line has its own prefix.
+            const char* text = why.rfind("lanes: ", 0) == 0 ? why.c_str() + 7 : why.c_str();
+            slurm_info("lanes: JobId=%s: refused update by uid %u: %s",
                        job_desc->job_id_str ? job_desc->job_id_str : std::to_string(desc_job_id(*job_desc)).c_str(),
-                       submit_uid, why.c_str());
+                       submit_uid, text);
             add_err_msg(err_msg, why);
         }
         return rc;

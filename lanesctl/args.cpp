@@ -168,6 +168,7 @@ const char* command_name(Command command) {
         case Command::Reapply: return "reapply";
         case Command::Signals: return "signals";
         case Command::Agent: return "agent";
+        case Command::Rate: return "rate";
         case Command::Report: return "report";
         case Command::None: break;
     }
@@ -253,6 +254,8 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                     options.command = Command::Signals;
                 } else if (arg == "agent") {
                     options.command = Command::Agent;
+                } else if (arg == "rate") {
+                    options.command = Command::Rate;
                 } else if (arg == "report") {
                     options.command = Command::Report;
                 } else if (arg == "policy") {
@@ -274,6 +277,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                         else if (topic == "reapply") options.command = Command::Reapply;
                         else if (topic == "signals") options.command = Command::Signals;
                         else if (topic == "agent") options.command = Command::Agent;
+                        else if (topic == "rate") options.command = Command::Rate;
                         else if (topic == "report") options.command = Command::Report;
                         else if (topic == "policy") {
                             options.command = Command::PolicyTest;
@@ -290,12 +294,15 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
             case Command::PolicyTest:
                 options.job_files.push_back(arg);
                 break;
+            case Command::Rate:
+                options.rates.push_back(arg);
+                break;
             default:
                 return fail("unexpected argument '" + arg + "' for '" + command_name(options.command) + "'");
         }
     }
     if (options.help || options.version) return options;
-    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent, report)");
+    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent, rate, report)");
     for (const OptionSpec* spec : early)
         if (!accepts(*spec, options.command))
             return fail("option '" + std::string(spec->name) + "' is not valid for '" + command_name(options.command) +
@@ -308,6 +315,8 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
         if (!options.fixtures_dir.empty() && !options.at.empty())
             return fail("option '--at' is not valid with '--fixtures' (each fixture has its own \"at\")");
     }
+    if (options.command == Command::Rate && options.rates.empty()) return fail("'rate' needs a RATE");
+    if (options.command == Command::Rate && options.json) return fail("option '--json' is not valid for 'rate'");
     if (options.json && (options.parsable || options.noheader))
         return fail(std::string("option '") + (options.parsable ? "--parsable" : "--noheader") +
                     "' is not valid with '--json'");
@@ -384,6 +393,11 @@ std::string usage_text(Command command) {
                    "  signal windows and moves the HTB ceil of running jobs of each class with\n"
                    "  busy_window/busy_ceil between its normal and its busy value. On SIGTERM or\n"
                    "  SIGINT it restores every normal ceil before it exits.\n";
+        case Command::Rate:
+            return "usage: lanesctl rate RATE...\n"
+                   "  Check each RATE with the rules lanes.toml and --lanes-cap use and print it as\n"
+                   "  bits per second (\"200Mbit\" -> 200000000; \"40%\" stays \"40%\"), one a line, for\n"
+                   "  scripts. Exit 1 (naming the rate) when one is not valid, e.g. \"25Mbps\".\n";
         case Command::Report:
             return "usage: lanesctl report [--config FILE] --prometheus URL|SIGNAL --slo DURATION [--from TIME]\n"
                    "                       [--to TIME] [--step DURATION] [--window NAME]... [--class NAME]\n"
@@ -406,6 +420,7 @@ std::string usage_text(Command command) {
            "  reapply         put back the marks and classes of running jobs (root)\n"
            "  signals         live values of [signals.NAME] and the windows that follow them\n"
            "  agent           node agent: shift job ceils while signal windows hold (root)\n"
+           "  rate            check rates and print them in bits per second (for scripts)\n"
            "  report          training windows next to inference SLO attainment (Prometheus)\n"
            "\n"
            "Global options:\n"

@@ -22,7 +22,7 @@ enum ExitCode : int {
     kExitRuntime = 3,  // cannot do the work: slurmctld unreachable, not root, kernel error
 };
 
-enum class Command { None, Check, PolicyTest, Windows, Status, Gc, Reapply, Signals, Agent, Report };
+enum class Command { None, Check, PolicyTest, Windows, Status, Gc, Reapply, Signals, Agent, Rate, Report };
 
 struct Options {
     Command command = Command::None;
@@ -54,6 +54,9 @@ struct Options {
     std::string reservation_accounts;    // --reservation-accounts A,B
     std::string reservation_users;       // --reservation-users U,V
     bool apply = false;                  // --apply: create the reservations in slurmctld
+
+    // rate
+    std::vector<std::string> rates;      // positional RATE
 
     // status: --prometheus FILE (the textfile to write); report: --prometheus
     // URL|SIGNAL (the Prometheus API to query)

@@ -37,6 +37,8 @@ void log_line(LogLevel level, const std::string& line) {
     std::tm tm{};
     gmtime_r(&t, &tm);
     std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    // lib/ and the agent's own lines carry no prefix (core/log.hpp); lib/node's
+    // may still start "lanes: " (kept, not doubled).
     std::fprintf(stderr, "%s %s%s%s\n", stamp, level == LogLevel::Error ? "error: " : "",
                  line.rfind("lanes: ", 0) == 0 ? "" : "lanes: agent: ", line.c_str());
     std::fflush(stderr);
@@ -129,7 +131,7 @@ int run_agent(const Options&, const Context& context) {
     const std::string metrics_path = node->state_dir + "/agent.prom";
     SignalMonitor monitor(log_line);
     monitor.configure(config->signals, config->signal_windows);
-    log_line(LogLevel::Info, "lanes: agent: started on " + context.node + " with " + context.config_path + " (" +
+    log_line(LogLevel::Info, "started on " + context.node + " with " + context.config_path + " (" +
                                  std::to_string(nics.size()) + " NIC(s))");
 
     AppliedCeils applied;
@@ -147,7 +149,7 @@ int run_agent(const Options&, const Context& context) {
             auto r = tc->get()->add_class(t.change);
             if (!r) {
                 ++counts.errors;
-                const std::string msg = "lanes: agent: job " + std::to_string(t.job_id) + " on " + t.change.device +
+                const std::string msg = "JobId=" + std::to_string(t.job_id) + " on " + t.change.device +
                                         ": cannot set ceil " + format_rate(t.change.htb.ceil_bits) + ": " + r.error().message;
                 if (logged_errors.insert(msg).second) log_line(LogLevel::Error, msg);
                 continue;
@@ -156,7 +158,7 @@ int run_agent(const Options&, const Context& context) {
             if (from != t.change.htb.ceil_bits) {
                 const bool to_busy = t.change.htb.ceil_bits != t.normal_ceil_bits;
                 ++counts.shifts[{t.class_name, to_busy ? "busy" : "normal"}];
-                log_line(LogLevel::Info, "lanes: agent: job " + std::to_string(t.job_id) + " (" + t.class_name + ") on " +
+                log_line(LogLevel::Info, "JobId=" + std::to_string(t.job_id) + " (" + t.class_name + ") on " +
                                              t.change.device + ": ceil " + format_rate(from) + " -> " +
                                              format_rate(t.change.htb.ceil_bits) + " (" + why + ")");
             }
@@ -171,7 +173,7 @@ int run_agent(const Options&, const Context& context) {
             for (const auto& [name, w] : snap->windows) {
                 busy[name] = w.busy && !stopping;
                 if (!stopping && last_busy[name] != w.busy)
-                    log_line(LogLevel::Info, "lanes: agent: window " + name + (w.busy ? " holds" : " is over") + ": " + w.reason);
+                    log_line(LogLevel::Info, "window " + name + (w.busy ? " holds" : " is over") + ": " + w.reason);
                 if (!stopping) last_busy[name] = w.busy;
                 if (w.busy) why = "window " + name + ": " + w.reason;
             }
@@ -181,12 +183,12 @@ int run_agent(const Options&, const Context& context) {
         {
             auto lock = store.lock();
             if (!lock) {
-                log_line(LogLevel::Error, "lanes: agent: " + lock.error().message);
+                log_line(LogLevel::Error, lock.error().message);
             } else {
                 std::vector<std::string> errors;
                 auto jobs = store.load_all(&errors);
                 for (const auto& e : errors)
-                    if (logged_errors.insert(e).second) log_line(LogLevel::Error, "lanes: agent: " + e);
+                    if (logged_errors.insert(e).second) log_line(LogLevel::Error, e);
                 auto targets = plan_ceil_targets(*config, jobs, nics, busy, node->root_handle_major);
                 // Forget jobs that ended (their classes are gone with them).
                 std::set<std::pair<uint32_t, std::string>> live;
@@ -201,7 +203,7 @@ int run_agent(const Options&, const Context& context) {
         first_pass = false;
         write_file_atomically(metrics_path, metrics_text(counts, snap.get(), tightened));
         if (stopping) {
-            log_line(LogLevel::Info, "lanes: agent: stopped; " + std::to_string(tightened) +
+            log_line(LogLevel::Info, "stopped; " + std::to_string(tightened) +
                                          " job class(es) left tightened (0 expected)");
             monitor.stop();
             return tightened == 0 ? kExitOk : kExitRuntime;
@@ -209,7 +211,7 @@ int run_agent(const Options&, const Context& context) {
         timespec tick{1, 0};
         int sig = sigtimedwait(&stop_set, nullptr, &tick);
         if (sig == SIGTERM || sig == SIGINT) {
-            log_line(LogLevel::Info, std::string("lanes: agent: ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+            log_line(LogLevel::Info, std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                                          ": restoring normal ceils");
             stopping = true;
         }

@@ -40,6 +40,7 @@ int run_gc(const Options& options, const Context& context);
 int run_reapply(const Options& options, const Context& context);
 int run_signals(const Options& options, const Context& context);
 int run_agent(const Options& options, const Context& context);
+int run_rate(const Options& options);
 int run_report(const Options& options, const Context& context);
 
 }  // namespace lanes::ctl

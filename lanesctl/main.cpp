@@ -37,6 +37,8 @@ int run(int argc, char** argv) {
         std::fputs(usage_text(options.command).c_str(), stdout);
         return kExitOk;
     }
+    // Needs no configuration, node or clock.
+    if (options.command == Command::Rate) return run_rate(options);
     Context context;
     context.config_path = resolve_config_path(
         options,
@@ -59,6 +61,7 @@ int run(int argc, char** argv) {
         case Command::Signals: return run_signals(options, context);
         case Command::Agent: return run_agent(options, context);
         case Command::Report: return run_report(options, context);
+        case Command::Rate:
         case Command::None: break;
     }
     return kExitUsage;

@@ -34,8 +34,6 @@ const char* reject_kind_name(Decision::RejectKind k) {
     return "policy";
 }
 
-std::string rate_text(const Rate& r) { return format_rate(r); }
-
 Result<std::string> string_of(const json::Value& v, const std::string& key) {
     if (!v.is_string()) return fail(key + ": expected a string, got " + v.type_name());
     return v.get_ref<const std::string&>();
@@ -195,8 +193,8 @@ json::Value decision_to_json(const Decision& d) {
     json::Object net;
     const NetworkDecision& n = d.network;
     net.emplace_back("dscp", n.dscp ? json::Value(static_cast<int64_t>(*n.dscp)) : json::Value());
-    net.emplace_back("rate", n.rate ? json::Value(rate_text(*n.rate)) : json::Value());
-    net.emplace_back("ceil", n.ceil ? json::Value(rate_text(*n.ceil)) : json::Value());
+    net.emplace_back("rate", n.rate ? json::Value(format_rate(*n.rate)) : json::Value());
+    net.emplace_back("ceil", n.ceil ? json::Value(format_rate(*n.ceil)) : json::Value());
     net.emplace_back("rdma_traffic_class",
                      n.rdma_traffic_class ? json::Value(static_cast<int64_t>(*n.rdma_traffic_class)) : json::Value());
     net.emplace_back("rdma_service_level",

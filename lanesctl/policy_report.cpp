@@ -24,15 +24,6 @@ std::string reject_kind_name(Decision::RejectKind kind) {
 
 }  // namespace
 
-std::string rate_text(const Rate& rate) {
-    if (rate.is_relative()) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g%%", rate.percent);
-        return buf;
-    }
-    return format_rate(rate.bits_per_second);
-}
-
 std::string job_summary(const JobView& job) {
     std::string out = "job '" + job.name + "'";
     if (!job.user.empty()) out += " of " + job.user;
@@ -74,8 +65,8 @@ void decision_block(std::string& out, const Decision& d, const TimeZone* zone) {
         const auto& n = d.network;
         std::string caps = "-";
         if (n.rate || n.ceil)
-            caps = (n.rate ? rate_text(*n.rate) : std::string("-")) + " / " +
-                   (n.ceil ? rate_text(*n.ceil) : n.rate ? rate_text(*n.rate) : std::string("-"));
+            caps = (n.rate ? format_rate(*n.rate) : std::string("-")) + " / " +
+                   (n.ceil ? format_rate(*n.ceil) : n.rate ? format_rate(*n.rate) : std::string("-"));
         line(out, "rate/ceil:", caps);
         line(out, "dscp:", n.dscp ? dscp_name(*n.dscp) + " (" + std::to_string(*n.dscp) + ")" : "-");
         std::string rdma = "-";

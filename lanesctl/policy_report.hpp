@@ -29,7 +29,6 @@ struct PolicyTestResult {
 };
 
 std::string job_summary(const JobView& job);
-std::string rate_text(const Rate& rate);  // "25Gbit", "40%"
 
 // Human. Single jobs: a block per job (class, partition, QOS, features, nice,
 // begin time, time limit, rate/ceil, DSCP, RDMA, messages, why), times in `zone`.

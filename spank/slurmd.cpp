@@ -73,7 +73,7 @@ int slurmd_start(int ac, char** av) {
         slurm_error("lanes: reconcile at slurmd start: %s", removed.error().message.c_str());
         return 0;  // leftovers are not worth keeping slurmd down; lanesctl gc can retry
     }
-    for (uint32_t job : *removed) slurm_info("lanes: removed leftover state of job %u at slurmd start", job);
+    for (uint32_t job : *removed) slurm_info("lanes: JobId=%u: removed leftover state at slurmd start", job);
     return 0;
 }
 
@@ -151,7 +151,7 @@ int job_epilog(spank_t sp, int ac, char** av) {
     if (!args) return 0;
     auto config = load(*args);
     if (!config) {
-        slurm_error("lanes: job %u: no usable lanes.toml; its shaping (if any) is left for lanesctl gc", *job_id);
+        slurm_error("lanes: JobId=%u: no usable lanes.toml; its shaping (if any) is left for lanesctl gc", *job_id);
         return 0;
     }
     auto node = node_config_for(config->node, node_name());
@@ -168,7 +168,7 @@ int job_epilog(spank_t sp, int ac, char** av) {
     }
     auto removed = (*shaper)->remove(*job_id);
     if (!removed)
-        slurm_error("lanes: job %u: teardown incomplete, left for lanesctl gc: %s", *job_id,
+        slurm_error("lanes: JobId=%u: teardown incomplete, left for lanesctl gc: %s", *job_id,
                     removed.error().message.c_str());
     return 0;
 }

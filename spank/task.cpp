@@ -40,7 +40,7 @@ int step_start(spank_t sp, int ac, char** av) {
         // slurmstepd's own environment (set by Slurm), never the job's.
         auto node = node_config_for(g_step_config->node, node_name());
         if (!node) {
-            slurm_error("%s", node.error().message.c_str());
+            log_sink(lanes::LogLevel::Error, node.error().message);  // one "lanes: " prefix
             g_step_config.reset();
         } else {
             g_step_config->node = *node;
@@ -63,7 +63,7 @@ int step_start(spank_t sp, int ac, char** av) {
     auto keyed = NodeShaper::classify_step(g_step_config->node, node_name(), *job_id, log_sink);
     if (!keyed) {
         g_classify_error = keyed.error().message;
-        slurm_error("%s", g_classify_error.c_str());
+        log_sink(lanes::LogLevel::Error, g_classify_error);
     }
     return 0;
 }

@@ -57,17 +57,6 @@ UserRequests read_user_requests(const std::vector<std::string>& entries) {
     return requests;
 }
 
-std::string encode_rate(const Rate& rate) {
-    if (rate.is_relative()) {
-        // Keep two decimals at most; "%g"-like without locale surprises.
-        char buf[32];
-        auto [end, ec] = std::to_chars(buf, buf + sizeof buf, rate.percent, std::chars_format::general, 6);
-        (void)ec;
-        return std::string(buf, end) + "%";
-    }
-    return std::to_string(rate.bits_per_second);
-}
-
 Result<Rate> decode_rate(std::string_view text) {
     Rate rate;
     if (text.ends_with('%')) {

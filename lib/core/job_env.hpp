@@ -60,8 +60,9 @@ struct NodeDirective {
 };
 Result<NodeDirective> decode_directive(const std::map<std::string, std::string>& vars);
 
-// Render a Rate for the env ("10000000000" or "40%"), and parse it back.
-std::string encode_rate(const Rate& rate);
+// A Rate in the env and in state files: format_rate's Bits style
+// ("10000000000" or "40%"), and its parser.
+inline std::string encode_rate(const Rate& rate) { return format_rate(rate, RateStyle::Bits); }
 Result<Rate> decode_rate(std::string_view text);
 
 }  // namespace lanes

@@ -211,10 +211,15 @@ std::string default_config_path(bool honour_environment);
 Result<Rate> parse_rate(std::string_view text);           // "25Gbit", "800Mbit", "40%", "1.5Gbit"
 Result<uint8_t> parse_dscp(std::string_view text);        // "CS1", "AF41", "EF", "46"
 std::string dscp_name(uint8_t dscp);                      // 46 -> "EF", 13 -> "13"
+// Rate -> text: the one formatter (lanesctl, logs, the job environment, state
+// files and bench/ through `lanesctl rate` all use it). Both styles are exact.
+//   Units (for people): "25Gbit", "1.5Mbit", "40%" (parse_rate reads it back);
+//   Bits (for programs): "25000000000", "40%" (decode_rate in job_env.hpp reads
+//   it; older nodes read only this form, so the job environment keeps it).
+// Percentages: at most 6 significant digits, independent of the C locale.
+enum class RateStyle { Units, Bits };
 std::string format_rate(uint64_t bits_per_second);        // 25000000000 -> "25Gbit"
-// For people: "25Gbit", or "40%" for a share of the link. Machine text (exact,
-// parsed back): encode_rate() in job_env.hpp.
-std::string format_rate(const Rate& rate);
+std::string format_rate(const Rate& rate, RateStyle style = RateStyle::Units);
 Result<uint64_t> parse_bytes(std::string_view text);      // "16MiB", "512KiB", "1048576"
 // "20ms", "500us", "1.5s", "2min", "1h" (a unit is required).
 Result<std::chrono::microseconds> parse_duration(std::string_view text);

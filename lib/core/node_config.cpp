@@ -30,7 +30,7 @@ Result<NodeConfig> node_config_for(const NodeConfig& config, const std::string& 
     bool ok = !node_name.empty() && node_name.size() <= 64 && node_name[0] != '.';
     for (char c : node_name)
         ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
-    if (!ok) return fail("lanes: node name '" + node_name + "' is not a plain host name; refusing to use it in paths");
+    if (!ok) return fail("node name '" + node_name + "' is not a plain host name; refusing to use it in paths");
     NodeConfig expanded = config;
     expanded.state_dir = expand(config.state_dir, node_name);
     if (config.cgroup_root != "auto") expanded.cgroup_root = expand(config.cgroup_root, node_name);

@@ -8,6 +8,7 @@
 // "10Gbps" as 10 gigaBYTES per second, most people read it as gigabits, and a
 // factor of 8 in a bandwidth cap is exactly the mistake nobody notices.
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -189,11 +190,13 @@ uint64_t Rate::resolve(uint64_t link_bits_per_second) const {
     return r == 0 ? 1 : r;
 }
 
-std::string format_rate(const Rate& rate) {
-    if (!rate.is_relative()) return format_rate(rate.bits_per_second);
+std::string format_rate(const Rate& rate, RateStyle style) {
+    if (!rate.is_relative())
+        return style == RateStyle::Bits ? std::to_string(rate.bits_per_second) : format_rate(rate.bits_per_second);
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%g%%", rate.percent);
-    return buf;
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, rate.percent, std::chars_format::general, 6);
+    if (ec != std::errc()) return "?%";  // not reached: 32 bytes hold any double at 6 digits
+    return std::string(buf, end) + "%";
 }
 
 std::string format_rate(uint64_t bits_per_second) {

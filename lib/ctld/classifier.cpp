@@ -55,9 +55,11 @@ std::string with_lanes_prefix(const std::string& msg) {
 
 std::string describe_rate(const Rate& r) { return format_rate(r) + (r.is_relative() ? " of the link" : ""); }
 
+// A job in a log line, as slurmctld names one in its own lines. At job_submit
+// time Slurm has not given it a JobId yet: JobName and UserId are what exist.
 std::string job_label(const JobView& job) {
-    return "job '" + printable(job.name, 256) + "' of " +
-           (job.user.empty() ? "uid " + std::to_string(job.uid) : job.user);
+    return "JobName=" + printable(job.name, 256) + " UserId=" + (job.user.empty() ? "?" : job.user) + "(" +
+           std::to_string(job.uid) + ")";
 }
 
 // Builds a generation from files: config, then the policy it names, then a self-check.
@@ -131,7 +133,7 @@ public:
         try {
             return reload();
         } catch (const std::exception& e) {
-            log(LogLevel::Error, std::string("lanes: reload failed: ") + e.what());
+            log(LogLevel::Error, std::string("reload failed: ") + e.what());
         } catch (...) {
         }
         return false;
@@ -163,7 +165,7 @@ public:
             auto gen = current();
             if (gen->policy) gen->policy->maintain();
         } catch (const std::exception& e) {
-            log(LogLevel::Error, std::string("lanes: policy maintenance failed: ") + e.what());
+            log(LogLevel::Error, std::string("policy maintenance failed: ") + e.what());
         } catch (...) {
         }
     }
@@ -207,12 +209,12 @@ private:
             failed_config_stamp_ = new_cs;
             failed_script_stamp_ = new_ss;
             failed_script_path_ = script_path;
-            log(LogLevel::Error, "lanes: reload failed, keeping the previous configuration: " + fresh.error().message);
+            log(LogLevel::Error, "reload failed, keeping the previous configuration: " + fresh.error().message);
             return false;
         }
         failed_ = false;
         publish(std::shared_ptr<const Generation>(std::move(*fresh)));
-        log(LogLevel::Info, "lanes: reloaded " + config_path_ +
+        log(LogLevel::Info, "reloaded " + config_path_ +
                                 (script_path.empty() ? std::string() : " and policy " + script_path));
         return true;
     }
@@ -220,7 +222,7 @@ private:
     Decision internal_error(const Generation& gen, const JobView& job, const std::string& what) const noexcept {
         Decision d;
         try {
-            log(LogLevel::Error, "lanes: " + job_label(job) + ": internal error: " + what);
+            log(LogLevel::Error, job_label(job) + ": internal error: " + what);
             if (gen.config->policy.on_error == PolicyFailureMode::Reject) {
                 d.verdict = Decision::Verdict::Reject;
                 d.reject_kind = Decision::RejectKind::Policy;
@@ -333,7 +335,7 @@ private:
                 case PolicyOutcome::Kind::Reject: {
                     Decision d = reject(Decision::RejectKind::Policy, po.reject_message);
                     d.user_messages = std::move(messages);
-                    log(LogLevel::Info, "lanes: " + job_label(job) + ": rejected by " + policy_where + ": " +
+                    log(LogLevel::Info, job_label(job) + ": rejected by " + policy_where + ": " +
                                             po.reject_message);
                     return d;
                 }
@@ -361,13 +363,13 @@ private:
             }
             if (!error.empty()) {
                 if (cfg.policy.on_error == PolicyFailureMode::Reject) {
-                    log(LogLevel::Error, "lanes: " + job_label(job) + ": policy error: " + error + "; job rejected");
+                    log(LogLevel::Error, job_label(job) + ": policy error: " + error + "; job rejected");
                     Decision d = reject(Decision::RejectKind::Policy,
                                         "lanes: job rejected because the site policy failed: " + error);
                     return d;
                 }
                 cls = cfg.find_class(cfg.default_class);
-                log(LogLevel::Error, "lanes: " + job_label(job) + ": policy error: " + error +
+                log(LogLevel::Error, job_label(job) + ": policy error: " + error +
                                          "; accepted with default class '" + cfg.default_class + "'");
                 // What the failed run said is void; the user learns that it failed.
                 messages.assign(1, "lanes: the site policy failed; job placed in class '" + cfg.default_class + "'");
@@ -457,7 +459,7 @@ Result<std::unique_ptr<Classifier>> Classifier::create(const std::string& config
         return std::unique_ptr<Classifier>(
             new ClassifierImpl(config_path, std::move(log), options, std::shared_ptr<const Generation>(std::move(*gen))));
     } catch (const std::exception& e) {
-        return fail(std::string("lanes: cannot create the classifier: ") + e.what());
+        return fail(std::string("cannot create the classifier: ") + e.what());
     }
 }
 
@@ -481,7 +483,7 @@ Result<std::unique_ptr<Classifier>> Classifier::from_config(Config config, LogSi
         return std::unique_ptr<Classifier>(
             new ClassifierImpl(std::string(), std::move(log), options, std::shared_ptr<const Generation>(gen)));
     } catch (const std::exception& e) {
-        return fail(std::string("lanes: cannot create the classifier: ") + e.what());
+        return fail(std::string("cannot create the classifier: ") + e.what());
     }
 }
 

@@ -82,7 +82,7 @@ bool add_user_message(LuaState* s, const char* p, size_t n) noexcept {
 void emit_log(LuaState* s, LogLevel level, const char* where, int line, const char* msg, size_t n) noexcept {
     try {
         if (!s->log || !*s->log) return;
-        std::string text = "lanes: policy ";
+        std::string text = "policy ";
         text += where;
         if (line > 0) text += ":" + std::to_string(line);
         text += ": ";

@@ -230,7 +230,7 @@ void Policy::maintain() {
             idle_cv_.notify_one();
         } else {
             --total_;
-            if (log_) log_(LogLevel::Error, "lanes: policy: cannot rebuild a Lua state: " + made.error().message);
+            if (log_) log_(LogLevel::Error, "policy: cannot rebuild a Lua state: " + made.error().message);
         }
     }
 }

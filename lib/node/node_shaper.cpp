@@ -144,7 +144,7 @@ struct NodeShaper::Impl {
         }
         leaf_kind = tc->qdisc_kind_available("fq_codel") ? "fq_codel" : "pfifo";
         if (leaf_kind == "pfifo")
-            say(LogLevel::Info, "lanes: this kernel has no fq_codel qdisc; job classes get pfifo leaves "
+            say(LogLevel::Info, "this kernel has no fq_codel qdisc; job classes get pfifo leaves "
                                 "(no per-flow fairness inside a job)");
         if (!boot_id.empty()) (void)write_file_atomically(cache, boot_id + " " + leaf_kind + "\n", 0600);
     }
@@ -272,7 +272,7 @@ struct NodeShaper::Impl {
         JobState cur = current;
         if (cur.root_major == 0) cur.root_major = config.root_handle_major;
         jobs.push_back(nft_job_of(cur));
-        say(LogLevel::Error, "lanes: nft table inet lanes was missing (ruleset flushed?): re-marking " +
+        say(LogLevel::Error, "nft table inet lanes was missing (ruleset flushed?): re-marking " +
                                  std::to_string(jobs.size()) + " job(s) from their state files");
         return marker->rebuild(jobs);
     }
@@ -329,7 +329,7 @@ struct NodeShaper::Impl {
     Result<JobState> apply(const JobNetRequest& req) {
         auto lock = store.lock();
         if (!lock) return std::unexpected(lock.error());
-        const std::string job = "lanes: job " + std::to_string(req.job_id);
+        const std::string job = "JobId=" + std::to_string(req.job_id);
 
         auto previous = store.load(req.job_id);
         if (!previous) return std::unexpected(previous.error());
@@ -475,10 +475,10 @@ struct NodeShaper::Impl {
             JobState state = **st;
             auto plan = plan_remove(state, config.root_handle_major);
             auto r = execute_all_best_effort(plan.operations, state);
-            if (!r) return fail("lanes: job " + std::to_string(job_id) + ": remove: " + r.error().message);
+            if (!r) return fail("JobId=" + std::to_string(job_id) + ": remove: " + r.error().message);
             (void)other.erase(job_id);
             (void)other.release_minor(state.minor, job_id);
-            say(LogLevel::Info, "lanes: job " + std::to_string(job_id) + ": shaping removed (state was in " + dir +
+            say(LogLevel::Info, "JobId=" + std::to_string(job_id) + ": shaping removed (state was in " + dir +
                                     ", the state_dir at its prolog)");
             drop_unused_old_root(state);
             return true;
@@ -500,7 +500,7 @@ struct NodeShaper::Impl {
             if (used) continue;
             auto r = tc->delete_root(DeleteRoot{dev.device, 0, state.root_major});
             if (r)
-                say(LogLevel::Info, "lanes: NIC " + dev.device + ": removed the old root htb " +
+                say(LogLevel::Info, "NIC " + dev.device + ": removed the old root htb " +
                                         nft_priority(tc_handle(state.root_major, 0)) + " (node.root_handle changed)");
         }
     }
@@ -521,13 +521,13 @@ struct NodeShaper::Impl {
         JobState state = **st;
         auto plan = plan_remove(state, config.root_handle_major);
         auto r = execute_all_best_effort(plan.operations, state);
-        if (!r) return fail("lanes: job " + std::to_string(job_id) + ": remove: " + r.error().message);
+        if (!r) return fail("JobId=" + std::to_string(job_id) + ": remove: " + r.error().message);
         r = store.erase(job_id);
         if (!r) return r;
         (void)store.release_minor(state.minor, job_id);
         if (auto g = gso_account(state, -1); !g)
-            say(LogLevel::Error, "lanes: job " + std::to_string(job_id) + ": " + g.error().message);
-        say(LogLevel::Info, "lanes: job " + std::to_string(job_id) + ": shaping removed");
+            say(LogLevel::Error, "JobId=" + std::to_string(job_id) + ": " + g.error().message);
+        say(LogLevel::Info, "JobId=" + std::to_string(job_id) + ": shaping removed");
         drop_unused_old_root(state);
         return {};
     }
@@ -692,7 +692,7 @@ struct NodeShaper::Impl {
                 auto r = tc->set_gso_size(*idx, f.orig);
                 if (!r) return r;
                 ::unlink(gso_path(dev.device).c_str());
-                say(LogLevel::Info, "lanes: NIC " + dev.device + ": gso_max_size back to " + std::to_string(f.orig.max) +
+                say(LogLevel::Info, "NIC " + dev.device + ": gso_max_size back to " + std::to_string(f.orig.max) +
                                         " (no capped job left)");
                 continue;
             }
@@ -701,7 +701,7 @@ struct NodeShaper::Impl {
                 GsoSize size{want, f.orig.ipv4_max ? std::min(want, f.orig.ipv4_max) : 0};
                 auto r = tc->set_gso_size(*idx, size);
                 if (!r) return r;
-                say(LogLevel::Info, "lanes: NIC " + dev.device + ": gso_max_size " + std::to_string(want) + " (lowest ceil " +
+                say(LogLevel::Info, "NIC " + dev.device + ": gso_max_size " + std::to_string(want) + " (lowest ceil " +
                                         format_rate(f.ceils.begin()->first) + ", node.gso_burst " +
                                         std::to_string(*config.gso_burst_us) + "us)");
                 f.set = want;
@@ -778,7 +778,7 @@ Result<JobState> NodeShaper::apply(const JobNetRequest& request) { return impl_-
 Result<void> NodeShaper::attach(uint32_t job_id, pid_t pid) {
     auto st = impl_->store.load(job_id);
     if (!st) return std::unexpected(st.error());
-    if (!*st) return fail("lanes: job " + std::to_string(job_id) + ": no shaping state on this node (prolog not run?)");
+    if (!*st) return fail("JobId=" + std::to_string(job_id) + ": no shaping state on this node (prolog not run?)");
     if (!(*st)->cgroup_owned) return {};
     return impl_->cgroups->attach((*st)->cgroup, pid);
 }
@@ -787,7 +787,7 @@ Result<void> NodeShaper::attach_task(const NodeConfig& config, uint32_t job_id, 
     JobStateStore store(config.state_dir);
     auto st = store.load(job_id);
     if (!st) return std::unexpected(st.error());
-    if (!*st) return fail("lanes: job " + std::to_string(job_id) + ": no shaping state on this node (prolog not run?)");
+    if (!*st) return fail("JobId=" + std::to_string(job_id) + ": no shaping state on this node (prolog not run?)");
     if (!(*st)->cgroup_owned) return {};
     return make_cgroup_tree()->attach((*st)->cgroup, pid);
 }
@@ -840,7 +840,7 @@ Result<JobState> NodeShaper::classify_step(const NodeConfig& config, const std::
 Result<JobState> NodeShaper::classify_step_with(const NodeConfig& config, const std::string& hostname, uint32_t job_id,
                                                 std::unique_ptr<CgroupTree> cgroups, const MarkerFactory& make_marker,
                                                 LogSink log) {
-    const std::string job = "lanes: JobId=" + std::to_string(job_id) + ": ";
+    const std::string job = "JobId=" + std::to_string(job_id) + ": ";
     auto impl = std::make_unique<Impl>(config, hostname, log);
     impl->cgroups = std::move(cgroups);
     auto st = impl->store.load(job_id);
@@ -914,7 +914,7 @@ std::vector<JobState> NodeShaper::list() const {
 Result<std::map<std::string, ClassCounters>> NodeShaper::counters(uint32_t job_id) {
     auto st = impl_->store.load(job_id);
     if (!st) return std::unexpected(st.error());
-    if (!*st) return fail("lanes: job " + std::to_string(job_id) + ": no shaping state on this node");
+    if (!*st) return fail("JobId=" + std::to_string(job_id) + ": no shaping state on this node");
     std::map<std::string, ClassCounters> out;
     for (const auto& dev : (*st)->devices) {
         auto idx = impl_->tc->ifindex(dev.device);
@@ -983,7 +983,7 @@ Result<NodeShaper::Reapplied> NodeShaper::reapply(bool only_if_needed) {
     if (only_if_needed && !found->needed) return found;
     auto r = impl_->reapply_locked();
     if (!r) return std::unexpected(r.error());
-    if (found->needed) impl_->say(LogLevel::Error, "lanes: reapplied the shaping of " + std::to_string(found->jobs) +
+    if (found->needed) impl_->say(LogLevel::Error, "reapplied the shaping of " + std::to_string(found->jobs) +
                                                        " job(s): " + found->what);
     return found;
 }

@@ -64,7 +64,7 @@ Result<uint16_t> allocate_minor(uint32_t job_id, uint16_t root_major, const std:
         if (minor == root_major) continue;
         if (!taken(minor)) return minor;
     }
-    return fail("lanes: job " + std::to_string(job_id) + ": no free HTB class minor (all " +
+    return fail("JobId=" + std::to_string(job_id) + ": no free HTB class minor (all " +
                 std::to_string(span) + " in use)");
 }
 

@@ -114,12 +114,12 @@ void SignalMonitor::fetch_one(SignalSlot& slot, SignalFetcher& fetcher) {
         if (!outcome) {
             if (slot.logged_error != outcome.error().message) {
                 slot.logged_error = outcome.error().message;
-                pending.push_back({LogLevel::Error, "lanes: signal " + name + ": " + slot.config.url +
+                pending.push_back({LogLevel::Error, "signal " + name + ": " + slot.config.url +
                                                         ": query failed: " + slot.logged_error});
             }
         } else if (!slot.logged_error.empty()) {
             slot.logged_error.clear();
-            pending.push_back({LogLevel::Info, "lanes: signal " + name + ": recovered, value " +
+            pending.push_back({LogLevel::Info, "signal " + name + ": recovered, value " +
                                                    format_signal_value(*outcome)});
         }
         evaluate_locked(now);
@@ -137,7 +137,7 @@ void SignalMonitor::evaluate_locked(SignalClock::time_point now) {
         if (!v.fresh && !slot->logged_unusable && (slot->state.successes || slot->state.failures)) {
             slot->logged_unusable = true;
             if (t_pending)
-                t_pending->push_back({LogLevel::Error, "lanes: signal " + name + ": no usable value (" + v.why_unusable + "); " +
+                t_pending->push_back({LogLevel::Error, "signal " + name + ": no usable value (" + v.why_unusable + "); " +
                                                            (v.from_fallback ? "using fallback " + format_signal_value(*v.value)
                                                                             : std::string("windows use their when_unknown setting"))});
         } else if (v.fresh && slot->logged_unusable) {
@@ -149,7 +149,7 @@ void SignalMonitor::evaluate_locked(SignalClock::time_point now) {
         std::optional<double> value;
         if (auto it = snap->signals.find(tracker.config().signal); it != snap->signals.end()) value = it->second.value.value;
         if (tracker.update(value, now) && t_pending)
-            t_pending->push_back({LogLevel::Info, "lanes: window " + name + " " + (tracker.busy() ? "begins" : "ends") +
+            t_pending->push_back({LogLevel::Info, "window " + name + " " + (tracker.busy() ? "begins" : "ends") +
                                                       ": " + tracker.reason()});
         snap->windows[name] = SignalSnapshot::WindowState{tracker.busy(), tracker.since(), tracker.config().retry,
                                                           tracker.reason()};

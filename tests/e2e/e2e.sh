@@ -8,6 +8,8 @@
 #   e2e_require_root
 #   e2e_write_config DIR [peak|offpeak]   # lanes.toml + policy.lua into DIR
 #   e2e_start_cluster [extra slurm.conf lines...]
+#   e2e_reload CMD...                     # change the config, await slurmctld's verdict
+#   e2e_wait_until SECONDS CMD...         # poll CMD every 0.1 s
 set -uo pipefail
 export TZ=UTC
 
@@ -149,6 +151,33 @@ function classify(job)
 end
 LUA
 }
+
+# e2e_wait_until SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 if it
+# never did within SECONDS (a bound for a hang, not a timing assertion).
+e2e_wait_until() {
+    local tries=$(($1 * 10))
+    shift
+    while ((tries-- > 0)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    "$@"
+}
+
+# How many reload verdicts (taken or refused) slurmctld has logged.
+e2e_reload_verdicts() { grep -cE 'lanes: (reloaded|reload failed)' "$(cluster_log slurmctld)"; }
+
+# e2e_reload CMD...: run CMD (it rewrites $CLUSTER_CONF_DIR/lanes.toml or the
+# policy) at least a second after the last change, then wait for slurmctld's
+# reloader (once a second) to log its verdict on it; 1 if none came in 10 s.
+e2e_reload() {
+    local before
+    before=$(e2e_reload_verdicts)
+    sleep 1.1  # a rewrite within the same second is still seen (ns mtime), but keep it clear
+    "$@" || return 1
+    e2e_wait_until 10 e2e__verdicts_above "$before"
+}
+e2e__verdicts_above() { (($(e2e_reload_verdicts) > $1)); }
 
 # e2e_start_cluster [extra slurm.conf lines]: job_submit/lanes + spank_lanes loaded.
 e2e_start_cluster() {

@@ -134,6 +134,9 @@ out=$(cluster_run_as "$user" scontrol update jobid="$id" Partition=inference 2>&
 rc=$?
 e2e_check "user cannot move a job to another partition ($out)" test "$rc" -ne 0
 e2e_check "partition unchanged" test "$(cluster_job_field "$id" Partition)" = training
+# Log lines name the job as Slurm's own do: one grep finds its story (#14).
+e2e_check "slurmctld logged the refusal as lanes: JobId=$id" \
+    grep -qE "lanes: JobId=$id: refused update by uid [0-9]+: the partition decides" "$(cluster_log slurmctld)"
 out=$(cluster_run_as "$user" scontrol update jobid="$id" StartTime=now 2>&1)
 rc=$?
 e2e_check "user cannot pull a deferred job into the peak ($out)" test "$rc" -ne 0

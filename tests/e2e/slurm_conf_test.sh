@@ -36,11 +36,9 @@ fi
 #    account rule is refused and the previous configuration keeps routing.
 unset -f e2e_pre_start
 E2E_MODE=offpeak e2e_start_cluster
-sleep 1.1
-sed -i '/^\[classes.training\]/a exempt_accounts = ["ml"]' "$CLUSTER_CONF_DIR/lanes.toml"
 log=$(cluster_log slurmctld)
+e2e_reload sed -i '/^\[classes.training\]/a exempt_accounts = ["ml"]' "$CLUSTER_CONF_DIR/lanes.toml"
 refused() { grep -q 'reload failed.*classes.training.exempt_accounts decides by account' "$log"; }
-for _ in $(seq 50); do refused && break; sleep 0.1; done
 e2e_check "a reload adding account rules is refused with the reason" refused
 id=$(cluster_sbatch -J infer-after -o /dev/null --hold --wrap true)
 e2e_check "jobs are still routed by the previous configuration" \
@@ -52,21 +50,24 @@ cluster_run_ctl scancel "$id"
 good=$(mktemp)
 cp "$CLUSTER_CONF_DIR/lanes.toml" "$good"
 sed -i '/^exempt_accounts/d' "$good"
-sleep 1.1
-{ cat "$good"; printf '[classes.broken1]\nrank = "high"\n[classes.broken2]\ndscp = "XX99"\n'; } >"$CLUSTER_CONF_DIR/lanes.toml"
+write_broken() {
+    { cat "$good"; printf '[classes.broken1]\nrank = "high"\n[classes.broken2]\ndscp = "XX99"\n'; } \
+        >"$CLUSTER_CONF_DIR/lanes.toml"
+}
+e2e_reload write_broken
 two() { grep -q 'broken2' "$log"; }
-for _ in $(seq 50); do two && break; sleep 0.1; done
-e2e_check "both errors of the broken reload are logged" two
+e2e_check "both errors of the broken reload are logged" e2e_wait_until 5 two
 e2e_check "every line of it has a timestamp and the prefix" \
     bash -c '! grep -E "broken1|broken2" "$1" | grep -vqE "^\[[0-9]{4}-[0-9-]+T[0-9:.]+\] error: lanes: "' _ "$log"
 
 # 5. --lanes-cap on a class whose ceiling is a percentage: a percentage lowers
 #    it (refused by srun/sbatch before the fix), a rate is refused saying to use
 #    a percentage, and --lanes-cap=0 does not suggest "0Mbit".
-before=$(grep -c 'lanes: reloaded' "$log")
-sleep 1.1
-sed '/^\[classes.plain\]/a rate = "10%"\nceil = "50%"\nuser_may_lower_cap = true' "$good" >"$CLUSTER_CONF_DIR/lanes.toml"
-for _ in $(seq 50); do (($(grep -c 'lanes: reloaded' "$log") > before)) && break; sleep 0.1; done
+write_plain() {
+    sed '/^\[classes.plain\]/a rate = "10%"\nceil = "50%"\nuser_may_lower_cap = true' "$good" \
+        >"$CLUSTER_CONF_DIR/lanes.toml"
+}
+e2e_reload write_plain
 user=$(cluster_test_user)
 out=$(cluster_run_as "$user" sbatch --parsable --hold --lanes-class=plain --lanes-cap=20% -o /dev/null --wrap true 2>&1)
 id=$(grep -E '^[0-9]+$' <<<"$out" | tail -1)

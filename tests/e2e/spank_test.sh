@@ -62,6 +62,11 @@ e2e_check "the out chain sets DSCP cs1 for that set" grep -q "@dscp_8 ip dscp se
 e2e_check "state file exists, root-only" test "$(stat -c %a "$state_root/train1/job_$id" 2>/dev/null)" = 600
 e2e_check "job's task runs in the job's cgroup" grep -q "lanes-e2e-$CLUSTER_TAG/train1/job_$id" "$work/train-cgroup-$id"
 e2e_check "train2 has nothing of the job" test -z "$(leftovers train2 "$id")"
+# One grep of the JobId finds the job in slurmctld's log (Slurm's own lines)
+# and in train1's slurmd log (Lanes' prolog line, named as Slurm names jobs).
+e2e_check "grep JobId=$id finds the job in slurmctld's log" grep -q "JobId=$id " "$(cluster_log slurmctld)"
+e2e_check "and Lanes' prolog line in train1's slurmd log" \
+    grep -q "lanes: JobId=$id class training shaped" "$(cluster_log train1)"
 
 # Task environment.
 env_out=$(cat "$work/train-env-$id" 2>/dev/null)

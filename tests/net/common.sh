@@ -7,6 +7,11 @@
 #   10.77.0.1/24 fd77::1/64 on $DEV, 10.77.0.2 fd77::2 on $PEER
 #   tool ARGS   shaper_tool in ${P}a (nsenter --net: /sys/fs/cgroup stays visible)
 #   NA/NB       command prefixes to run in ${P}a / ${P}b
+#   $SEND FAMILY PORT [TOS]   20 UDP datagrams of 200 bytes to the peer (4 or 6),
+#               with IP_TOS/IPV6_TCLASS set by the sender when TOS is given
+#   capture_start NAME FILTER / capture_stop   tcpdump in ${P}b on $PEER into
+#               $PCAP ($STATE_ROOT/NAME.pcap), bounded in time
+#   pcap_count FILTER   packets in $PCAP that match FILTER
 set -u
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: $(basename "$0") needs root (network namespaces, tc, nftables, cgroup2)"
@@ -75,6 +80,37 @@ start_server() {
   done
   fail "iperf3 server on port $1 did not start"
 }
+
+cat >"$STATE_ROOT/send.py" <<'PY'
+import socket, sys
+fam, port = sys.argv[1], int(sys.argv[2])
+tos = int(sys.argv[3], 0) if len(sys.argv) > 3 else None
+if fam == "4":
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    if tos is not None:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+    dst = ("10.77.0.2", port)
+else:
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    if tos is not None:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
+    dst = ("fd77::2", port)
+for _ in range(20):
+    s.sendto(b"x" * 200, dst)
+PY
+SEND="python3 $STATE_ROOT/send.py"
+
+# capture_start NAME FILTER: tcpdump on $PEER (in ${P}b) into $PCAP, at most 40 s;
+# returns once it listens. capture_stop: let the last packets in, then stop it.
+capture_start() {
+  PCAP=$STATE_ROOT/$1.pcap
+  $NB timeout 40 tcpdump --immediate-mode -i "$PEER" -nn -U -w "$PCAP" "$2" 2>"$STATE_ROOT/$1.err" &
+  TCPDUMP=$!
+  STARTED_PIDS="$STARTED_PIDS $TCPDUMP"
+  for _ in $(seq 50); do grep -q listening "$STATE_ROOT/$1.err" 2>/dev/null && break; sleep 0.1; done
+}
+capture_stop() { sleep 0.3; kill -INT $TCPDUMP; wait $TCPDUMP 2>/dev/null; }
+pcap_count() { tcpdump -r "$PCAP" -nn "$1" 2>/dev/null | wc -l; }
 
 # Receiver goodput in bits/s from iperf3 -J output on stdin.
 goodput() { python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]))'; }

@@ -9,23 +9,9 @@
 command -v tcpdump >/dev/null || fail "tcpdump not found"
 command -v python3 >/dev/null || fail "python3 not found"
 
-cat >"$STATE_ROOT/send.py" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for _ in range(20):
-    s.sendto(b"x" * 200, ("10.77.0.2", int(sys.argv[1])))
-PY
-SEND="python3 $STATE_ROOT/send.py"
-capture_start() {
-  PCAP=$STATE_ROOT/$1.pcap
-  $NB timeout 40 tcpdump --immediate-mode -i "$PEER" -nn -U -w "$PCAP" 'udp dst portrange 5500-5599' 2>"$STATE_ROOT/$1.err" &
-  TCPDUMP=$!
-  STARTED_PIDS="$STARTED_PIDS $TCPDUMP"
-  for _ in $(seq 50); do grep -q listening "$STATE_ROOT/$1.err" 2>/dev/null && break; sleep 0.1; done
-}
-capture_stop() { sleep 0.3; kill -INT $TCPDUMP; wait $TCPDUMP 2>/dev/null; }
+FILTER='udp dst portrange 5500-5599'
 marked() {  # PORT -> number of packets with TOS 0x88 (AF41)
-  tcpdump -r "$PCAP" -nn "udp dst port $1 and (ip[1] & 0xfc) = 0x88" 2>/dev/null | wc -l
+  pcap_count "udp dst port $1 and (ip[1] & 0xfc) = 0x88"
 }
 class_packets() {  # JOB -> packets through the job's HTB class
   tool counters "$1" | awk '{print $3}'
@@ -42,16 +28,16 @@ $NA nft flush ruleset || fail "nft flush ruleset"
 out=$(tool check) || fail "check"
 echo "after the flush: $out"
 case "$out" in missing*) ;; *) fail "check did not see the flush: $out" ;; esac
-capture_start flushed
-tool run 21 -- $SEND 5501 || fail "send in job 21"
+capture_start flushed "$FILTER"
+tool run 21 -- $SEND 4 5501 || fail "send in job 21"
 capture_stop
 [ "$(marked 5501)" -eq 0 ] || fail "marks still there after the flush?"
 before=$(class_packets 21)
 
 # 2. The next prolog (another job) re-marks every job.
 tool apply 23 --rate 100Mbit --dscp CS1 >/dev/null || fail "apply 23 after the flush"
-capture_start prolog
-tool run 21 -- $SEND 5502 || fail "send in job 21"
+capture_start prolog "$FILTER"
+tool run 21 -- $SEND 4 5502 || fail "send in job 21"
 capture_stop
 n=$(marked 5502)
 echo "job 21 after the next prolog: $n/20 packets AF41"
@@ -66,8 +52,8 @@ $NA nft flush ruleset || fail "nft flush ruleset"
 out=$(tool reapply) || fail "reapply"
 echo "reapply: $out"
 case "$out" in missing*) ;; *) fail "reapply did not report what was missing: $out" ;; esac
-capture_start reapplied
-tool run 21 -- $SEND 5503 || fail "send in job 21"
+capture_start reapplied "$FILTER"
+tool run 21 -- $SEND 4 5503 || fail "send in job 21"
 capture_stop
 n=$(marked 5503)
 echo "job 21 after reapply: $n/20 packets AF41"

@@ -10,32 +10,9 @@
 command -v tcpdump >/dev/null || fail "tcpdump not found"
 command -v python3 >/dev/null || fail "python3 not found"
 
-# 20 UDP datagrams to PORT, TOS/TCLASS 0x88 (AF41) set by the sender itself.
-cat >"$STATE_ROOT/send.py" <<'PY'
-import socket, sys
-fam, port = sys.argv[1], int(sys.argv[2])
-if fam == "4":
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x88)
-    dst = ("10.77.0.2", port)
-else:
-    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x88)
-    dst = ("fd77::2", port)
-for _ in range(20):
-    s.sendto(b"x" * 200, dst)
-PY
-SEND="python3 $STATE_ROOT/send.py"
-
-capture_start() {
-  PCAP=$STATE_ROOT/$1.pcap
-  $NB timeout 40 tcpdump --immediate-mode -i "$PEER" -nn -U -w "$PCAP" 'udp dst portrange 5400-5499' 2>"$STATE_ROOT/$1.err" &
-  TCPDUMP=$!
-  STARTED_PIDS="$STARTED_PIDS $TCPDUMP"
-  for _ in $(seq 50); do grep -q listening "$STATE_ROOT/$1.err" 2>/dev/null && break; sleep 0.1; done
-}
-capture_stop() { sleep 0.3; kill -INT $TCPDUMP; wait $TCPDUMP 2>/dev/null; }
-count() { tcpdump -r "$PCAP" -nn "$1" 2>/dev/null | wc -l; }
+# $SEND ... 0x88: the sender itself asks for TOS/TCLASS 0x88 (AF41).
+FILTER='udp dst portrange 5400-5499'
+count() { pcap_count "$1"; }
 expect() {  # PORT DSCP WHAT
   all=$(count "udp dst port $1")
   with=$(count "udp dst port $1 and ((ip and (ip[1] & 0xfc) = $(($2 << 2))) or (ip6 and (ip6[0:2] & 0x0fc0) = $(($2 << 6))))")
@@ -47,14 +24,14 @@ tool apply 9 --rate 100Mbit --dscp AF41 >/dev/null || fail "apply job 9 (AF41)"
 tool apply 10 --rate 100Mbit >/dev/null || fail "apply job 10 (class without dscp)"
 tool apply 11 --rate 100Mbit --dscp CS1 >/dev/null || fail "apply job 11 (CS1)"
 
-capture_start marks
-$NA $SEND 4 5401 || fail "send outside jobs (IPv4)"
-$NA $SEND 6 5402 || fail "send outside jobs (IPv6)"
-tool run 10 -- $SEND 4 5403 || fail "send in job 10"
-tool run 10 -- $SEND 6 5404 || fail "send in job 10 (IPv6)"
-tool run 11 -- $SEND 4 5405 || fail "send in job 11"
-tool run 11 -- $SEND 6 5406 || fail "send in job 11 (IPv6)"
-tool run 9 -- $SEND 4 5407 || fail "send in job 9"
+capture_start marks "$FILTER"
+$NA $SEND 4 5401 0x88 || fail "send outside jobs (IPv4)"
+$NA $SEND 6 5402 0x88 || fail "send outside jobs (IPv6)"
+tool run 10 -- $SEND 4 5403 0x88 || fail "send in job 10"
+tool run 10 -- $SEND 6 5404 0x88 || fail "send in job 10 (IPv6)"
+tool run 11 -- $SEND 4 5405 0x88 || fail "send in job 11"
+tool run 11 -- $SEND 6 5406 0x88 || fail "send in job 11 (IPv6)"
+tool run 9 -- $SEND 4 5407 0x88 || fail "send in job 9"
 capture_stop
 expect 5401 0 "IPv4 outside any job, sender asked AF41"
 expect 5402 0 "IPv6 outside any job, sender asked AF41"
@@ -76,8 +53,8 @@ tool remove-all || fail "remove-all"
 UOPT="--unclassified-dscp keep --unclassified-ceil 1Gbit"
 $NA "$TOOL" --state "$STATE" --nic "$DEV" --speed "$SPEED" --cgroup-root "$CGROOT" $UOPT apply 12 --rate 100Mbit \
   >/dev/null || fail "apply 12 with keep"
-capture_start keep
-$NA $SEND 4 5411 || fail "send outside jobs (keep)"
+capture_start keep "$FILTER"
+$NA $SEND 4 5411 0x88 || fail "send outside jobs (keep)"
 capture_stop
 expect 5411 34 "IPv4 outside any job with unclassified_dscp=keep"
 cls=$($NA tc class show dev "$DEV" classid 1a4e:fffe)

@@ -59,7 +59,7 @@ usage() {
 # sanitizer and fuzzer toolchain, which is pinned to bookworm's clang) stays
 # out of a root: it builds and tests Lanes, nothing more. Shell patterns.
 host_only=(dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
-    prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox
+    prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox clang-format
     'clang-[0-9]*' 'libclang-rt-[0-9]*' 'llvm-[0-9]*')
 
 # The runtime root's packages (see the top).

@@ -433,6 +433,10 @@ TEST(Classifier, OverrideNotAllowedIsPolicyError) {
     EXPECT_NE(d.reason.find("does not list it in policy_overrides"), std::string::npos) << d.reason;
     EXPECT_TRUE(has_message(d, "the site policy failed; job placed in class 'batch'"));
     EXPECT_EQ(logs.count("policy error"), 1u);
+    // Log lines name the job as slurmctld does before it has a JobId, and
+    // carry no "lanes: " prefix: the sink (glue, lanesctl) adds it.
+    EXPECT_EQ(logs.count("JobName=train-llm UserId=bob(1002): policy error: "), 1u);
+    EXPECT_EQ(logs.count("lanes: "), 0u);
 
     cfg.policy.on_error = PolicyFailureMode::Reject;
     auto r = make(cfg, logs);

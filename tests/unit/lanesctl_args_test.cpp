@@ -30,6 +30,14 @@ std::string error_of(const std::vector<std::string>& args) {
     return parsed ? std::string() : parsed.error().message;
 }
 
+TEST(LanesctlArgs, Rate) {
+    auto r = ok({"rate", "200Mbit", "40%"});
+    EXPECT_EQ(r.command, Command::Rate);
+    EXPECT_EQ(r.rates, (std::vector<std::string>{"200Mbit", "40%"}));
+    EXPECT_EQ(error_of({"rate"}), "'rate' needs a RATE");
+    EXPECT_EQ(error_of({"--json", "rate", "1Gbit"}), "option '--json' is not valid for 'rate'");
+}
+
 TEST(LanesctlArgs, Subcommands) {
     EXPECT_EQ(ok({"check"}).command, Command::Check);
     EXPECT_EQ(ok({"windows"}).command, Command::Windows);

@@ -367,7 +367,7 @@ TEST(Plan, MinorAllocationPrefersJobIdWrapsAndReuses) {
     EXPECT_EQ(*allocate_minor(7, 0x1a4e, is_taken), 7);            // reused once free
     auto full = allocate_minor(9, 0x1a4e, [](uint16_t) { return true; });
     ASSERT_FALSE(full);
-    EXPECT_NE(full.error().message.find("job 9"), std::string::npos);
+    EXPECT_NE(full.error().message.find("JobId=9"), std::string::npos);
     // Only the root major free: still refused.
     EXPECT_FALSE(allocate_minor(9, 0x1a4e, [](uint16_t m) { return m != 0x1a4e; }));
 }

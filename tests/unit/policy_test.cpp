@@ -441,8 +441,8 @@ TEST(Policy, LanesHelpers) {
     ASSERT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
     EXPECT_EQ(out.user_messages, (std::vector<std::string>{"lanes: note for the user"}));
     ASSERT_EQ(h.logs.size(), 2u);
-    EXPECT_EQ(h.logs[0], "lanes: policy /etc/slurm/test.lua:32: hello from the policy");
-    EXPECT_EQ(h.logs[1], "lanes: policy /etc/slurm/test.lua:33: printed 1");  // a log line holds no tab
+    EXPECT_EQ(h.logs[0], "policy /etc/slurm/test.lua:32: hello from the policy");
+    EXPECT_EQ(h.logs[1], "policy /etc/slurm/test.lua:33: printed 1");  // a log line holds no tab
 }
 
 TEST(Policy, ThrowingLogSinkNeverCrossesLua) {

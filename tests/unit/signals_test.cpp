@@ -303,9 +303,9 @@ TEST(SignalMonitor, FallbackWindowsAndLogLinesOnce) {
     EXPECT_TRUE(snap->signals.at("p99").value.from_fallback);
     int failed = 0, stale = 0, begins = 0;
     for (const auto& l : lines) {
-        failed += l.find("lanes: signal p99: http://127.0.0.1:9090: query failed: connection refused") == 0;
-        stale += l.find("lanes: signal p99: no usable value (stale (30s old): connection refused); using fallback 0") == 0;
-        begins += l.find("lanes: window busy begins: p99=0.5 above 0.25 for 120s") == 0;
+        failed += l.find("signal p99: http://127.0.0.1:9090: query failed: connection refused") == 0;
+        stale += l.find("signal p99: no usable value (stale (30s old): connection refused); using fallback 0") == 0;
+        begins += l.find("window busy begins: p99=0.5 above 0.25 for 120s") == 0;
     }
     EXPECT_EQ(failed, 1);
     EXPECT_EQ(stale, 1);

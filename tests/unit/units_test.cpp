@@ -6,11 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "core/job_env.hpp"
 #include "core/lanes_toml.hpp"
 
 namespace {
 
 using lanes::parse_rate;
+using lanes::Rate;
 
 struct RateCase {
     const char* text;
@@ -146,6 +148,27 @@ TEST(Units, FormatRateRoundTrips) {
         auto r = parse_rate(lanes::format_rate(v));
         ASSERT_TRUE(r) << v << " -> " << lanes::format_rate(v) << ": " << r.error().message;
         EXPECT_EQ(r->bits_per_second, v);
+    }
+}
+
+// The one formatter's two styles, and both read back to the same Rate.
+TEST(Units, FormatRateStyles) {
+    Rate abs;
+    abs.bits_per_second = 1'500'000'000ULL;
+    Rate pct;
+    pct.percent = 12.5;
+    EXPECT_EQ(lanes::format_rate(abs), "1.5Gbit");
+    EXPECT_EQ(lanes::format_rate(abs, lanes::RateStyle::Bits), "1500000000");
+    EXPECT_EQ(lanes::format_rate(pct), "12.5%");
+    EXPECT_EQ(lanes::format_rate(pct, lanes::RateStyle::Bits), "12.5%");
+    EXPECT_EQ(lanes::encode_rate(abs), "1500000000");
+    for (const Rate& r : {abs, pct}) {
+        auto back = lanes::decode_rate(lanes::format_rate(r, lanes::RateStyle::Bits));
+        ASSERT_TRUE(back) << back.error().message;
+        EXPECT_EQ(*back, r);
+        auto parsed = parse_rate(lanes::format_rate(r));
+        ASSERT_TRUE(parsed) << parsed.error().message;
+        EXPECT_EQ(*parsed, r);
     }
 }
 
