@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl rate: parse_rate and format_rate for scripts (bench/fabric.sh), so
 // that no shell code keeps its own rules for rates (tc reads "bps" as bytes per
 // second; Lanes refuses the spelling).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Compile Lanes for the VM's Debian 13 (Slurm 24.11 headers, GCC 14) in a chroot
 # root made with mmdebstrap, and put what the node needs in OUTDIR:
 #   spank_lanes.so job_submit_lanes.so lanesctl

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # spank_lanes on a production-shaped node, in a VM: Debian 13, its own kernel,
 # pure cgroup v2, Slurm 24.11 with proctrack/cgroup + task/cgroup + cgroup/v2,
 # PrologFlags=Alloc,Contain, both Lanes plugins built for that Slurm. The guest

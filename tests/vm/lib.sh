@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared by the host-side VM scripts (sourced). A pure cgroup v2 Debian 13 node
 # with Slurm 24.11 under QEMU TCG: no KVM needed.
 #

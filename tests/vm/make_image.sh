@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Build (or restore from the cache) the VM image: a Debian 13 root with its own
 # kernel, Slurm 24.11, munge and nftables, plus the libraries Lanes links. No Lanes
 # in it and no Slurm config: the test brings both over 9p, so editing Lanes does

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Boot the VM image under QEMU (TCG: no KVM needed), with SHARE as /host inside.
 # The guest runs SHARE/run.sh as root and powers off; the console goes to
 # SHARE/console.log. Without SHARE/run.sh the console is interactive.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs INSIDE the VM (as /host/run.sh, started by the VM's init as root): a pure
 # cgroup v2 Debian 13 node, Slurm 24.11 with proctrack/cgroup, task/cgroup and
 # cgroup/v2, PrologFlags=Alloc,Contain, both Lanes plugins from /host/lanes.
