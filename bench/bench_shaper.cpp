@@ -27,8 +27,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sched.h>
-#include <sys/socket.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,20 +70,45 @@ class TimedTc final : public TrafficControl {
 public:
     explicit TimedTc(std::unique_ptr<TrafficControl> in) : in_(std::move(in)) {}
     Result<std::vector<std::string>> devices() override { return in_->devices(); }
-    Result<int> ifindex(const std::string& d) override { Timer t{"tc: ifindex"}; return in_->ifindex(d); }
+    Result<int> ifindex(const std::string& d) override {
+        Timer t{"tc: ifindex"};
+        return in_->ifindex(d);
+    }
     Result<std::string> route_device(const std::string& p) override { return in_->route_device(p); }
     std::optional<uint64_t> link_speed_bits(const std::string& d) override { return in_->link_speed_bits(d); }
-    Result<RootQdisc> root_qdisc(int i) override { Timer t{"tc: get root qdisc"}; return in_->root_qdisc(i); }
+    Result<RootQdisc> root_qdisc(int i) override {
+        Timer t{"tc: get root qdisc"};
+        return in_->root_qdisc(i);
+    }
     bool qdisc_kind_available(const std::string& k) override { return in_->qdisc_kind_available(k); }
-    Result<void> ensure_root(const EnsureRoot& o) override { Timer t{"tc: ensure root (2 classes)"}; return in_->ensure_root(o); }
-    Result<void> add_class(const AddClass& o) override { Timer t{"tc: add class"}; return in_->add_class(o); }
-    Result<void> add_leaf_qdisc(const AddLeafQdisc& o) override { Timer t{"tc: add leaf qdisc"}; return in_->add_leaf_qdisc(o); }
-    Result<void> delete_class(const DeleteClass& o) override { Timer t{"tc: delete class"}; return in_->delete_class(o); }
+    Result<void> ensure_root(const EnsureRoot& o) override {
+        Timer t{"tc: ensure root (2 classes)"};
+        return in_->ensure_root(o);
+    }
+    Result<void> add_class(const AddClass& o) override {
+        Timer t{"tc: add class"};
+        return in_->add_class(o);
+    }
+    Result<void> add_leaf_qdisc(const AddLeafQdisc& o) override {
+        Timer t{"tc: add leaf qdisc"};
+        return in_->add_leaf_qdisc(o);
+    }
+    Result<void> delete_class(const DeleteClass& o) override {
+        Timer t{"tc: delete class"};
+        return in_->delete_class(o);
+    }
     Result<void> delete_root(const DeleteRoot& o) override { return in_->delete_root(o); }
     Result<ClassCounters> class_counters(int i, uint32_t c) override { return in_->class_counters(i, c); }
     Result<std::vector<uint32_t>> classes(int i, uint16_t m) override { return in_->classes(i, m); }
-    Result<GsoSize> gso_size(int i) override { Timer t{"tc: get gso size"}; return in_->gso_size(i); }
-    Result<void> set_gso_size(int i, const GsoSize& g) override { Timer t{"tc: set gso size"}; return in_->set_gso_size(i, g); }
+    Result<GsoSize> gso_size(int i) override {
+        Timer t{"tc: get gso size"};
+        return in_->gso_size(i);
+    }
+    Result<void> set_gso_size(int i, const GsoSize& g) override {
+        Timer t{"tc: set gso size"};
+        return in_->set_gso_size(i, g);
+    }
+
 private:
     std::unique_ptr<TrafficControl> in_;
 };
@@ -97,10 +122,14 @@ public:
         Timer t{"nft: add job (check base + 1 transaction)"};
         return in_->add_job(o, rebuilt);
     }
-    Result<void> remove_job(const NftRemoveJob& o) override { Timer t{"nft: remove job (1 transaction)"}; return in_->remove_job(o); }
+    Result<void> remove_job(const NftRemoveJob& o) override {
+        Timer t{"nft: remove job (1 transaction)"};
+        return in_->remove_job(o);
+    }
     Result<MarkerCheck> check(const std::vector<NftEnsureJob>& j) override { return in_->check(j); }
     Result<void> rebuild(const std::vector<NftEnsureJob>& j) override { return in_->rebuild(j); }
     Result<void> remove_all() override { return in_->remove_all(); }
+
 private:
     std::unique_ptr<PacketMarker> in_;
 };
@@ -110,12 +139,19 @@ public:
     explicit TimedCgroups(std::unique_ptr<CgroupTree> in) : in_(std::move(in)) {}
     Result<Cgroup2Mount> mount() override { return in_->mount(); }
     bool exists(const std::string& d) override { return in_->exists(d); }
-    Result<uint64_t> ensure_dir(const std::string& d) override { Timer t{"cgroup: mkdir"}; return in_->ensure_dir(d); }
+    Result<uint64_t> ensure_dir(const std::string& d) override {
+        Timer t{"cgroup: mkdir"};
+        return in_->ensure_dir(d);
+    }
     Result<uint64_t> dir_id(const std::string& d) override { return in_->dir_id(d); }
     Result<void> attach(const std::string& d, pid_t p) override { return in_->attach(d, p); }
-    Result<void> remove_dir(const std::string& d, const std::string& p) override { Timer t{"cgroup: rmdir"}; return in_->remove_dir(d, p); }
+    Result<void> remove_dir(const std::string& d, const std::string& p) override {
+        Timer t{"cgroup: rmdir"};
+        return in_->remove_dir(d, p);
+    }
     Result<std::vector<pid_t>> pids(const std::string& d) override { return in_->pids(d); }
     std::vector<std::string> slurm_stepd_scopes() override { return in_->slurm_stepd_scopes(); }
+
 private:
     std::unique_ptr<CgroupTree> in_;
 };
@@ -157,8 +193,7 @@ double blast_ns_per_packet(const std::string& cgroup_dir, int packets, uint32_t 
             for (int i = 0; i < packets; ++i)
                 if (::sendto(sock, payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) > 0) ++sent;
             clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
-            if (sent > packets * 9 / 10)
-                result = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / sent;
+            if (sent > packets * 9 / 10) result = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / sent;
         }
         (void)!::write(fds[1], &result, sizeof result);
         _exit(0);
@@ -188,7 +223,8 @@ void exec_job(const std::string& dev, const std::string& cg, const std::string& 
     std::snprintf(cls, sizeof cls, "1a4e:%x", minor);
     if (add) {
         ::mkdir(cg.c_str(), 0755);
-        run("tc class add dev " + dev + " parent 1a4e:1 classid " + cls + " htb rate 50mbit ceil 100mbit prio 4 quantum 60000");
+        run("tc class add dev " + dev + " parent 1a4e:1 classid " + cls +
+            " htb rate 50mbit ceil 100mbit prio 4 quantum 60000");
         run("tc qdisc add dev " + dev + " parent " + cls + " handle " + std::to_string(minor) + ": pfifo limit 1000");
         run("nft -f - <<'EOF'\nadd element inet lanes prio { \"" + key + "\" : " + std::string(cls) +
             " }\nadd element inet lanes dscp_8 { \"" + key + "\" }\nEOF");
@@ -213,7 +249,8 @@ int main(int argc, char** argv) {
         else if (a == "--reps") reps = std::atoi(argv[i + 1]);
         else if (a == "--levels") {
             levels.clear();
-            for (char* p = std::strtok(argv[i + 1], ","); p; p = std::strtok(nullptr, ",")) levels.push_back(std::atoi(p));
+            for (char* p = std::strtok(argv[i + 1], ","); p; p = std::strtok(nullptr, ","))
+                levels.push_back(std::atoi(p));
         }
     }
     if (geteuid() != 0) {
@@ -276,9 +313,10 @@ int main(int argc, char** argv) {
     }
     double open_ms = ms_since(t_open);
     auto& s = **shaper;
-    std::printf("bench_shaper: veth in a private netns, link 100Gbit, leaf qdisc %s, %d iterations per level "
-                "in %d interleaved rounds\n",
-                s.leaf_qdisc_kind().c_str(), std::max(1, iterations / std::max(1, reps)) * std::max(1, reps), reps);
+    std::printf(
+        "bench_shaper: veth in a private netns, link 100Gbit, leaf qdisc %s, %d iterations per level "
+        "in %d interleaved rounds\n",
+        s.leaf_qdisc_kind().c_str(), std::max(1, iterations / std::max(1, reps)) * std::max(1, reps), reps);
     std::printf("NodeShaper::open (netlink + nft context + NIC selection): %.3f ms\n\n", open_ms);
     std::printf("%-8s %12s %12s %12s %12s\n", "jobs", "setup med", "setup p99", "teardown med", "teardown p99");
 
@@ -292,9 +330,9 @@ int main(int argc, char** argv) {
     };
     int failures = 0;
     double lib_setup_1 = 0, lib_teardown_1 = 0;
-    std::map<int, std::pair<double, double>> per_level;       // jobs -> (setup+teardown median, p99 of setup)
-    std::map<int, std::pair<double, double>> per_level_parts; // jobs -> (setup median, teardown median)
-    std::map<int, double> pkt_job;                            // jobs -> ns per packet from inside a job
+    std::map<int, std::pair<double, double>> per_level;        // jobs -> (setup+teardown median, p99 of setup)
+    std::map<int, std::pair<double, double>> per_level_parts;  // jobs -> (setup median, teardown median)
+    std::map<int, double> pkt_job;                             // jobs -> ns per packet from inside a job
     uint32_t background = 0;
     // Rounds: every round walks the levels up (1, 100, ... jobs on the NIC, one
     // more coming and going), so each level is measured in every stretch of the
@@ -340,7 +378,8 @@ int main(int argc, char** argv) {
         auto a = stats(setup_at[level]), b = stats(teardown_at[level]);
         std::printf("%-8d %9.3f ms %9.3f ms %9.3f ms %9.3f ms\n", level, a.median, a.p99, b.median, b.p99);
         std::vector<double> both;
-        for (std::size_t k = 0; k < setup_at[level].size(); ++k) both.push_back(setup_at[level][k] + teardown_at[level][k]);
+        for (std::size_t k = 0; k < setup_at[level].size(); ++k)
+            both.push_back(setup_at[level][k] + teardown_at[level][k]);
         per_level[level] = {stats(both).median, stats(both).p99};
         per_level_parts[level] = {a.median, b.median};
         pkt_job[level] = median_of(pkt_at[level]);
@@ -348,8 +387,10 @@ int main(int argc, char** argv) {
     lib_setup_1 = per_level_parts[levels.front()].first;
     lib_teardown_1 = per_level_parts[levels.front()].second;
     for (int level : {levels.back(), levels.front()}) {
-        std::printf("%sper kernel interface at %d job(s) (mean per call):\n", level == levels.back() ? "\n" : "", level);
-        for (const auto& [name, v] : spent_at[level]) std::printf("  %-34s %8.3f ms\n", name.c_str(), v.first / v.second / 1000);
+        std::printf("%sper kernel interface at %d job(s) (mean per call):\n", level == levels.back() ? "\n" : "",
+                    level);
+        for (const auto& [name, v] : spent_at[level])
+            std::printf("  %-34s %8.3f ms\n", name.c_str(), v.first / v.second / 1000);
         if (levels.back() == levels.front()) break;
     }
     // The classifier's own cost, side by side: the same sender (a job's cgroup,
@@ -386,23 +427,27 @@ int main(int argc, char** argv) {
     const int lo = levels.front(), hi = levels.back();
     std::printf("\nsetup+teardown median per level (p99):");
     for (const auto& [lvl, v] : per_level) std::printf("  %d: %.3f ms (%.3f)", lvl, v.first, v.second);
-    std::printf("\nper packet (CPU ns, one 64-byte UDP sendto, median of %d x %d): no Lanes %.0f, the job's HTB class without nft (SO_PRIORITY) "
-                "%.0f",
-                reps, packets, pkt_none, pkt_htb_only);
+    std::printf(
+        "\nper packet (CPU ns, one 64-byte UDP sendto, median of %d x %d): no Lanes %.0f, the job's HTB class without "
+        "nft (SO_PRIORITY) "
+        "%.0f",
+        reps, packets, pkt_none, pkt_htb_only);
     for (const auto& [lvl, v] : pkt_job) std::printf(", %d job(s) %.0f", lvl, v);
-    std::printf("\nreapply (nft table + classes of %u jobs from their state files): %.3f ms\n", background + 1, reapply_ms);
-    std::printf("\nratios %d jobs / %d job: setup x%.2f, teardown x%.2f, setup+teardown x%.2f, per packet x%.2f\n", hi, lo,
-                per_level_parts[hi].first / per_level_parts[lo].first,
+    std::printf("\nreapply (nft table + classes of %u jobs from their state files): %.3f ms\n", background + 1,
+                reapply_ms);
+    std::printf("\nratios %d jobs / %d job: setup x%.2f, teardown x%.2f, setup+teardown x%.2f, per packet x%.2f\n", hi,
+                lo, per_level_parts[hi].first / per_level_parts[lo].first,
                 per_level_parts[hi].second / per_level_parts[lo].second, per_level[hi].first / per_level[lo].first,
                 pkt_job[hi] / pkt_job[lo]);
     std::printf("per packet at %d jobs / its HTB class without nft: x%.2f; / no Lanes at all: x%.2f\n", hi,
                 pkt_job[hi] / pkt_htb_only, pkt_job[hi] / pkt_none);
     if (!round_ratio.empty()) {
         auto [lo_r, hi_r] = std::minmax_element(round_ratio.begin(), round_ratio.end());
-        std::printf("classifier at %u jobs, same sender and HTB class, nft table / SO_PRIORITY, %zu interleaved rounds: "
-                    "%.0f / %.0f ns, x%.2f (median of the rounds' ratios x%.2f, min x%.2f, max x%.2f)\n",
-                    background + 1, round_ratio.size(), pkt_rules, pkt_htb_only, pkt_rules / pkt_htb_only,
-                    median_of(round_ratio), *lo_r, *hi_r);
+        std::printf(
+            "classifier at %u jobs, same sender and HTB class, nft table / SO_PRIORITY, %zu interleaved rounds: "
+            "%.0f / %.0f ns, x%.2f (median of the rounds' ratios x%.2f, min x%.2f, max x%.2f)\n",
+            background + 1, round_ratio.size(), pkt_rules, pkt_htb_only, pkt_rules / pkt_htb_only,
+            median_of(round_ratio), *lo_r, *hi_r);
     }
 
     // The classic way, for one job on the same NIC (root and base table exist).

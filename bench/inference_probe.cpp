@@ -173,7 +173,8 @@ Result<double> number_option(const Options& o, const std::string& key, double fa
 
 // ---------------------------------------------------------------- sockets
 
-Result<std::vector<addrinfo>> resolve(const HostPort& hp, bool passive, std::unique_ptr<addrinfo, void (*)(addrinfo*)>& keep) {
+Result<std::vector<addrinfo>> resolve(const HostPort& hp, bool passive,
+                                      std::unique_ptr<addrinfo, void (*)(addrinfo*)>& keep) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -285,15 +286,27 @@ int serve(int argc, char** argv) {
     std::string why;
     for (const addrinfo& a : *addrs) {
         Fd s(socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC, a.ai_protocol));
-        if (s.get() < 0) { why = errno_text("socket"); continue; }
+        if (s.get() < 0) {
+            why = errno_text("socket");
+            continue;
+        }
         int one = 1, zero = 0;
         (void)setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (a.ai_family == AF_INET6) (void)setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-        if (auto r = set_dscp(s.get(), a.ai_family, dscp); !r) { why = r.error().message; continue; }
+        if (auto r = set_dscp(s.get(), a.ai_family, dscp); !r) {
+            why = r.error().message;
+            continue;
+        }
         // Accepted sockets inherit the listener's congestion control.
         if (auto r = set_congestion(s.get(), opts->values["congestion"]); !r) return say(r.error().message), 1;
-        if (bind(s.get(), a.ai_addr, a.ai_addrlen) < 0) { why = errno_text("bind"); continue; }
-        if (listen(s.get(), 1024) < 0) { why = errno_text("listen"); continue; }
+        if (bind(s.get(), a.ai_addr, a.ai_addrlen) < 0) {
+            why = errno_text("bind");
+            continue;
+        }
+        if (listen(s.get(), 1024) < 0) {
+            why = errno_text("listen");
+            continue;
+        }
         listener = std::move(s);
         break;
     }
@@ -302,8 +315,8 @@ int serve(int argc, char** argv) {
     sockaddr_storage bound{};
     socklen_t blen = sizeof bound;
     getsockname(listener.get(), reinterpret_cast<sockaddr*>(&bound), &blen);
-    std::printf("inference_probe: serving on %s reply %zu bytes\n", address_text(reinterpret_cast<sockaddr*>(&bound)).c_str(),
-                static_cast<size_t>(*reply_bytes));
+    std::printf("inference_probe: serving on %s reply %zu bytes\n",
+                address_text(reinterpret_cast<sockaddr*>(&bound)).c_str(), static_cast<size_t>(*reply_bytes));
     std::fflush(stdout);
 
     Fd ep(epoll_create1(EPOLL_CLOEXEC));
@@ -313,24 +326,34 @@ int serve(int argc, char** argv) {
 
     std::map<uint64_t, ServerConn> conns;
     uint64_t next_tag = 1;
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*exit_after));
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*exit_after));
     std::vector<char> buf(1 << 16);
     const size_t default_reply = static_cast<size_t>(*reply_bytes);
 
     auto update_events = [&](uint64_t tag, ServerConn& c) {
-        uint32_t ev = (c.reading ? uint32_t{EPOLLIN} : 0u) | (c.out_sent < c.out.size() ? uint32_t{EPOLLOUT} : 0u) | EPOLLRDHUP;
+        uint32_t ev =
+            (c.reading ? uint32_t{EPOLLIN} : 0u) | (c.out_sent < c.out.size() ? uint32_t{EPOLLOUT} : 0u) | EPOLLRDHUP;
         epoll_ctl_fd(ep.get(), EPOLL_CTL_MOD, c.fd.get(), ev, tag);
     };
     auto flush = [&](ServerConn& c) -> bool {
         while (c.out_sent < c.out.size()) {
             ssize_t n = send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
-            if (n > 0) { c.out_sent += static_cast<size_t>(n); continue; }
+            if (n > 0) {
+                c.out_sent += static_cast<size_t>(n);
+                continue;
+            }
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
             return false;
         }
-        if (c.out_sent == c.out.size()) { c.out.clear(); c.out_sent = 0; }
-        else if (c.out_sent > (1u << 20)) { c.out.erase(0, c.out_sent); c.out_sent = 0; }
+        if (c.out_sent == c.out.size()) {
+            c.out.clear();
+            c.out_sent = 0;
+        } else if (c.out_sent > (1u << 20)) {
+            c.out.erase(0, c.out_sent);
+            c.out_sent = 0;
+        }
         // Back-pressure: a client that does not read stops being read.
         c.reading = c.out.size() - c.out_sent < (4u << 20);
         return true;
@@ -370,7 +393,10 @@ int serve(int argc, char** argv) {
             if (events[i].events & EPOLLIN) {
                 for (;;) {
                     ssize_t r = recv(c.fd.get(), buf.data(), buf.size(), 0);
-                    if (r > 0) { c.in.append(buf.data(), static_cast<size_t>(r)); continue; }
+                    if (r > 0) {
+                        c.in.append(buf.data(), static_cast<size_t>(r));
+                        continue;
+                    }
                     if (r < 0 && errno == EINTR) continue;
                     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
                     alive = false;  // EOF or error
@@ -431,7 +457,10 @@ Result<Fd> connect_one(const std::vector<addrinfo>& addrs, std::optional<uint8_t
     std::string why = "no address";
     for (const addrinfo& a : addrs) {
         Fd s(socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a.ai_protocol));
-        if (s.get() < 0) { why = errno_text("socket"); continue; }
+        if (s.get() < 0) {
+            why = errno_text("socket");
+            continue;
+        }
         if (auto r = set_dscp(s.get(), a.ai_family, dscp); !r) return std::unexpected(r.error());
         if (auto r = set_congestion(s.get(), congestion); !r) return std::unexpected(r.error());
         set_nodelay(s.get());
@@ -445,9 +474,15 @@ Result<Fd> connect_one(const std::vector<addrinfo>& addrs, std::optional<uint8_t
         int n = wait_events(ep.get(), &ev, 1, deadline - Clock::now());
         int err = 0;
         socklen_t len = sizeof err;
-        if (n <= 0) { why = "connect: timed out"; continue; }
+        if (n <= 0) {
+            why = "connect: timed out";
+            continue;
+        }
         getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) { why = std::string("connect: ") + std::strerror(err); continue; }
+        if (err != 0) {
+            why = std::string("connect: ") + std::strerror(err);
+            continue;
+        }
         peer = address_text(a.ai_addr);
         return s;
     }
@@ -482,7 +517,8 @@ int load(int argc, char** argv) {
         dscp = *d;
     }
     const bool json = opts->flag("json");
-    const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(*timeout_ms));
+    const auto timeout =
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(*timeout_ms));
 
     std::unique_ptr<addrinfo, void (*)(addrinfo*)> keep(nullptr, freeaddrinfo);
     auto addrs = resolve(*hp, false, keep);
@@ -529,9 +565,13 @@ int load(int argc, char** argv) {
             for (;;) {
                 int fd = accept4(metrics_listen.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (fd < 0) break;
-                if (scrapes.size() >= 64) { ::close(fd); continue; }
+                if (scrapes.size() >= 64) {
+                    ::close(fd);
+                    continue;
+                }
                 scrapes.emplace(fd, std::make_pair(Fd(fd), std::string()));
-                epoll_ctl_fd(ep.get(), EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP, kMetricsBase + static_cast<uint64_t>(fd));
+                epoll_ctl_fd(ep.get(), EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP,
+                             kMetricsBase + static_cast<uint64_t>(fd));
             }
             return;
         }
@@ -594,13 +634,19 @@ int load(int argc, char** argv) {
         bool had = c.out_sent < c.out.size();
         while (c.out_sent < c.out.size()) {
             ssize_t n = send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
-            if (n > 0) { c.out_sent += static_cast<size_t>(n); continue; }
+            if (n > 0) {
+                c.out_sent += static_cast<size_t>(n);
+                continue;
+            }
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
             kill(idx);
             return;
         }
-        if (c.out_sent == c.out.size()) { c.out.clear(); c.out_sent = 0; }
+        if (c.out_sent == c.out.size()) {
+            c.out.clear();
+            c.out_sent = 0;
+        }
         bool has = c.out_sent < c.out.size();
         if (has != had) want_events(idx);
     };
@@ -609,7 +655,10 @@ int load(int argc, char** argv) {
         bool eof = false;
         for (;;) {
             ssize_t r = recv(c.fd.get(), buf.data(), buf.size(), 0);
-            if (r > 0) { c.in.append(buf.data(), static_cast<size_t>(r)); continue; }
+            if (r > 0) {
+                c.in.append(buf.data(), static_cast<size_t>(r));
+                continue;
+            }
             if (r < 0 && errno == EINTR) continue;
             if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
             eof = true;
@@ -704,9 +753,8 @@ int load(int argc, char** argv) {
         std::snprintf(extra, sizeof extra,
                       "\"target\":\"%s\",\"rate\":%g,\"duration_s\":%g,\"connections\":%zu,\"request_bytes\":%zu,"
                       "\"reply_bytes\":%zu,\"dscp\":%d,\"elapsed_s\":%.3f,\"max_send_lag_ms\":%.3f,",
-                      peer.c_str(), *rate, *duration, conns.size(), request.size(),
-                      static_cast<size_t>(*reply_bytes), dscp ? int(*dscp) : -1, elapsed,
-                      std::chrono::duration<double, std::milli>(max_lag).count());
+                      peer.c_str(), *rate, *duration, conns.size(), request.size(), static_cast<size_t>(*reply_bytes),
+                      dscp ? int(*dscp) : -1, elapsed, std::chrono::duration<double, std::milli>(max_lag).count());
         std::printf("%s\n", summary_json(s, extra).c_str());
     } else {
         std::printf("inference_probe: load %s rate %g/s for %g s, %zu connections, request %zu B%s\n", peer.c_str(),
@@ -739,7 +787,7 @@ int main(int argc, char** argv) {
     using namespace lanes::bench;
     if (argc < 2) return usage(stderr);
     std::string_view mode = argv[1];
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);

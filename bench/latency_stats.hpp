@@ -79,7 +79,7 @@ struct LatencySummary {
 class LatencyHistogram {
 public:
     static constexpr std::array<double, 14> kBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                       0.1,    0.25,  0.5,    1,     2.5,   5,    10};
+                                                       0.1,    0.25,  0.5,    1,     2.5,  5,     10};
     void observe(std::chrono::nanoseconds latency) {
         const double s = std::max<double>(0, std::chrono::duration<double>(latency).count());
         for (size_t i = 0; i < kBounds.size(); ++i)
@@ -89,8 +89,9 @@ public:
     }
     void count_outcome(int which) { ++outcomes_[which]; }  // 0 ok, 1 timeout, 2 error
     std::string prometheus_text() const {
-        std::string out = "# HELP lanes_probe_latency_seconds Request latency from due time to the reply's last byte.\n"
-                          "# TYPE lanes_probe_latency_seconds histogram\n";
+        std::string out =
+            "# HELP lanes_probe_latency_seconds Request latency from due time to the reply's last byte.\n"
+            "# TYPE lanes_probe_latency_seconds histogram\n";
         char line[160];
         for (size_t i = 0; i < kBounds.size(); ++i) {
             std::snprintf(line, sizeof line, "lanes_probe_latency_seconds_bucket{le=\"%g\"} %llu\n", kBounds[i],
@@ -182,9 +183,9 @@ inline std::string summary_text(const LatencySummary& s) {
     std::string out = "scheduled " + std::to_string(s.scheduled) + " ok " + std::to_string(s.ok) + " errors " +
                       std::to_string(s.errors) + " timeouts " + std::to_string(s.timeouts) + "\n";
     out += "latency ms: p50 " + format_ms(static_cast<double>(s.p50_ns)) + " p90 " +
-           format_ms(static_cast<double>(s.p90_ns)) + " p99 " + format_ms(static_cast<double>(s.p99_ns)) +
-           " p99.9 " + format_ms(static_cast<double>(s.p999_ns)) + " max " +
-           format_ms(static_cast<double>(s.max_ns)) + " mean " + format_ms(s.mean_ns) + "\n";
+           format_ms(static_cast<double>(s.p90_ns)) + " p99 " + format_ms(static_cast<double>(s.p99_ns)) + " p99.9 " +
+           format_ms(static_cast<double>(s.p999_ns)) + " max " + format_ms(static_cast<double>(s.max_ns)) + " mean " +
+           format_ms(s.mean_ns) + "\n";
     return out;
 }
 

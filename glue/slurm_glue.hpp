@@ -41,7 +41,8 @@ inline void log_sink(LogLevel level, const std::string& message) {
 // Runs body(); an exception is logged as "lanes: WHERE: what" and Slurm gets `on_error`.
 template <typename Body>
 int guarded(const char* where, int on_error, Body&& body) noexcept {
-    return guard_entry(on_error, [where](const char* what) { slurm_error("lanes: %s: %s", where, what); }, body);
+    return guard_entry(
+        on_error, [where](const char* what) { slurm_error("lanes: %s: %s", where, what); }, body);
 }
 
 }  // namespace lanes::glue

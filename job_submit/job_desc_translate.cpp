@@ -11,8 +11,8 @@ extern "C" {
 // Slurm's allocator, resolved in slurmctld (libslurmfull) or libslurm (tests).
 char* slurm_xstrdup(const char* str);
 void slurm_xfree(void** ptr);
-void* slurm_xrecalloc(void** ptr, size_t nmemb, size_t size, bool clear, bool try_alloc,
-                      const char* file, int line, const char* func);
+void* slurm_xrecalloc(void** ptr, size_t nmemb, size_t size, bool clear, bool try_alloc, const char* file, int line,
+                      const char* func);
 }
 
 namespace lanes {
@@ -36,8 +36,7 @@ std::vector<std::string> spank_env_entries(const job_desc_msg_t& desc) {
 
 }  // namespace
 
-JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names,
-                           SysSeconds now) {
+JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names, SysSeconds now) {
     JobView job;
     job.name = str(desc.name);
     job.comment = str(desc.comment);
@@ -49,9 +48,9 @@ JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, User
     job.qos = str(desc.qos);
     job.tres_per_node = str(desc.tres_per_node);
     job.tres_per_job = str(desc.tres_per_job);
-    job.gpus = requested_gpus(job.tres_per_job, job.tres_per_node, str(desc.tres_per_task),
-                              desc.min_nodes == NO_VAL ? 0 : desc.min_nodes,
-                              desc.num_tasks == NO_VAL ? 0 : desc.num_tasks);
+    job.gpus =
+        requested_gpus(job.tres_per_job, job.tres_per_node, str(desc.tres_per_task),
+                       desc.min_nodes == NO_VAL ? 0 : desc.min_nodes, desc.num_tasks == NO_VAL ? 0 : desc.num_tasks);
     job.min_nodes = desc.min_nodes == NO_VAL ? 0 : desc.min_nodes;
     job.max_nodes = desc.max_nodes == NO_VAL ? 0 : desc.max_nodes;
     job.num_tasks = desc.num_tasks == NO_VAL ? 0 : desc.num_tasks;
@@ -102,8 +101,8 @@ std::string apply_decision_to_desc(job_desc_msg_t& desc, const Decision& decisio
     auto entries = encode_decision(decision);
     uint32_t size = desc.spank_job_env_size;
     // One spare slot keeps the array NULL-terminated, as Slurm expects.
-    slurm_xrecalloc(reinterpret_cast<void**>(&desc.spank_job_env), size + entries.size() + 1, sizeof(char*),
-                    true, false, __FILE__, __LINE__, __func__);
+    slurm_xrecalloc(reinterpret_cast<void**>(&desc.spank_job_env), size + entries.size() + 1, sizeof(char*), true,
+                    false, __FILE__, __LINE__, __func__);
     for (const auto& entry : entries) desc.spank_job_env[size++] = slurm_xstrdup(entry.c_str());
     desc.spank_job_env[size] = nullptr;
     desc.spank_job_env_size = size;

@@ -19,8 +19,7 @@ namespace lanes {
 
 // Build the classifier's view. `submit_uid` is who submitted (may be an admin
 // submitting for another user: job_desc->user_id then names the owner).
-JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names,
-                           SysSeconds now);
+JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names, SysSeconds now);
 
 // Write the routing fields of an accepted decision into the job, replace every
 // LANES_* entry of spank_job_env with the decision's entries, and return the

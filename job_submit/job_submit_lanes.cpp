@@ -16,20 +16,20 @@ extern "C" {
 
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
-#include <thread>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
-#include "ctld/classifier.hpp"
-#include "core/text.hpp"
 #include "config.h"
+#include "core/text.hpp"
+#include "ctld/classifier.hpp"
+#include "ctld/user_names.hpp"
 #include "glue/slurm_glue.hpp"
 #include "job_submit/job_desc_translate.hpp"
-#include "ctld/user_names.hpp"
 #include "signals/signal_monitor.hpp"
 
 extern "C" {
@@ -90,13 +90,14 @@ struct PluginState {
                 if (stopping) break;
                 maintenance_due = false;
                 lock.unlock();
-                lanes::guard_entry(0, [](const char* what) { slurm_error("lanes: reload failed: %s", what); },
-                                   [this] {
-                                       int changed = classifier->reload_if_changed() ? 1 : 0;
-                                       classifier->maintain();
-                                       follow_signals();
-                                       return changed;
-                                   });
+                lanes::guard_entry(
+                    0, [](const char* what) { slurm_error("lanes: reload failed: %s", what); },
+                    [this] {
+                        int changed = classifier->reload_if_changed() ? 1 : 0;
+                        classifier->maintain();
+                        follow_signals();
+                        return changed;
+                    });
                 lock.lock();
             }
         });
@@ -150,10 +151,13 @@ void add_err_msg(char** err_msg, const std::string& text) noexcept {
 // failed: ...") and, where Slurm takes one, told to the user; Slurm gets `on_error`.
 template <typename Body>
 int guarded(const char* where, int on_error, char** err_msg, Body&& body) noexcept {
-    return lanes::guard_entry(on_error, [&](const char* what) {
-        slurm_error("lanes: %s failed: %s", where, what);
-        add_err_msg(err_msg, std::string("lanes: internal error: ") + what);
-    }, body);
+    return lanes::guard_entry(
+        on_error,
+        [&](const char* what) {
+            slurm_error("lanes: %s failed: %s", where, what);
+            add_err_msg(err_msg, std::string("lanes: internal error: ") + what);
+        },
+        body);
 }
 template <typename Body>
 int guarded(const char* where, int on_error, Body&& body) noexcept {
@@ -224,8 +228,7 @@ extern "C" int init(void) noexcept {
         options.check_config = check_slurm_conf;
         auto classifier = Classifier::create(state->config_path, log_sink, options);
         if (!classifier) {
-            slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(),
-                        classifier.error().message.c_str());
+            slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(), classifier.error().message.c_str());
             return SLURM_ERROR;
         }
         state->classifier = std::move(*classifier);
@@ -304,12 +307,13 @@ int check_time_limit(const job_desc_msg_t& desc, void* job_ptr, std::string& why
     if (desc.time_limit == NO_VAL) return SLURM_SUCCESS;
     auto& state = *g_state;
     if (!job_ptr || !state.copy_job_record) {
-        why = "lanes: cannot read the job's current state in this slurmctld, so a new time limit cannot be "
-              "checked against its class's windows; ask an administrator";
+        why =
+            "lanes: cannot read the job's current state in this slurmctld, so a new time limit cannot be "
+            "checked against its class's windows; ask an administrator";
         return ESLURM_ACCESS_DENIED;
     }
     std::unique_ptr<job_desc_msg_t, void (*)(job_desc_msg_t*)> current(state.copy_job_record(job_ptr),
-                                                                      free_job_record_copy);
+                                                                       free_job_record_copy);
     if (!current) {
         why = "lanes: cannot read the job's current state; ask an administrator";
         return ESLURM_ACCESS_DENIED;
@@ -333,7 +337,8 @@ int check_modify(const job_desc_msg_t& desc, void* job_ptr, uint32_t submit_uid,
     if (is_admin(submit_uid)) return SLURM_SUCCESS;
     auto field = lanes::routed_field_changed(desc);
     if (!field) return check_time_limit(desc, job_ptr, why);
-    why = "lanes: " + *field + " decides the job's traffic class and routing, so users cannot change it; "
+    why = "lanes: " + *field +
+          " decides the job's traffic class and routing, so users cannot change it; "
           "cancel and resubmit, or ask an administrator";
     return ESLURM_ACCESS_DENIED;
 }

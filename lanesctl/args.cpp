@@ -42,30 +42,78 @@ const std::vector<OptionSpec>& option_table() {
     using A = OptionSpec::Arg;
     using C = Command;
     static const std::vector<OptionSpec> table = {
-        {"--config", A::Required, {}, false,
+        {"--config",
+         A::Required,
+         {},
+         false,
          [](Options& o, const std::string& v) { return store_string(o.config, "--config", v); }},
-        {"--json", A::None, {}, false, [](Options& o, const std::string&) -> Result<void> { o.json = true; return {}; }},
-        {"--help", A::None, {}, false, [](Options& o, const std::string&) -> Result<void> { o.help = true; return {}; }},
-        {"--version", A::None, {}, false,
-         [](Options& o, const std::string&) -> Result<void> { o.version = true; return {}; }},
-        {"--node", A::Required, {C::Status, C::Gc, C::Check, C::Reapply, C::Agent}, false,
-         [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); }, true},
-        {"--job", A::Required, {C::PolicyTest}, true,
+        {"--json",
+         A::None,
+         {},
+         false,
+         [](Options& o, const std::string&) -> Result<void> {
+             o.json = true;
+             return {};
+         }},
+        {"--help",
+         A::None,
+         {},
+         false,
+         [](Options& o, const std::string&) -> Result<void> {
+             o.help = true;
+             return {};
+         }},
+        {"--version",
+         A::None,
+         {},
+         false,
+         [](Options& o, const std::string&) -> Result<void> {
+             o.version = true;
+             return {};
+         }},
+        {"--node",
+         A::Required,
+         {C::Status, C::Gc, C::Check, C::Reapply, C::Agent},
+         false,
+         [](Options& o, const std::string& v) { return store_string(o.node, "--node", v); },
+         true},
+        {"--job",
+         A::Required,
+         {C::PolicyTest},
+         true,
          [](Options& o, const std::string& v) -> Result<void> {
              auto id = parse_job_id("--job", v);
              if (!id) return std::unexpected(id.error());
              o.job_ids.push_back(*id);
              return {};
          }},
-        {"--fixtures", A::Required, {C::PolicyTest}, false,
+        {"--fixtures",
+         A::Required,
+         {C::PolicyTest},
+         false,
          [](Options& o, const std::string& v) { return store_string(o.fixtures_dir, "--fixtures", v); }},
-        {"--at", A::Required, {C::PolicyTest}, false,
+        {"--at",
+         A::Required,
+         {C::PolicyTest},
+         false,
          [](Options& o, const std::string& v) { return store_string(o.at, "--at", v); }},
-        {"--admin", A::None, {C::PolicyTest}, false,
-         [](Options& o, const std::string&) -> Result<void> { o.as_admin = true; return {}; }},
-        {"--from", A::Required, {C::Windows, C::Report}, false,
+        {"--admin",
+         A::None,
+         {C::PolicyTest},
+         false,
+         [](Options& o, const std::string&) -> Result<void> {
+             o.as_admin = true;
+             return {};
+         }},
+        {"--from",
+         A::Required,
+         {C::Windows, C::Report},
+         false,
          [](Options& o, const std::string& v) { return store_string(o.from, "--from", v); }},
-        {"--days", A::Required, {C::Windows}, false,
+        {"--days",
+         A::Required,
+         {C::Windows},
+         false,
          [](Options& o, const std::string& v) -> Result<void> {
              int days = 0;
              auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), days);
@@ -74,37 +122,74 @@ const std::vector<OptionSpec>& option_table() {
              o.days = days;
              return {};
          }},
-        {"--window", A::Required, {C::Windows, C::Report}, true,
+        {"--window",
+         A::Required,
+         {C::Windows, C::Report},
+         true,
          [](Options& o, const std::string& v) -> Result<void> {
              if (v.empty()) return fail("--window: the value is empty");
              o.window_names.push_back(v);
              return {};
          }},
-        {"--reservations", A::Optional, {C::Windows}, false,
+        {"--reservations",
+         A::Optional,
+         {C::Windows},
+         false,
          [](Options& o, const std::string& v) -> Result<void> {
              o.reservations = true;
              o.reservation_nodes = v;
              return {};
          }},
-        {"--reservation-accounts", A::Required, {C::Windows}, false,
+        {"--reservation-accounts",
+         A::Required,
+         {C::Windows},
+         false,
          [](Options& o, const std::string& v) {
              return store_string(o.reservation_accounts, "--reservation-accounts", v);
          }},
-        {"--reservation-users", A::Required, {C::Windows}, false,
-         [](Options& o, const std::string& v) {
-             return store_string(o.reservation_users, "--reservation-users", v);
+        {"--reservation-users",
+         A::Required,
+         {C::Windows},
+         false,
+         [](Options& o, const std::string& v) { return store_string(o.reservation_users, "--reservation-users", v); }},
+        {"--apply",
+         A::None,
+         {C::Windows},
+         false,
+         [](Options& o, const std::string&) -> Result<void> {
+             o.apply = true;
+             return {};
          }},
-        {"--apply", A::None, {C::Windows}, false,
-         [](Options& o, const std::string&) -> Result<void> { o.apply = true; return {}; }},
-        {"--prometheus", A::Required, {C::Status, C::Report}, false,
+        {"--prometheus",
+         A::Required,
+         {C::Status, C::Report},
+         false,
          [](Options& o, const std::string& v) { return store_string(o.prometheus_file, "--prometheus", v); }},
-        {"--noheader", A::None, {C::Status, C::Windows, C::Report}, false,
-         [](Options& o, const std::string&) -> Result<void> { o.noheader = true; return {}; }},
-        {"--parsable", A::None, {C::Status, C::Windows, C::Report}, false,
-         [](Options& o, const std::string&) -> Result<void> { o.parsable = true; return {}; }},
-        {"--to", A::Required, {C::Report}, false,
+        {"--noheader",
+         A::None,
+         {C::Status, C::Windows, C::Report},
+         false,
+         [](Options& o, const std::string&) -> Result<void> {
+             o.noheader = true;
+             return {};
+         }},
+        {"--parsable",
+         A::None,
+         {C::Status, C::Windows, C::Report},
+         false,
+         [](Options& o, const std::string&) -> Result<void> {
+             o.parsable = true;
+             return {};
+         }},
+        {"--to",
+         A::Required,
+         {C::Report},
+         false,
          [](Options& o, const std::string& v) { return store_string(o.to, "--to", v); }},
-        {"--step", A::Required, {C::Report}, false,
+        {"--step",
+         A::Required,
+         {C::Report},
+         false,
          [](Options& o, const std::string& v) -> Result<void> {
              auto d = parse_duration(v);
              if (!d || d->count() < 1000000 || d->count() % 1000000 != 0)
@@ -112,28 +197,52 @@ const std::vector<OptionSpec>& option_table() {
              o.report_step = std::chrono::duration_cast<std::chrono::seconds>(*d);
              return {};
          }},
-        {"--slo", A::Required, {C::Report}, false,
+        {"--slo",
+         A::Required,
+         {C::Report},
+         false,
          [](Options& o, const std::string& v) -> Result<void> {
              auto d = parse_duration(v);
              if (!d || d->count() <= 0) return fail("--slo: '" + v + "' is not a latency (\"50ms\", \"1.5s\")");
              o.slo_seconds = static_cast<double>(d->count()) / 1e6;
              return {};
          }},
-        {"--class", A::Required, {C::Report}, false,
+        {"--class",
+         A::Required,
+         {C::Report},
+         false,
          [](Options& o, const std::string& v) { return store_string(o.report_class, "--class", v); }},
-        {"--latency-metric", A::Required, {C::Report}, false,
+        {"--latency-metric",
+         A::Required,
+         {C::Report},
+         false,
          [](Options& o, const std::string& v) -> Result<void> {
              for (char c : v)
                  if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'))
                      return fail("--latency-metric: '" + v + "' is not a Prometheus metric name");
              return store_string(o.latency_metric, "--latency-metric", v);
          }},
-        {"--plot", A::Required, {C::Report}, false,
+        {"--plot",
+         A::Required,
+         {C::Report},
+         false,
          [](Options& o, const std::string& v) { return store_string(o.plot_file, "--plot", v); }},
-        {"--dry-run", A::None, {C::Gc, C::Reapply}, false,
-         [](Options& o, const std::string&) -> Result<void> { o.dry_run = true; return {}; }},
-        {"--all", A::None, {C::Gc}, false,
-         [](Options& o, const std::string&) -> Result<void> { o.all = true; return {}; }},
+        {"--dry-run",
+         A::None,
+         {C::Gc, C::Reapply},
+         false,
+         [](Options& o, const std::string&) -> Result<void> {
+             o.dry_run = true;
+             return {};
+         }},
+        {"--all",
+         A::None,
+         {C::Gc},
+         false,
+         [](Options& o, const std::string&) -> Result<void> {
+             o.all = true;
+             return {};
+         }},
     };
     return table;
 }
@@ -179,7 +288,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
     Options options;
     std::set<std::string_view> seen;
     std::vector<const OptionSpec*> early;  // global_for_some options seen before the subcommand
-    bool options_ended = false;  // after "--" everything is positional
+    bool options_ended = false;            // after "--" everything is positional
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
         if (!options_ended && arg == "--") {
@@ -202,13 +311,10 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
             if (!spec) return fail("unknown option '" + name + "' " + where(options.command));
             // Subcommand options are accepted only after their subcommand; a
             // global one used by some subcommands only is checked at the end.
-            if (spec->global_for_some && options.command == Command::None)
-                early.push_back(spec);
-            else if (!accepts(*spec, options.command) ||
-                     (!spec->commands.empty() && options.command == Command::None))
+            if (spec->global_for_some && options.command == Command::None) early.push_back(spec);
+            else if (!accepts(*spec, options.command) || (!spec->commands.empty() && options.command == Command::None))
                 return fail("option '" + name + "' is not valid " + where(options.command));
-            if (!spec->repeatable && !seen.insert(spec->name).second)
-                return fail("option '" + name + "' given twice");
+            if (!spec->repeatable && !seen.insert(spec->name).second) return fail("option '" + name + "' given twice");
             std::string value;
             switch (spec->arg) {
                 case OptionSpec::Arg::None:
@@ -291,18 +397,15 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                     return fail("unknown subcommand '" + arg + "'");
                 }
                 break;
-            case Command::PolicyTest:
-                options.job_files.push_back(arg);
-                break;
-            case Command::Rate:
-                options.rates.push_back(arg);
-                break;
-            default:
-                return fail("unexpected argument '" + arg + "' for '" + command_name(options.command) + "'");
+            case Command::PolicyTest: options.job_files.push_back(arg); break;
+            case Command::Rate: options.rates.push_back(arg); break;
+            default: return fail("unexpected argument '" + arg + "' for '" + command_name(options.command) + "'");
         }
     }
     if (options.help || options.version) return options;
-    if (options.command == Command::None) return fail("no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent, rate, report)");
+    if (options.command == Command::None)
+        return fail(
+            "no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent, rate, report)");
     for (const OptionSpec* spec : early)
         if (!accepts(*spec, options.command))
             return fail("option '" + std::string(spec->name) + "' is not valid for '" + command_name(options.command) +
@@ -337,8 +440,9 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
         return fail("option '--json' is not valid with '--apply'");
     if (options.command == Command::Windows && options.reservations && options.reservation_accounts.empty() &&
         options.reservation_users.empty())
-        return fail("option '--reservations' needs '--reservation-accounts' or '--reservation-users' "
-                    "(who may run on the reserved nodes)");
+        return fail(
+            "option '--reservations' needs '--reservation-accounts' or '--reservation-users' "
+            "(who may run on the reserved nodes)");
     return options;
 }
 

@@ -35,8 +35,8 @@ struct Options {
     bool json = false;
 
     // status, windows: tables for scripts (Slurm's habits: squeue -h, sacct -P)
-    bool noheader = false;               // --noheader: no header line
-    bool parsable = false;               // --parsable: '|'-separated fields, no padding
+    bool noheader = false;  // --noheader: no header line
+    bool parsable = false;  // --parsable: '|'-separated fields, no padding
 
     // policy test
     std::vector<std::string> job_files;  // positional JOB.json (whole fixture or job object)
@@ -46,29 +46,29 @@ struct Options {
     bool as_admin = false;               // --admin: classify as an operator would be
 
     // windows
-    std::string from;                    // --from TIME
-    int days = 14;                       // --days N (1..366)
+    std::string from;                       // --from TIME
+    int days = 14;                          // --days N (1..366)
     std::vector<std::string> window_names;  // --window NAME (repeatable); empty: all
-    bool reservations = false;           // --reservations [NODES]
-    std::string reservation_nodes;       // empty: the borrowed partitions (PART_NODES)
-    std::string reservation_accounts;    // --reservation-accounts A,B
-    std::string reservation_users;       // --reservation-users U,V
-    bool apply = false;                  // --apply: create the reservations in slurmctld
+    bool reservations = false;              // --reservations [NODES]
+    std::string reservation_nodes;          // empty: the borrowed partitions (PART_NODES)
+    std::string reservation_accounts;       // --reservation-accounts A,B
+    std::string reservation_users;          // --reservation-users U,V
+    bool apply = false;                     // --apply: create the reservations in slurmctld
 
     // rate
-    std::vector<std::string> rates;      // positional RATE
+    std::vector<std::string> rates;  // positional RATE
 
     // status: --prometheus FILE (the textfile to write); report: --prometheus
     // URL|SIGNAL (the Prometheus API to query)
     std::string prometheus_file;
 
     // report (also --from, --window, --noheader, --parsable)
-    std::string to;                                   // --to TIME; empty: now
-    std::chrono::seconds report_step{0};              // --step DURATION; 0: rows only at window boundaries
-    double slo_seconds = 0;                           // --slo DURATION (required)
-    std::string report_class = "training";            // --class NAME
+    std::string to;                                              // --to TIME; empty: now
+    std::chrono::seconds report_step{0};                         // --step DURATION; 0: rows only at window boundaries
+    double slo_seconds = 0;                                      // --slo DURATION (required)
+    std::string report_class = "training";                       // --class NAME
     std::string latency_metric = "lanes_probe_latency_seconds";  // --latency-metric NAME (a histogram)
-    std::string plot_file;                            // --plot FILE.png
+    std::string plot_file;                                       // --plot FILE.png
 
     // gc; reapply --dry-run (check only)
     bool dry_run = false;

@@ -16,7 +16,8 @@ std::vector<CeilTarget> plan_ceil_targets(const Config& config, const std::vecto
         auto it = busy.find(cls->busy_window);
         const bool is_busy = it != busy.end() && it->second;
         for (const auto& dev : job.devices) {
-            auto nic = std::find_if(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev.device; });
+            auto nic =
+                std::find_if(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev.device; });
             if (nic == nics.end()) continue;  // NIC no longer selected: nothing of ours to shift there
             uint64_t ceil = dev.ceil_bits;
             if (is_busy) {

@@ -20,9 +20,9 @@ namespace lanes::ctl {
 struct CeilTarget {
     uint32_t job_id = 0;
     std::string class_name;
-    std::string window;          // the class's busy_window
-    bool busy = false;           // the window holds: busy ceil
-    AddClass change;             // the whole class, ceil included (one netlink message)
+    std::string window;  // the class's busy_window
+    bool busy = false;   // the window holds: busy ceil
+    AddClass change;     // the whole class, ceil included (one netlink message)
     uint64_t normal_ceil_bits = 0;
 };
 

@@ -43,7 +43,8 @@ Diagnostic parse_one(const std::string& text) {
 std::vector<Diagnostic> diagnostics_of(const Error& error) {
     if (error.diagnostics.empty()) return parse_diagnostics(error.message);
     std::vector<Diagnostic> out;
-    for (const auto& d : error.diagnostics) out.push_back(Diagnostic{d.file, d.line, d.column, d.key, d.message, d.text()});
+    for (const auto& d : error.diagnostics)
+        out.push_back(Diagnostic{d.file, d.line, d.column, d.key, d.message, d.text()});
     return out;
 }
 
@@ -81,8 +82,7 @@ std::string format_check_human(const CheckReport& report) {
     for (size_t i = 0; i < report.classes.size(); ++i) out += (i ? ", " : "") + report.classes[i];
     out += "), default " + (report.default_class.empty() ? std::string("none") : report.default_class);
     out += ", " + std::to_string(report.windows.size()) + " windows, ";
-    out += report.policy.empty() ? std::to_string(report.rules) + " built-in rules"
-                                 : "policy " + report.policy;
+    out += report.policy.empty() ? std::to_string(report.rules) + " built-in rules" : "policy " + report.policy;
     out += "\n";
     for (const auto& line : report.log_errors) out += "warning: " + line + "\n";
     return out;
@@ -112,8 +112,8 @@ json::Value check_json(const CheckReport& report) {
         for (const auto& c : report.classes) classes.push_back(c);
         for (const auto& w : report.windows) windows.push_back(w);
         out.emplace_back("policy", report.policy.empty() ? json::Value() : json::Value(report.policy));
-        out.emplace_back("default_class", report.default_class.empty() ? json::Value()
-                                                                      : json::Value(report.default_class));
+        out.emplace_back("default_class",
+                         report.default_class.empty() ? json::Value() : json::Value(report.default_class));
         out.emplace_back("classes", std::move(classes));
         out.emplace_back("windows", std::move(windows));
         out.emplace_back("rules", static_cast<int64_t>(report.rules));

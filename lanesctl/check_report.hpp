@@ -14,8 +14,8 @@ namespace lanes::ctl {
 // One error as lanesctl shows it.
 struct Diagnostic {
     std::string file;
-    int line = 0;    // 0: unknown
-    int column = 0;  // 0: unknown
+    int line = 0;         // 0: unknown
+    int column = 0;       // 0: unknown
     std::string key;      // "classes.training.rate"; empty: none
     std::string message;  // what is wrong (after the key)
     std::string text;     // the whole line ("file:line:col: key: message")
@@ -36,7 +36,7 @@ struct CheckReport {
     std::vector<Diagnostic> errors;
     std::vector<std::string> log_errors;  // error-level log lines while loading (ok may still be true)
     // When ok:
-    std::string policy;                   // script path, empty: built-in rules
+    std::string policy;  // script path, empty: built-in rules
     std::string default_class;
     std::vector<std::string> classes;
     std::vector<std::string> windows;

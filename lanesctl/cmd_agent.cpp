@@ -63,7 +63,8 @@ std::string metrics_text(const ShiftCounts& counts, const SignalSnapshot* snap, 
     out += "# HELP lanes_agent_shifts_total Ceil changes of running jobs made by the Lanes agent.\n";
     out += "# TYPE lanes_agent_shifts_total counter\n";
     for (const auto& [key, n] : counts.shifts)
-        out += "lanes_agent_shifts_total{class=\"" + key.first + "\",to=\"" + key.second + "\"} " + std::to_string(n) + "\n";
+        out += "lanes_agent_shifts_total{class=\"" + key.first + "\",to=\"" + key.second + "\"} " + std::to_string(n) +
+               "\n";
     out += "# TYPE lanes_agent_shift_errors_total counter\nlanes_agent_shift_errors_total " +
            std::to_string(counts.errors) + "\n";
     out += "# TYPE lanes_agent_jobs_tightened gauge\nlanes_agent_jobs_tightened " + std::to_string(tightened) + "\n";
@@ -73,7 +74,9 @@ std::string metrics_text(const ShiftCounts& counts, const SignalSnapshot* snap, 
             out += "lanes_agent_window_busy{window=\"" + name + "\"} " + (w.busy ? "1" : "0") + "\n";
         out += "# TYPE lanes_agent_signal_value gauge\n";
         for (const auto& [name, s] : snap->signals)
-            if (s.value.value) out += "lanes_agent_signal_value{signal=\"" + name + "\"} " + format_signal_value(*s.value.value) + "\n";
+            if (s.value.value)
+                out +=
+                    "lanes_agent_signal_value{signal=\"" + name + "\"} " + format_signal_value(*s.value.value) + "\n";
         out += "# TYPE lanes_agent_signal_fresh gauge\n";
         for (const auto& [name, s] : snap->signals)
             out += "lanes_agent_signal_fresh{signal=\"" + name + "\"} " + (s.value.fresh ? "1" : "0") + "\n";
@@ -150,7 +153,8 @@ int run_agent(const Options&, const Context& context) {
             if (!r) {
                 ++counts.errors;
                 const std::string msg = "JobId=" + std::to_string(t.job_id) + " on " + t.change.device +
-                                        ": cannot set ceil " + format_rate(t.change.htb.ceil_bits) + ": " + r.error().message;
+                                        ": cannot set ceil " + format_rate(t.change.htb.ceil_bits) + ": " +
+                                        r.error().message;
                 if (logged_errors.insert(msg).second) log_line(LogLevel::Error, msg);
                 continue;
             }
@@ -193,26 +197,27 @@ int run_agent(const Options&, const Context& context) {
                 // Forget jobs that ended (their classes are gone with them).
                 std::set<std::pair<uint32_t, std::string>> live;
                 for (const auto& t : targets) live.insert({t.job_id, t.change.device});
-                for (auto it = applied.begin(); it != applied.end();) it = live.count(it->first) ? std::next(it) : applied.erase(it);
+                for (auto it = applied.begin(); it != applied.end();)
+                    it = live.count(it->first) ? std::next(it) : applied.erase(it);
                 apply(changes_needed(targets, applied, first_pass), why.c_str());
                 for (const auto& t : targets)
-                    if (auto a = applied.find({t.job_id, t.change.device}); a != applied.end() && a->second != t.normal_ceil_bits)
+                    if (auto a = applied.find({t.job_id, t.change.device});
+                        a != applied.end() && a->second != t.normal_ceil_bits)
                         ++tightened;
             }
         }
         first_pass = false;
         write_file_atomically(metrics_path, metrics_text(counts, snap.get(), tightened));
         if (stopping) {
-            log_line(LogLevel::Info, "stopped; " + std::to_string(tightened) +
-                                         " job class(es) left tightened (0 expected)");
+            log_line(LogLevel::Info,
+                     "stopped; " + std::to_string(tightened) + " job class(es) left tightened (0 expected)");
             monitor.stop();
             return tightened == 0 ? kExitOk : kExitRuntime;
         }
         timespec tick{1, 0};
         int sig = sigtimedwait(&stop_set, nullptr, &tick);
         if (sig == SIGTERM || sig == SIGINT) {
-            log_line(LogLevel::Info, std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") +
-                                         ": restoring normal ceils");
+            log_line(LogLevel::Info, std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ": restoring normal ceils");
             stopping = true;
         }
     }

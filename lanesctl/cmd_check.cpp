@@ -8,8 +8,8 @@
 
 #include <cstdio>
 
-#include "lanesctl/check_report.hpp"
 #include "ctld/classifier.hpp"
+#include "lanesctl/check_report.hpp"
 #include "lanesctl/commands.hpp"
 #include "node/node_shaper.hpp"
 

@@ -8,20 +8,20 @@ extern "C" {
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "config.h"
 #include "ctld/classifier.hpp"
-#include "lanesctl/commands.hpp"
+#include "ctld/user_names.hpp"
 #include "job_submit/job_desc_translate.hpp"  // count_gpus
+#include "lanesctl/commands.hpp"
 #include "lanesctl/policy_fixture.hpp"
 #include "lanesctl/policy_report.hpp"
 #include "lanesctl/time_spec.hpp"
-#include "ctld/user_names.hpp"
 
 namespace lanes::ctl {
 
@@ -172,8 +172,7 @@ int run_policy_test(const Options& options, const Context& context) {
 
     std::vector<PolicyTestResult> results;
     bool runtime_error = false;
-    auto run_one = [&](PolicyTestResult result, const PolicyFixture& fixture, SysSeconds when, bool admin,
-                       bool check) {
+    auto run_one = [&](PolicyTestResult result, const PolicyFixture& fixture, SysSeconds when, bool admin, bool check) {
         result.job_summary = job_summary(fixture.job);
         result.at = when;
         result.decision = (*classifier)->classify(fixture.job, when, admin);

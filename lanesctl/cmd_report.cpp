@@ -95,7 +95,8 @@ int run_report(const Options& options, const Context& context) {
     api.max_body_bytes = 64u << 20;
 
     SysSeconds to = context.now, from = context.now - std::chrono::hours(24);
-    for (auto [spec, target, name] : {std::tuple{&options.from, &from, "--from"}, std::tuple{&options.to, &to, "--to"}}) {
+    for (auto [spec, target, name] :
+         {std::tuple{&options.from, &from, "--from"}, std::tuple{&options.to, &to, "--to"}}) {
         if (spec->empty()) continue;
         auto parsed = parse_time_spec(*spec, context.local_zone.get(), context.now, load_zone);
         if (!parsed) {

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "lanesctl/commands.hpp"
 #include "core/lanes_toml.hpp"
+#include "lanesctl/commands.hpp"
 #include "lanesctl/node_report.hpp"
 #include "node/node_facts.hpp"
 #include "node/node_shaper.hpp"

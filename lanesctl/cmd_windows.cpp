@@ -13,8 +13,8 @@ extern "C" {
 #include <set>
 #include <string>
 
-#include "lanesctl/commands.hpp"
 #include "core/lanes_toml.hpp"
+#include "lanesctl/commands.hpp"
 #include "lanesctl/time_spec.hpp"
 #include "lanesctl/windows_report.hpp"
 
@@ -113,8 +113,8 @@ int run_windows(const Options& options, const Context& context) {
     }
     std::optional<ReservationRequest> request;
     if (options.reservations)
-        request = ReservationRequest{options.reservation_nodes, options.reservation_accounts,
-                                     options.reservation_users};
+        request =
+            ReservationRequest{options.reservation_nodes, options.reservation_accounts, options.reservation_users};
     auto report = build_windows_report(*config, from, options.days, options.window_names, request);
     if (!report) {
         print_error(report.error().message);

@@ -7,18 +7,18 @@
 #include <memory>
 #include <string>
 
+#include "core/windows.hpp"
 #include "lanesctl/args.hpp"
 #include "lanesctl/json.hpp"
-#include "core/windows.hpp"
 
 namespace lanes::ctl {
 
 // What every subcommand needs besides its options.
 struct Context {
-    std::string config_path;                      // resolved (args.hpp: resolve_config_path)
-    std::string node;                             // --node, else the host name
+    std::string config_path;  // resolved (args.hpp: resolve_config_path)
+    std::string node;         // --node, else the host name
     SysSeconds now{};
-    std::shared_ptr<const TimeZone> local_zone;   // this machine's zone; null: UTC
+    std::shared_ptr<const TimeZone> local_zone;  // this machine's zone; null: UTC
 };
 
 // The machine's zone: $TZ (":Europe/Berlin" or "Europe/Berlin"), else the name

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "lanesctl/args.hpp"
-#include "lanesctl/commands.hpp"
 #include "config.h"
 #include "core/version.hpp"
+#include "lanesctl/args.hpp"
+#include "lanesctl/commands.hpp"
 #include "node/node_facts.hpp"
 
 namespace {

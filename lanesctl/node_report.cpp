@@ -122,7 +122,8 @@ json::Value status_json(const StatusReport& report) {
         json::Array devices;
         for (const auto& dev : st.devices) {
             auto it = job.counters.find(dev.device);
-            json::Object d{{"device", dev.device}, {"rate_bits", u64(dev.rate_bits)}, {"ceil_bits", u64(dev.ceil_bits)}};
+            json::Object d{
+                {"device", dev.device}, {"rate_bits", u64(dev.rate_bits)}, {"ceil_bits", u64(dev.ceil_bits)}};
             if (it != job.counters.end()) {
                 d.emplace_back("bytes", u64(it->second.bytes));
                 d.emplace_back("packets", u64(it->second.packets));
@@ -146,10 +147,8 @@ json::Value status_json(const StatusReport& report) {
             {"devices", std::move(devices)},
         });
     }
-    return json::Object{{"node", report.node},
-                        {"leaf_qdisc", report.leaf_qdisc},
-                        {"nics", std::move(nics)},
-                        {"jobs", std::move(jobs)}};
+    return json::Object{
+        {"node", report.node}, {"leaf_qdisc", report.leaf_qdisc}, {"nics", std::move(nics)}, {"jobs", std::move(jobs)}};
 }
 
 std::string prometheus_label(std::string_view value) {
@@ -192,10 +191,10 @@ std::string prometheus_text(const StatusReport& report) {
     size_t errors = 0;
     for (const auto& job : report.jobs)
         if (!job.error.empty()) ++errors;
-    out += "# HELP lanes_jobs_unreadable Jobs whose counters could not be read.\n"
-           "# TYPE lanes_jobs_unreadable gauge\n";
-    out += "lanes_jobs_unreadable{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) +
-           "\n";
+    out +=
+        "# HELP lanes_jobs_unreadable Jobs whose counters could not be read.\n"
+        "# TYPE lanes_jobs_unreadable gauge\n";
+    out += "lanes_jobs_unreadable{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) + "\n";
     for (const auto& m : metrics) {
         out += std::string("# HELP ") + m.name + " " + m.help + "\n# TYPE " + m.name + " " + m.type + "\n";
         for (const auto& job : report.jobs) {
@@ -206,8 +205,8 @@ std::string prometheus_text(const StatusReport& report) {
                 // hpc_job, as DCGM's exporter labels GPU metrics: never "job" or
                 // "instance", which Prometheus sets itself on every scrape.
                 out += std::string(m.name) + "{hpc_job=\"" + std::to_string(job.state.job_id) + "\",class=\"" +
-                       prometheus_label(job.state.class_name) + "\",device=\"" + prometheus_label(dev.device) +
-                       "\"} " + std::to_string(m.value(dev, it->second)) + "\n";
+                       prometheus_label(job.state.class_name) + "\",device=\"" + prometheus_label(dev.device) + "\"} " +
+                       std::to_string(m.value(dev, it->second)) + "\n";
             }
         }
     }
@@ -236,17 +235,16 @@ json::Value gc_json(const GcReport& report) {
     auto jobs = [](const std::vector<GcJob>& list) {
         json::Array out;
         for (const auto& j : list)
-            out.push_back(json::Object{{"job_id", static_cast<int64_t>(j.state.job_id)},
-                                       {"class", j.state.class_name},
-                                       {"why", j.why}});
+            out.push_back(json::Object{
+                {"job_id", static_cast<int64_t>(j.state.job_id)}, {"class", j.state.class_name}, {"why", j.why}});
         return out;
     };
     json::Array devices, errors;
     for (const auto& d : report.devices_reset) devices.push_back(d);
     for (const auto& e : report.errors) errors.push_back(e);
-    return json::Object{{"node", report.node},       {"dry_run", report.dry_run},
-                        {"all", report.all},         {"removed", jobs(report.removed)},
-                        {"kept", jobs(report.kept)}, {"devices_reset", std::move(devices)},
+    return json::Object{{"node", report.node},        {"dry_run", report.dry_run},
+                        {"all", report.all},          {"removed", jobs(report.removed)},
+                        {"kept", jobs(report.kept)},  {"devices_reset", std::move(devices)},
                         {"errors", std::move(errors)}};
 }
 

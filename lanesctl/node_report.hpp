@@ -24,9 +24,9 @@ struct JobStatus {
 
 struct StatusReport {
     std::string node;
-    std::string leaf_qdisc;          // "fq_codel" / "pfifo"
+    std::string leaf_qdisc;  // "fq_codel" / "pfifo"
     std::vector<NicFacts> nics;
-    std::vector<JobStatus> jobs;     // by job id
+    std::vector<JobStatus> jobs;  // by job id
 };
 
 // How a table is printed: `header` false drops the node line and the column
@@ -53,14 +53,14 @@ std::string prometheus_label(std::string_view value);
 
 struct GcJob {
     JobState state;
-    std::string why;   // kept: "slurmstepd pid 812"; removed: "no slurmstepd, cgroup empty"
+    std::string why;  // kept: "slurmstepd pid 812"; removed: "no slurmstepd, cgroup empty"
 };
 
 struct GcReport {
     std::string node;
     bool dry_run = false;
     bool all = false;
-    std::vector<GcJob> removed;      // (dry run: would be removed)
+    std::vector<GcJob> removed;  // (dry run: would be removed)
     std::vector<GcJob> kept;
     std::vector<std::string> devices_reset;  // --all: the selected NICs (our root qdisc goes)
     std::vector<std::string> errors;

@@ -130,8 +130,7 @@ Result<JobView> job_from_json(const json::Value& v) {
         else if (key == "gpus") {
             r = num(j.gpus);
             gpus_given = true;
-        }
-        else if (key == "min_nodes") r = num(j.min_nodes);
+        } else if (key == "min_nodes") r = num(j.min_nodes);
         else if (key == "max_nodes") r = num(j.max_nodes);
         else if (key == "num_tasks") r = num(j.num_tasks);
         else if (key == "time_limit") {
@@ -162,7 +161,8 @@ Result<JobView> job_from_json(const json::Value& v) {
         } else if (key == "submit_time" || key == "begin_time") {
             auto t = time_of(val, k);
             if (!t) return fail(t.error());
-            if (key == "submit_time") j.submit_time = *t; else j.begin_time = *t;
+            if (key == "submit_time") j.submit_time = *t;
+            else j.begin_time = *t;
         } else {
             return fail(k + ": unknown key");
         }
@@ -282,7 +282,8 @@ std::vector<std::string> check_fixture(const PolicyFixture& f, const Decision& d
             contains_each(want, key, d.user_messages);
         } else if (key == "messages") {
             const json::Value* got = json::find(actual, "messages");
-            if (json::write(*got) != json::write(want)) bad.push_back("messages: want " + json::write(want) + ", got " + show(got));
+            if (json::write(*got) != json::write(want))
+                bad.push_back("messages: want " + json::write(want) + ", got " + show(got));
         } else if (key == "begin_time") {
             if (want.is_null()) {
                 if (d.begin_time) bad.push_back("begin_time: want unset, got " + format_timestamp_utc(*d.begin_time));
@@ -306,7 +307,7 @@ std::vector<std::string> check_fixture(const PolicyFixture& f, const Decision& d
                     bad.push_back("network." + nk + ": want " + json::write(nv) + ", got " + json::write(*got));
             }
         } else {
-            static const char* const plain[] = {"verdict", "reject_kind", "class", "reason", "partition",
+            static const char* const plain[] = {"verdict", "reject_kind", "class", "reason",    "partition",
                                                 "qos",     "features",    "nice",  "time_limit"};
             bool known = false;
             for (const char* p : plain) known = known || key == p;

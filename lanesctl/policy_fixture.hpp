@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "core/job.hpp"
-#include "lanesctl/json.hpp"
 #include "core/result.hpp"
+#include "lanesctl/json.hpp"
 
 namespace lanes {
 

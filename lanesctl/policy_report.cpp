@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "core/lanes_toml.hpp"
+#include "ctld/router.hpp"              // format_minutes
 #include "lanesctl/policy_fixture.hpp"  // decision_to_json
-#include "ctld/router.hpp"          // format_minutes
 #include "lanesctl/time_spec.hpp"
 
 namespace lanes::ctl {
@@ -59,20 +59,23 @@ void decision_block(std::string& out, const Decision& d, const TimeZone* zone) {
         line(out, "features:", or_unchanged(d.features));
         line(out, "nice:", d.nice ? std::to_string(*d.nice) : "(unchanged)");
         line(out, "begin time:", d.begin_time ? format_local_with_day(*d.begin_time, zone) : "(unchanged)");
-        line(out, "time limit:", d.time_limit_minutes ? format_minutes(*d.time_limit_minutes) + " (" +
-                                                            std::to_string(*d.time_limit_minutes) + " min)"
-                                                      : "(unchanged)");
+        line(out, "time limit:",
+             d.time_limit_minutes
+                 ? format_minutes(*d.time_limit_minutes) + " (" + std::to_string(*d.time_limit_minutes) + " min)"
+                 : "(unchanged)");
         const auto& n = d.network;
         std::string caps = "-";
         if (n.rate || n.ceil)
             caps = (n.rate ? format_rate(*n.rate) : std::string("-")) + " / " +
-                   (n.ceil ? format_rate(*n.ceil) : n.rate ? format_rate(*n.rate) : std::string("-"));
+                   (n.ceil   ? format_rate(*n.ceil)
+                    : n.rate ? format_rate(*n.rate)
+                             : std::string("-"));
         line(out, "rate/ceil:", caps);
         line(out, "dscp:", n.dscp ? dscp_name(*n.dscp) + " (" + std::to_string(*n.dscp) + ")" : "-");
         std::string rdma = "-";
         if (n.rdma_traffic_class || n.rdma_service_level)
-            rdma = "tc " + (n.rdma_traffic_class ? std::to_string(*n.rdma_traffic_class) : std::string("-")) +
-                   ", sl " + (n.rdma_service_level ? std::to_string(*n.rdma_service_level) : std::string("-"));
+            rdma = "tc " + (n.rdma_traffic_class ? std::to_string(*n.rdma_traffic_class) : std::string("-")) + ", sl " +
+                   (n.rdma_service_level ? std::to_string(*n.rdma_service_level) : std::string("-"));
         line(out, "rdma:", rdma);
     }
     if (d.user_messages.empty()) line(out, "messages:", "-");
@@ -82,8 +85,7 @@ void decision_block(std::string& out, const Decision& d, const TimeZone* zone) {
 
 }  // namespace
 
-std::string format_policy_human(const std::vector<PolicyTestResult>& results, const TimeZone* zone,
-                                bool fixture_mode) {
+std::string format_policy_human(const std::vector<PolicyTestResult>& results, const TimeZone* zone, bool fixture_mode) {
     std::string out;
     size_t passed = 0, failed = 0;
     for (const auto& r : results) {
@@ -97,7 +99,8 @@ std::string format_policy_human(const std::vector<PolicyTestResult>& results, co
             out += "FAIL " + r.source + (r.description.empty() ? "" : " (" + r.description + ")") + "\n";
             if (!r.error.empty()) out += "  error: " + r.error + "\n";
             for (const auto& d : r.diffs) out += "  " + d + "\n";
-            if (r.decision && !r.diffs.empty()) out += "  why: " + (r.decision->reason.empty() ? "-" : r.decision->reason) + "\n";
+            if (r.decision && !r.diffs.empty())
+                out += "  why: " + (r.decision->reason.empty() ? "-" : r.decision->reason) + "\n";
             continue;
         }
         if (!out.empty()) out += "\n";
@@ -121,8 +124,7 @@ std::string format_policy_human(const std::vector<PolicyTestResult>& results, co
             }
         }
     }
-    if (fixture_mode)
-        out += std::to_string(passed) + " passed, " + std::to_string(failed) + " failed\n";
+    if (fixture_mode) out += std::to_string(passed) + " passed, " + std::to_string(failed) + " failed\n";
     return out;
 }
 

@@ -10,20 +10,20 @@
 #include <vector>
 
 #include "core/job.hpp"
-#include "lanesctl/json.hpp"
 #include "core/windows.hpp"
+#include "lanesctl/json.hpp"
 
 namespace lanes::ctl {
 
 // One run of the classifier on a job, as printed.
 struct PolicyTestResult {
-    std::string source;          // file name or "job 1234"
-    std::string description;     // the fixture's
-    std::string job_summary;     // "job 'train' of alice (account ml, partition gpu, gpus 8)"
+    std::string source;       // file name or "job 1234"
+    std::string description;  // the fixture's
+    std::string job_summary;  // "job 'train' of alice (account ml, partition gpu, gpus 8)"
     SysSeconds at{};
     std::optional<Decision> decision;
-    std::string error;           // the file could not be read / the job could not be loaded
-    bool checked = false;        // there was an "expect"
+    std::string error;               // the file could not be read / the job could not be loaded
+    bool checked = false;            // there was an "expect"
     std::vector<std::string> diffs;  // check_fixture()'s lines
     bool ok() const { return error.empty() && diffs.empty(); }
 };
@@ -33,8 +33,7 @@ std::string job_summary(const JobView& job);
 // Human. Single jobs: a block per job (class, partition, QOS, features, nice,
 // begin time, time limit, rate/ceil, DSCP, RDMA, messages, why), times in `zone`.
 // fixture_mode: "PASS file" / "FAIL file" with the differing fields, then a total.
-std::string format_policy_human(const std::vector<PolicyTestResult>& results, const TimeZone* zone,
-                                bool fixture_mode);
+std::string format_policy_human(const std::vector<PolicyTestResult>& results, const TimeZone* zone, bool fixture_mode);
 // {"passed": N, "failed": N, "results": [{"source", "description", "job", "at",
 //   "decision" (decision_to_json), "checked", "ok", "diffs": [...], "error"}]}
 json::Value policy_json(const std::vector<PolicyTestResult>& results, const TimeZone* zone);

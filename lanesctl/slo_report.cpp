@@ -40,8 +40,9 @@ std::string met_text(const ReportRow& row, double slo) {
 
 Result<std::vector<ReportRow>> report_rows(const Config& config, SysSeconds from, SysSeconds to,
                                            const std::vector<std::string>& names, std::chrono::seconds step) {
-    if (to <= from) return fail("the report's end (" + format_iso(to, nullptr) + ") is not after its begin (" +
-                                format_iso(from, nullptr) + ")");
+    if (to <= from)
+        return fail("the report's end (" + format_iso(to, nullptr) + ") is not after its begin (" +
+                    format_iso(from, nullptr) + ")");
     std::vector<std::string> windows = names;
     for (const auto& name : windows)
         if (!config.windows.find(name))
@@ -90,7 +91,8 @@ Result<std::vector<Sample>> parse_prometheus_vector(long http_status, std::strin
         return fail("the answer is not JSON: " + doc.error().message);
     }
     const json::Value* status = json::find(*doc, "status");
-    if (!status || !status->is_string()) return fail("HTTP " + std::to_string(http_status) + ": no \"status\" in the answer");
+    if (!status || !status->is_string())
+        return fail("HTTP " + std::to_string(http_status) + ": no \"status\" in the answer");
     if (*status != "success") {
         const json::Value* type = json::find(*doc, "errorType");
         const json::Value* error = json::find(*doc, "error");
@@ -102,7 +104,8 @@ Result<std::vector<Sample>> parse_prometheus_vector(long http_status, std::strin
     const json::Value* result = data ? json::find(*data, "result") : nullptr;
     if (!type || !type->is_string() || !result) return fail("the answer has no data.resultType and data.result");
     auto value_of = [](const json::Value& pair) -> Result<double> {
-        if (!pair.is_array() || pair.size() != 2 || !pair[1].is_string()) return fail("a value is not [time, \"number\"]");
+        if (!pair.is_array() || pair.size() != 2 || !pair[1].is_string())
+            return fail("a value is not [time, \"number\"]");
         const std::string text = pair[1].get<std::string>();
         char* endp = nullptr;
         double v = std::strtod(text.c_str(), &endp);
@@ -141,7 +144,8 @@ Result<Buckets> buckets_from_samples(const std::vector<Sample>& samples) {
         if (it == s.labels.end()) return fail("a histogram series has no 'le' label");
         char* endp = nullptr;
         double le = std::strtod(it->second.c_str(), &endp);
-        if (it->second.empty() || *endp || std::isnan(le)) return fail("a bucket's le=\"" + it->second + "\" is not a number");
+        if (it->second.empty() || *endp || std::isnan(le))
+            return fail("a bucket's le=\"" + it->second + "\" is not a number");
         buckets.emplace_back(le, s.value);
     }
     std::sort(buckets.begin(), buckets.end());
@@ -200,9 +204,8 @@ std::string format_slo_report_human(const SloReport& report, bool header) {
         std::snprintf(line, sizeof line, fmt, format_local(row.span.begin, report.zone).c_str(),
                       format_local(row.span.end, report.zone).c_str(), windows.c_str(),
                       number("%.0f", row.training_bytes).c_str(), number("%.0f", row.training_drops).c_str(),
-                      number("%.0f", row.requests).c_str(),
-                      row.p99 ? number("%.3fms", *row.p99 * 1e3).c_str() : "-", slo.c_str(),
-                      row.attainment ? number("%.2f%%", *row.attainment * 100).c_str() : "-",
+                      number("%.0f", row.requests).c_str(), row.p99 ? number("%.3fms", *row.p99 * 1e3).c_str() : "-",
+                      slo.c_str(), row.attainment ? number("%.2f%%", *row.attainment * 100).c_str() : "-",
                       met_text(row, report.slo_seconds).c_str());
         out += line;
     }
@@ -218,8 +221,7 @@ std::string format_slo_report_parsable(const SloReport& report, bool header) {
                join(row.windows, ",") + "|" + number("%.0f", row.training_bytes) + "|" +
                number("%.0f", row.training_drops) + "|" + number("%.0f", row.requests) + "|" +
                (row.p99 ? number("%.9g", *row.p99) : "") + "|" + number("%.9g", report.slo_seconds) + "|" +
-               (row.attainment ? number("%.6f", *row.attainment) : "") + "|" + met_text(row, report.slo_seconds) +
-               "\n";
+               (row.attainment ? number("%.6f", *row.attainment) : "") + "|" + met_text(row, report.slo_seconds) + "\n";
     }
     return out;
 }
@@ -253,8 +255,8 @@ std::string slo_report_gnuplot(const SloReport& report, const std::string& png) 
     auto local = [&](SysSeconds t) {
         return static_cast<double>(t.time_since_epoch().count()) + (report.zone ? report.zone->offset_at(t) : 0);
     };
-    std::string zone = report.zone && !report.rows.empty()
-                           ? report.zone->abbreviation_at(report.rows.front().span.begin) : "UTC";
+    std::string zone =
+        report.zone && !report.rows.empty() ? report.zone->abbreviation_at(report.rows.front().span.begin) : "UTC";
     std::string data;
     double ymax_ms = report.slo_seconds * 1e3;
     for (const auto& row : report.rows) {
@@ -283,7 +285,8 @@ std::string slo_report_gnuplot(const SloReport& report, const std::string& png) 
     s += "set style fill solid 0.5 border -1\nset key top left\nset grid y2tics\n";
     s += "plot $rows using 1:3:2 with boxes lc rgb \"#4477aa\" title \"training bytes (MB)\", \\\n"
          "     $rows using 1:4 axes x1y2 with linespoints pt 7 lc rgb \"#cc3311\" title \"inference p99 (ms)\", \\\n"
-         "     " + number("%.6g", report.slo_seconds * 1e3) +
+         "     " +
+         number("%.6g", report.slo_seconds * 1e3) +
          " axes x1y2 with lines dt 2 lw 2 lc rgb \"#222222\" title \"SLO\"\n";
     return s;
 }

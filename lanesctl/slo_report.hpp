@@ -69,7 +69,7 @@ std::optional<double> bucket_quantile(double q, const Buckets& buckets);
 std::optional<double> bucket_fraction_within(double threshold, const Buckets& buckets);
 
 struct SloReport {
-    std::string prometheus;     // the API's base URL
+    std::string prometheus;  // the API's base URL
     std::string training_class;
     std::string latency_metric;
     double slo_seconds = 0;

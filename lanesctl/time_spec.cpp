@@ -118,7 +118,8 @@ Result<SysSeconds> parse_time_spec(std::string_view text, const TimeZone* local_
     }
     int offset = 0;
     if (parse_offset(zone_text, offset)) return SysSeconds{local.time_since_epoch()} - seconds{offset};
-    if (zone_text.front() == '+' || zone_text.front() == '-') return bad("bad UTC offset '" + std::string(zone_text) + "'");
+    if (zone_text.front() == '+' || zone_text.front() == '-')
+        return bad("bad UTC offset '" + std::string(zone_text) + "'");
     if (!load_zone) return bad("time zones are not available here");
     auto zone = load_zone(std::string(zone_text));
     if (!zone) return bad(zone.error().message);

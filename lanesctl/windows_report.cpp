@@ -57,7 +57,6 @@ std::string exception_text(const DateRange& r) {
     return dates + (r.add ? " (added: all day)" : " (no occurrence)");
 }
 
-
 }  // namespace
 
 Result<WindowsReport> build_windows_report(const Config& config, SysSeconds from, int days_ahead,
@@ -126,8 +125,8 @@ Result<WindowsReport> build_windows_report(const Config& config, SysSeconds from
                 r.name = "lanes_" + cal.name + "_" + compact_local(occ.begin, zone, "%04d%02u%02u_%02d%02d");
                 if (partitions.size() > 1) r.name += "_" + partition;
                 const auto minutes_long = duration_cast<minutes>(r.end - r.start + seconds{59}).count();
-                std::string cmd = "TZ=" + shell_word(r.zone) + " scontrol create reservation ReservationName=" +
-                                  shell_word(r.name) +
+                std::string cmd = "TZ=" + shell_word(r.zone) +
+                                  " scontrol create reservation ReservationName=" + shell_word(r.name) +
                                   " StartTime=" + compact_local(start, zone, "%04d-%02u-%02dT%02d:%02d:%02d") +
                                   " Duration=" + std::to_string(minutes_long);
                 if (!partition.empty()) {
@@ -168,15 +167,15 @@ std::string format_windows_human(const WindowsReport& report) {
     for (const auto& cal : report.windows) {
         const Window& w = *cal.window;
         const TimeZone* zone = zone_of(w);
-        out += "\n" + cal.name + " (" + zone_name(w) + "): " + format_days(w.days) + " " +
-               format_time_of_day(w.start) + "-" + format_time_of_day(w.end);
+        out += "\n" + cal.name + " (" + zone_name(w) + "): " + format_days(w.days) + " " + format_time_of_day(w.start) +
+               "-" + format_time_of_day(w.end);
         if (!cal.avoided_by.empty()) out += "; avoided by " + join(cal.avoided_by, ", ");
         out += "\n";
         if (cal.occurrences.empty()) out += "  no occurrences\n";
         for (const auto& occ : cal.occurrences) {
             const auto length = duration_cast<minutes>(occ.end - occ.begin).count();
-            std::string line = "  " + format_local_with_day(occ.begin, zone) + " -> " +
-                               format_local_with_day(occ.end, zone);
+            std::string line =
+                "  " + format_local_with_day(occ.begin, zone) + " -> " + format_local_with_day(occ.end, zone);
             if (line.size() < 64) line.resize(64, ' ');
             out += line + "  " + format_duration_minutes(length);
             if (zone && zone->offset_at(occ.begin) != zone->offset_at(occ.end)) out += "  (DST change)";
@@ -196,8 +195,8 @@ std::string format_windows_parsable(const WindowsReport& report, bool header) {
             const bool dst = zone && zone->offset_at(occ.begin) != zone->offset_at(occ.end);
             out += cal.name + "|" + zone_name(*cal.window) + "|" + format_iso(occ.begin, zone) + "|" +
                    format_iso(occ.end, zone) + "|" +
-                   std::to_string(duration_cast<minutes>(occ.end - occ.begin).count()) + "|" +
-                   (dst ? "yes" : "no") + "\n";
+                   std::to_string(duration_cast<minutes>(occ.end - occ.begin).count()) + "|" + (dst ? "yes" : "no") +
+                   "\n";
         }
     }
     return out;
@@ -222,9 +221,8 @@ json::Value windows_json(const WindowsReport& report) {
         }
         json::Array exceptions;
         for (const auto& ex : cal.exceptions)
-            exceptions.push_back(json::Object{{"first", format_date(ex.first)},
-                                              {"last", format_date(ex.last)},
-                                              {"add", ex.add}});
+            exceptions.push_back(
+                json::Object{{"first", format_date(ex.first)}, {"last", format_date(ex.last)}, {"add", ex.add}});
         json::Array avoided_by;
         for (const auto& c : cal.avoided_by) avoided_by.push_back(c);
         windows.push_back(json::Object{

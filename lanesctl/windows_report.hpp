@@ -9,18 +9,18 @@
 #include <vector>
 
 #include "core/lanes_toml.hpp"
-#include "lanesctl/json.hpp"
 #include "core/result.hpp"
 #include "core/windows.hpp"
+#include "lanesctl/json.hpp"
 
 namespace lanes::ctl {
 
 struct WindowCalendar {
     std::string name;
-    const Window* window = nullptr;        // points into the Config
-    std::vector<Interval> occurrences;     // overlapping [from, to), merged, in order
-    std::vector<DateRange> exceptions;     // the window's exceptions touching the range
-    std::vector<std::string> avoided_by;   // classes with this window in avoid_windows
+    const Window* window = nullptr;       // points into the Config
+    std::vector<Interval> occurrences;    // overlapping [from, to), merged, in order
+    std::vector<DateRange> exceptions;    // the window's exceptions touching the range
+    std::vector<std::string> avoided_by;  // classes with this window in avoid_windows
 };
 
 // Who may use the reserved nodes and which nodes.
@@ -32,14 +32,14 @@ struct ReservationRequest {
 
 struct Reservation {
     std::string window;
-    std::string name;        // lanes_<window>_<YYYYMMDD>_<HHMM>[_<partition>] (window's local start)
-    std::string zone;        // TZ= for scontrol: the window's zone
+    std::string name;              // lanes_<window>_<YYYYMMDD>_<HHMM>[_<partition>] (window's local start)
+    std::string zone;              // TZ= for scontrol: the window's zone
     const TimeZone* tz = nullptr;  // the same zone (null: UTC), owned by the Config
-    SysSeconds start{};      // max(occurrence begin, from)
+    SysSeconds start{};            // max(occurrence begin, from)
     SysSeconds end{};
-    std::string nodes;       // "inf[1-4]" or empty with partition
-    std::string partition;   // PartitionName= with Nodes=ALL and PART_NODES
-    std::string command;     // the full shell line
+    std::string nodes;      // "inf[1-4]" or empty with partition
+    std::string partition;  // PartitionName= with Nodes=ALL and PART_NODES
+    std::string command;    // the full shell line
 };
 
 struct WindowsReport {

@@ -25,7 +25,7 @@ std::string read_file(const std::string& path) {
 // A directory root may write into and read trusted files from: root-owned, not a
 // symlink, writable by nobody else.
 bool is_private_dir(const std::string& dir) {
-    struct stat st{};
+    struct stat st {};
     return lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
 }
 

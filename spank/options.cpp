@@ -19,15 +19,17 @@ std::optional<std::string> g_requested_cap;
 template <typename Check>
 int take_option(const char* optarg, int remote, std::optional<std::string>& slot, Check check) noexcept {
     if (remote) return 0;
-    return guard_entry(-1, [](const char* what) { slurm_error("lanes: option: %s", what); }, [&]() -> int {
-        auto checked = check(optarg ? optarg : "");
-        if (!checked) {
-            slurm_error("lanes: %s", checked.error().message.c_str());
-            return -1;
-        }
-        slot = *checked;
-        return 0;
-    });
+    return guard_entry(
+        -1, [](const char* what) { slurm_error("lanes: option: %s", what); },
+        [&]() -> int {
+            auto checked = check(optarg ? optarg : "");
+            if (!checked) {
+                slurm_error("lanes: %s", checked.error().message.c_str());
+                return -1;
+            }
+            slot = *checked;
+            return 0;
+        });
 }
 
 int on_class_option(int, const char* optarg, int remote) noexcept {

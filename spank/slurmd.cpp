@@ -14,9 +14,7 @@ namespace {
 
 // slurmd's parsed slurm.conf, looked up at run time (srun and sbatch load this
 // plugin too, and must not need the symbol).
-const slurm_conf_t* slurmd_conf() {
-    return static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
-}
+const slurm_conf_t* slurmd_conf() { return static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf")); }
 
 }  // namespace
 
@@ -28,8 +26,9 @@ int slurmd_start(int ac, char** av) {
     // refuse to run that way.
     if (const slurm_conf_t* conf = slurmd_conf()) {
         if (!(conf->prolog_flags & PROLOG_FLAG_ALLOC)) {
-            slurm_error("lanes: slurm.conf lacks PrologFlags=Alloc: spank_lanes needs it (without it a job's "
-                        "prologs may trust the user's copy of the Lanes decision); slurmd not started");
+            slurm_error(
+                "lanes: slurm.conf lacks PrologFlags=Alloc: spank_lanes needs it (without it a job's "
+                "prologs may trust the user's copy of the Lanes decision); slurmd not started");
             return -1;
         }
     } else {

@@ -23,7 +23,8 @@ Result<SpankArgs> parse_spank_args(const std::vector<std::string>& args, const s
     for (const auto& arg : args) {
         auto eq = arg.find('=');
         if (eq == std::string::npos)
-            return fail("spank_lanes: plugstack argument '" + arg + "' is not key=value (known: config, reconcile, last_good_config)");
+            return fail("spank_lanes: plugstack argument '" + arg +
+                        "' is not key=value (known: config, reconcile, last_good_config)");
         std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
         if (key == "config") {
             if (value.empty() || value[0] != '/')
@@ -38,15 +39,15 @@ Result<SpankArgs> parse_spank_args(const std::vector<std::string>& args, const s
             if (!b) return std::unexpected(b.error());
             parsed.reconcile_on_start = *b;
         } else {
-            return fail("spank_lanes: unknown plugstack argument '" + key + "' (known: config, reconcile, last_good_config)");
+            return fail("spank_lanes: unknown plugstack argument '" + key +
+                        "' (known: config, reconcile, last_good_config)");
         }
     }
     return parsed;
 }
 
 Result<std::string> check_class_option(const std::string& value) {
-    if (value.empty() || value.size() > 64)
-        return fail("--lanes-class: expected a class name of 1 to 64 characters");
+    if (value.empty() || value.size() > 64) return fail("--lanes-class: expected a class name of 1 to 64 characters");
     for (char c : value)
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
             return fail("--lanes-class=" + value + ": a class name has only letters, digits, '_' and '-'");

@@ -11,7 +11,7 @@
 namespace lanes {
 
 struct SpankArgs {
-    std::string config_path;      // lanes.toml
+    std::string config_path;         // lanes.toml
     bool reconcile_on_start = true;  // slurmd start removes state of dead jobs
     // Copy of the last lanes.toml that loaded, used when the current one is broken.
     std::string last_good_config = "/run/lanes/last-good.toml";

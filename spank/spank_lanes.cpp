@@ -29,16 +29,13 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
     return guarded("init", -1, [&]() -> int {
         switch (spank_context()) {
             case S_CTX_LOCAL:
-            case S_CTX_ALLOCATOR:
-                return register_options(sp);
+            case S_CTX_ALLOCATOR: return register_options(sp);
             case S_CTX_REMOTE:
                 // Options must be known remotely too, though their values are ignored there.
                 if (register_options(sp) != 0) return -1;
                 return step_start(sp, ac, av);
-            case S_CTX_SLURMD:
-                return slurmd_start(ac, av);
-            default:
-                return 0;
+            case S_CTX_SLURMD: return slurmd_start(ac, av);
+            default: return 0;
         }
     });
 }

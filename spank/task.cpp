@@ -79,8 +79,7 @@ int refuse_task(uint32_t job_id, const std::string& why) {
         slurm_error("lanes: %s; the task runs unclassified (nodes.classify_failure = \"warn\")", text.c_str());
         return 0;
     }
-    slurm_error("lanes: %s; refusing to launch an unclassified task (nodes.classify_failure = \"fail\")",
-                text.c_str());
+    slurm_error("lanes: %s; refusing to launch an unclassified task (nodes.classify_failure = \"fail\")", text.c_str());
     return -1;
 }
 
@@ -93,8 +92,9 @@ int task_init_privileged(spank_t sp) {
     auto state = JobStateStore(g_step_config->node.state_dir).load(*job_id);
     if (!state) return refuse_task(*job_id, state.error().message);  // unreadable or untrusted
     if (!*state)
-        return refuse_task(*job_id, "no Lanes record on this node (the prolog did not run, or its record was "
-                                    "removed)");
+        return refuse_task(*job_id,
+                           "no Lanes record on this node (the prolog did not run, or its record was "
+                           "removed)");
     JobState job = **state;
     if (!job.unshaped.empty()) return 0;  // the prolog said why nothing is shaped here
     if (job.cgroup_slurm) {
@@ -120,8 +120,8 @@ int task_init_privileged(spank_t sp) {
         // In the forked task, before exec: S_TASK_PID is not set yet, getpid() is the task.
         auto attached = NodeShaper::attach_task(g_step_config->node, *job_id, getpid());
         if (!attached)
-            return refuse_task(*job_id, "cannot place task " + std::to_string(getpid()) + " in its cgroup: " +
-                                            attached.error().message);
+            return refuse_task(*job_id, "cannot place task " + std::to_string(getpid()) +
+                                            " in its cgroup: " + attached.error().message);
     }
     for (const auto& [name, value] : task_environment(job.class_name, job.net))
         spank_setenv(sp, name.c_str(), value.c_str(), 1);

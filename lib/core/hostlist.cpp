@@ -46,8 +46,8 @@ Result<std::vector<std::string>> expand_range_list(std::string_view body, std::s
     std::size_t start = 0;
     while (start <= body.size()) {
         std::size_t comma = body.find(',', start);
-        std::string_view part = body.substr(start, comma == std::string_view::npos ? std::string_view::npos
-                                                                                   : comma - start);
+        std::string_view part =
+            body.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
         if (part.empty()) return fail("hostlist \"" + std::string(whole) + "\": empty range");
         std::size_t dash = part.find('-');
         std::string_view lo_text = part.substr(0, dash);
@@ -101,7 +101,8 @@ Result<void> expand_item(std::string_view item, std::string_view whole, std::siz
     std::size_t pos = 0;
     while (pos < item.size()) {
         std::size_t open = item.find('[', pos);
-        std::string_view literal = item.substr(pos, open == std::string_view::npos ? std::string_view::npos : open - pos);
+        std::string_view literal =
+            item.substr(pos, open == std::string_view::npos ? std::string_view::npos : open - pos);
         if (auto ok = check_literal(literal, whole); !ok) return ok;
         for (auto& p : partial) p.append(literal);
         if (open == std::string_view::npos) break;

@@ -19,7 +19,6 @@ uint32_t item_count(std::string_view item) {
     return value;
 }
 
-
 }  // namespace
 
 uint32_t count_gpus(std::string_view tres) {
@@ -33,14 +32,13 @@ uint32_t count_gpus(std::string_view tres) {
         std::string_view kind = item;
         for (std::string_view prefix : {"gres/", "gres:"})
             if (kind.starts_with(prefix)) kind.remove_prefix(prefix.size());
-        if (kind == "gpu" || kind.starts_with("gpu:") || kind.starts_with("gpu="))
-            total += item_count(item);
+        if (kind == "gpu" || kind.starts_with("gpu:") || kind.starts_with("gpu=")) total += item_count(item);
     }
     return total;
 }
 
-uint32_t requested_gpus(std::string_view tres_per_job, std::string_view tres_per_node,
-                        std::string_view tres_per_task, uint32_t nodes, uint32_t tasks) {
+uint32_t requested_gpus(std::string_view tres_per_job, std::string_view tres_per_node, std::string_view tres_per_task,
+                        uint32_t nodes, uint32_t tasks) {
     if (uint32_t n = count_gpus(tres_per_job)) return n;
     if (uint32_t n = count_gpus(tres_per_node)) return n * (nodes == 0 ? 1 : nodes);
     return count_gpus(tres_per_task) * (tasks == 0 ? 1 : tasks);

@@ -21,8 +21,8 @@ uint32_t count_gpus(std::string_view tres);
 // The job's total GPUs, the one way both job_submit/lanes and lanesctl count
 // them: per job if given, else per node times the node count, else per task
 // times the task count (a count of 0 counts as 1).
-uint32_t requested_gpus(std::string_view tres_per_job, std::string_view tres_per_node,
-                        std::string_view tres_per_task, uint32_t nodes, uint32_t tasks);
+uint32_t requested_gpus(std::string_view tres_per_job, std::string_view tres_per_node, std::string_view tres_per_task,
+                        uint32_t nodes, uint32_t tasks);
 
 struct JobView {
     std::string name;
@@ -30,23 +30,23 @@ struct JobView {
     std::string user;
     uint32_t uid = 0;
     std::string account;
-    std::string partition;                  // requested (may be "a,b")
+    std::string partition;  // requested (may be "a,b")
     std::string qos;
-    std::string tres_per_node;              // e.g. "gres:gpu:4" (as Slurm keeps it)
+    std::string tres_per_node;  // e.g. "gres:gpu:4" (as Slurm keeps it)
     std::string tres_per_job;
-    uint32_t gpus = 0;                      // total GPUs requested, parsed from the TRES fields
+    uint32_t gpus = 0;  // total GPUs requested, parsed from the TRES fields
     uint32_t min_nodes = 0;
     uint32_t max_nodes = 0;
     uint32_t num_tasks = 0;
     std::optional<uint32_t> time_limit_minutes;  // NO_VAL -> nullopt
     std::string features;
-    bool batch = false;                     // has a batch script
+    bool batch = false;                              // has a batch script
     std::map<std::string, std::string> environment;  // batch env (when present)
     // Lanes options the user gave (--lanes-class, --lanes-cap), already syntax-checked.
     std::optional<std::string> requested_class;
     std::optional<std::string> requested_cap;
     SysSeconds submit_time{};
-    std::optional<SysSeconds> begin_time;   // user's --begin
+    std::optional<SysSeconds> begin_time;  // user's --begin
 };
 
 // Where the job goes and how its traffic is treated. Everything a node needs is
@@ -68,8 +68,8 @@ struct Decision {
     Verdict verdict = Verdict::Accept;
     RejectKind reject_kind = RejectKind::Policy;
     std::string class_name;
-    std::string reason;                     // why (rule, policy line)
-    std::vector<std::string> user_messages; // shown to the user at submit time
+    std::string reason;                      // why (rule, policy line)
+    std::vector<std::string> user_messages;  // shown to the user at submit time
     // Routing; nullopt = leave the job's own value.
     std::optional<std::string> partition;
     std::optional<std::string> qos;

@@ -41,18 +41,14 @@ std::string_view env_entry_name(std::string_view entry) {
     return name;
 }
 
-bool is_lanes_entry(std::string_view entry) {
-    return env_entry_name(entry).starts_with(kEnvPrefix);
-}
+bool is_lanes_entry(std::string_view entry) { return env_entry_name(entry).starts_with(kEnvPrefix); }
 
 UserRequests read_user_requests(const std::vector<std::string>& entries) {
     UserRequests requests;
     for (const auto& entry : entries) {
         auto name = env_entry_name(entry);
-        if (name == kEnvRequestClass)
-            requests.lanes_class = entry_value(entry);
-        else if (name == kEnvRequestCap)
-            requests.cap = entry_value(entry);
+        if (name == kEnvRequestClass) requests.lanes_class = entry_value(entry);
+        else if (name == kEnvRequestCap) requests.cap = entry_value(entry);
     }
     return requests;
 }

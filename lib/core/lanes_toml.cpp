@@ -6,8 +6,8 @@
 // found are reported together, sorted by position, one per line.
 #include <toml++/toml.h>
 
-#include <algorithm>
 #include <arpa/inet.h>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -127,7 +127,9 @@ public:
     TableReader(Errors& errors, const toml::table& table, std::string prefix)
         : errors_(errors), table_(table), prefix_(std::move(prefix)) {}
 
-    std::string key(std::string_view k) const { return prefix_.empty() ? std::string(k) : prefix_ + "." + std::string(k); }
+    std::string key(std::string_view k) const {
+        return prefix_.empty() ? std::string(k) : prefix_ + "." + std::string(k);
+    }
     const toml::table& table() const { return table_; }
     const std::string& prefix() const { return prefix_; }
     Errors& errors() { return errors_; }
@@ -136,8 +138,12 @@ public:
         known_.emplace_back(k);
         return table_.get(k);
     }
-    void error(const toml::node& n, std::string_view k, const std::string& what) { errors_.add(n.source(), key(k), what); }
-    void error_here(const std::string& key_path, const std::string& what) { errors_.add(table_.source(), key_path, what); }
+    void error(const toml::node& n, std::string_view k, const std::string& what) {
+        errors_.add(n.source(), key(k), what);
+    }
+    void error_here(const std::string& key_path, const std::string& what) {
+        errors_.add(table_.source(), key_path, what);
+    }
     void wrong_type(const toml::node& n, std::string_view k, const std::string& expected) {
         error(n, k, "expected " + expected + ", got " + type_name(n));
     }
@@ -165,8 +171,9 @@ public:
         }
         const int64_t v = n->as_integer()->get();
         if (v < min || v > max) {
-            error(*n, k, "value " + std::to_string(v) + " is out of range (" + std::to_string(min) + ".." +
-                             std::to_string(max) + ")");
+            error(*n, k,
+                  "value " + std::to_string(v) + " is out of range (" + std::to_string(min) + ".." +
+                      std::to_string(max) + ")");
             return std::nullopt;
         }
         return v;
@@ -215,7 +222,8 @@ public:
         if (!s) return std::nullopt;
         if (std::find(allowed.begin(), allowed.end(), *s) != allowed.end()) return s;
         std::string msg = "unknown value " + quote(*s) + " (expected " + join_quoted(allowed) + ")";
-        if (auto c = closest(*s, allowed); !c.empty()) msg = "unknown value " + quote(*s) + " (did you mean " + quote(c) + "?)";
+        if (auto c = closest(*s, allowed); !c.empty())
+            msg = "unknown value " + quote(*s) + " (did you mean " + quote(c) + "?)";
         error(*n, k, msg);
         return std::nullopt;
     }
@@ -331,8 +339,9 @@ std::vector<DateRange> read_dates(TableReader& r, std::string_view k, bool add) 
 }
 
 // A duration such as "2min" or "500ms" within [min, max].
-std::optional<std::chrono::microseconds> read_duration(TableReader& r, std::string_view k, std::chrono::microseconds min,
-                                                       std::chrono::microseconds max, const std::string& range) {
+std::optional<std::chrono::microseconds> read_duration(TableReader& r, std::string_view k,
+                                                       std::chrono::microseconds min, std::chrono::microseconds max,
+                                                       const std::string& range) {
     const toml::node* n = r.get(k);
     if (!n) return std::nullopt;
     if (!n->is_string()) {
@@ -484,8 +493,9 @@ struct Parser {
         for (const auto& a : added)
             for (const auto& e : exceptions)
                 if (a.first <= e.last && e.first <= a.last)
-                    r.error(*t.get("add"), "add",
-                            "date " + format_date(std::max(a.first, e.first)) + " is both in \"except\" and in \"add\"");
+                    r.error(
+                        *t.get("add"), "add",
+                        "date " + format_date(std::max(a.first, e.first)) + " is both in \"except\" and in \"add\"");
         w.exceptions = std::move(exceptions);
         w.exceptions.insert(w.exceptions.end(), added.begin(), added.end());
         r.finish();
@@ -493,7 +503,6 @@ struct Parser {
         else broken_windows.insert(name);
     }
     std::set<std::string> broken_windows;
-
 
     // [signals.NAME]: parsed before the windows, which may follow them.
     void parse_signal(const std::string& name, const toml::table& t) {
@@ -521,7 +530,8 @@ struct Parser {
                 while (s.url.size() > host_at + 1 && s.url.back() == '/') s.url.pop_back();
             }
         } else {
-            if (!t.get("url")) r.error_here(prefix, "missing key \"url\" (the Prometheus API, e.g. \"http://127.0.0.1:9090\")");
+            if (!t.get("url"))
+                r.error_here(prefix, "missing key \"url\" (the Prometheus API, e.g. \"http://127.0.0.1:9090\")");
             ok = false;
         }
         if (auto v = r.string("query")) {
@@ -538,13 +548,16 @@ struct Parser {
             if (!t.get("query")) r.error_here(prefix, "missing key \"query\" (a PromQL expression with one value)");
             ok = false;
         }
-        if (auto d = read_duration(r, "interval", seconds{1}, hours{1}, "1s..1h")) s.interval = duration_cast<milliseconds>(*d);
+        if (auto d = read_duration(r, "interval", seconds{1}, hours{1}, "1s..1h"))
+            s.interval = duration_cast<milliseconds>(*d);
         else if (t.get("interval")) ok = false;
-        if (auto d = read_duration(r, "timeout", milliseconds{10}, minutes{1}, "10ms..1min")) s.timeout = duration_cast<milliseconds>(*d);
+        if (auto d = read_duration(r, "timeout", milliseconds{10}, minutes{1}, "10ms..1min"))
+            s.timeout = duration_cast<milliseconds>(*d);
         else if (t.get("timeout")) ok = false;
         if (!t.get("timeout") && s.timeout > s.interval) s.timeout = s.interval;
         if (s.timeout > s.interval && t.get("timeout")) {
-            r.error(*t.get("timeout"), "timeout", "longer than the interval: a slow server would delay every later refresh");
+            r.error(*t.get("timeout"), "timeout",
+                    "longer than the interval: a slow server would delay every later refresh");
             ok = false;
         }
         s.stale_after = 4 * s.interval;
@@ -598,7 +611,8 @@ struct Parser {
             if (n->is_string()) bytes = parse_bytes(n->as_string()->get());
             else bytes = fail("expected a size such as \"1MiB\", got " + type_name(*n));
             if (!bytes) r.error(*n, "max_body", bytes.error().message), ok = false;
-            else if (*bytes < 1024 || *bytes > (64ULL << 20)) r.error(*n, "max_body", "out of range (1KiB..64MiB)"), ok = false;
+            else if (*bytes < 1024 || *bytes > (64ULL << 20))
+                r.error(*n, "max_body", "out of range (1KiB..64MiB)"), ok = false;
             else s.max_body_bytes = *bytes;
         }
         r.finish();
@@ -647,7 +661,8 @@ struct Parser {
         }
         auto above = read_number(r, "above");
         if (!above) {
-            if (!t.get("above")) r.error_here(prefix, "missing key \"above\" (the window begins when the signal is above it)");
+            if (!t.get("above"))
+                r.error_here(prefix, "missing key \"above\" (the window begins when the signal is above it)");
             ok = false;
         } else {
             w.above = *above;
@@ -655,7 +670,8 @@ struct Parser {
         w.until_below = w.above;
         if (auto v = read_number(r, "until_below")) {
             if (above && *v > *above) {
-                r.error(*t.get("until_below"), "until_below", "must not be above \"above\" (it is the lower edge of the hysteresis)");
+                r.error(*t.get("until_below"), "until_below",
+                        "must not be above \"above\" (it is the lower edge of the hysteresis)");
                 ok = false;
             }
             w.until_below = *v;
@@ -668,11 +684,13 @@ struct Parser {
         if (auto d = read_duration(r, "release_after", seconds{0}, hours{24}, "0s..24h"))
             w.release_after = duration_cast<seconds>(*d);
         else if (t.get("release_after")) ok = false;
-        if (auto d = read_duration(r, "retry", seconds{10}, hours{24}, "10s..24h")) w.retry = duration_cast<seconds>(*d);
+        if (auto d = read_duration(r, "retry", seconds{10}, hours{24}, "10s..24h"))
+            w.retry = duration_cast<seconds>(*d);
         else if (t.get("retry")) ok = false;
         if (auto c = r.choice("when_unknown", {"idle", "busy", "hold"}))
-            w.when_unknown = *c == "busy" ? UnknownSignalAction::Busy
-                           : *c == "hold" ? UnknownSignalAction::Hold : UnknownSignalAction::Idle;
+            w.when_unknown = *c == "busy"   ? UnknownSignalAction::Busy
+                             : *c == "hold" ? UnknownSignalAction::Hold
+                                            : UnknownSignalAction::Idle;
         else if (t.get("when_unknown")) ok = false;
         for (const char* timed : {"timezone", "days", "start", "end", "except", "add"}) {
             if (const toml::node* n = t.get(timed)) {
@@ -785,9 +803,11 @@ struct Parser {
             const bool below = c.rate->is_relative() ? c.ceil->percent < c.rate->percent
                                                      : c.ceil->bits_per_second < c.rate->bits_per_second;
             if (below) {
-                const std::string rs = t.get("rate")->value_or(std::string()), cs = t.get("ceil")->value_or(std::string());
-                r.error(*t.get("ceil"), "ceil", "ceil " + quote(cs) + " is below rate " + quote(rs) +
-                                                    " (ceil is the most a job may use, rate what it is guaranteed)");
+                const std::string rs = t.get("rate")->value_or(std::string()),
+                                  cs = t.get("ceil")->value_or(std::string());
+                r.error(*t.get("ceil"), "ceil",
+                        "ceil " + quote(cs) + " is below rate " + quote(rs) +
+                            " (ceil is the most a job may use, rate what it is guaranteed)");
             }
         }
         if (c.rate && !c.ceil && !t.get("ceil")) c.ceil = c.rate;  // HTB: ceil defaults to rate
@@ -800,8 +820,10 @@ struct Parser {
             } else if (!broken_windows.count(*v)) {
                 std::vector<std::string> known;
                 for (const auto& [wn, w] : config.signal_windows) known.push_back(wn);
-                std::string msg = config.windows.find(*v) ? "window " + quote(*v) + " follows the clock; busy_window must name a window with a \"signal\""
-                                                         : "unknown signal window " + quote(*v);
+                std::string msg =
+                    config.windows.find(*v)
+                        ? "window " + quote(*v) + " follows the clock; busy_window must name a window with a \"signal\""
+                        : "unknown signal window " + quote(*v);
                 if (!config.windows.find(*v)) {
                     if (auto s = closest(*v, known); !s.empty()) msg += " (did you mean " + quote(s) + "?)";
                     else if (known.empty()) msg += " (no [windows.NAME] table has a \"signal\")";
@@ -812,16 +834,19 @@ struct Parser {
         }
         c.busy_ceil = read_rate(r, "busy_ceil", false);
         if (t.get("busy_ceil") && !t.get("busy_window"))
-            r.error(*t.get("busy_ceil"), "busy_ceil", "needs \"busy_window\" (the signal window during which it applies)");
+            r.error(*t.get("busy_ceil"), "busy_ceil",
+                    "needs \"busy_window\" (the signal window during which it applies)");
         if (t.get("busy_window") && !t.get("busy_ceil"))
-            r.error(*t.get("busy_window"), "busy_window", "needs \"busy_ceil\" (the ceil jobs get while the window holds)");
+            r.error(*t.get("busy_window"), "busy_window",
+                    "needs \"busy_ceil\" (the ceil jobs get while the window holds)");
         if (t.get("busy_ceil") && !t.get("rate"))
             r.error(*t.get("busy_ceil"), "busy_ceil", "the class has no \"rate\"/\"ceil\" to shift from");
         if (c.busy_ceil && c.ceil && c.busy_ceil->is_relative() == c.ceil->is_relative()) {
             const bool above = c.ceil->is_relative() ? c.busy_ceil->percent > c.ceil->percent
                                                      : c.busy_ceil->bits_per_second > c.ceil->bits_per_second;
             if (above)
-                r.error(*t.get("busy_ceil"), "busy_ceil", "above the class's ceil (a busy ceil tightens, it never loosens)");
+                r.error(*t.get("busy_ceil"), "busy_ceil",
+                        "above the class's ceil (a busy ceil tightens, it never loosens)");
         }
         r.finish();
         config.classes[name] = std::move(c);
@@ -949,7 +974,8 @@ struct Parser {
         if (auto slash = addr.find('/'); slash != std::string::npos) {
             const std::string l = addr.substr(slash + 1);
             addr.resize(slash);
-            if (l.empty() || l.size() > 3 || !std::all_of(l.begin(), l.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+            if (l.empty() || l.size() > 3 ||
+                !std::all_of(l.begin(), l.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
                 return false;
             len = std::stoi(l);
         }
@@ -987,7 +1013,8 @@ struct Parser {
         if (has_device && has_route)
             r.error(*t.get("route_to"), "route_to", "give either \"device\" or \"route_to\", not both");
         if (!has_device && !has_route)
-            r.error_here(prefix, "missing key: give \"device\" (e.g. \"eth0\", \"ens*\") or \"route_to\" (e.g. \"10.0.0.0/8\")");
+            r.error_here(
+                prefix, "missing key: give \"device\" (e.g. \"eth0\", \"ens*\") or \"route_to\" (e.g. \"10.0.0.0/8\")");
         if (auto rate = read_rate(r, "link_speed", true)) nic.link_speed_bits = rate->bits_per_second;
         r.finish();
         config.node.nics.push_back(std::move(nic));
@@ -1030,7 +1057,8 @@ struct Parser {
                 r.error(*t.get("cgroup_root"), "cgroup_root", "must be \"auto\" or an absolute path");
             else config.node.cgroup_root = *v;
         }
-        if (auto rate = read_rate(r, "default_link_speed", true)) config.node.default_link_speed_bits = rate->bits_per_second;
+        if (auto rate = read_rate(r, "default_link_speed", true))
+            config.node.default_link_speed_bits = rate->bits_per_second;
         if (const toml::node* n = r.get("unclassified_dscp")) {
             if (n->is_integer()) {
                 const int64_t v = n->as_integer()->get();
@@ -1051,11 +1079,13 @@ struct Parser {
         auto uceil = read_rate(r, "unclassified_ceil", false);
         if (urate) config.node.unclassified_rate = *urate;
         if (uceil) config.node.unclassified_ceil = *uceil;
-        if ((urate || uceil) && config.node.unclassified_rate.is_relative() == config.node.unclassified_ceil.is_relative()) {
+        if ((urate || uceil) &&
+            config.node.unclassified_rate.is_relative() == config.node.unclassified_ceil.is_relative()) {
             const Rate& a = config.node.unclassified_rate;
             const Rate& b = config.node.unclassified_ceil;
             if (a.is_relative() ? b.percent < a.percent : b.bits_per_second < a.bits_per_second)
-                r.error(*t.get(uceil ? "unclassified_ceil" : "unclassified_rate"), uceil ? "unclassified_ceil" : "unclassified_rate",
+                r.error(*t.get(uceil ? "unclassified_ceil" : "unclassified_rate"),
+                        uceil ? "unclassified_ceil" : "unclassified_rate",
                         "unclassified_ceil is below unclassified_rate (defaults: \"5%\" and \"25%\")");
         }
         if (const toml::node* n = r.get("gso_burst")) {
@@ -1073,7 +1103,8 @@ struct Parser {
                           std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
                 uint64_t us = ok ? std::stoull(digits) * scale : 0;
                 if (!ok || us < 10 || us > 100000)
-                    r.error(*n, "gso_burst", "not a time between \"10us\" and \"100ms\" (write e.g. \"250us\"), or \"off\"");
+                    r.error(*n, "gso_burst",
+                            "not a time between \"10us\" and \"100ms\" (write e.g. \"250us\"), or \"off\"");
                 else config.node.gso_burst_us = static_cast<uint32_t>(us);
             }
         }
@@ -1111,7 +1142,8 @@ struct Parser {
             std::sort(all.begin(), all.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
             std::vector<Interval> merged;
             for (const auto& iv : all) {
-                if (!merged.empty() && iv.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, iv.end);
+                if (!merged.empty() && iv.begin <= merged.back().end)
+                    merged.back().end = std::max(merged.back().end, iv.end);
                 else merged.push_back(iv);
             }
             for (const auto& iv : merged) {
@@ -1165,7 +1197,8 @@ struct Parser {
             } else {
                 errors.add(root.source(), "default_class",
                            "missing: with several classes, say which one a job gets when nothing else decides "
-                           "(e.g. default_class = " + quote(config.classes.begin()->first) + ")");
+                           "(e.g. default_class = " +
+                               quote(config.classes.begin()->first) + ")");
             }
         }
         if (const toml::node* n = r.get("rules")) parse_rules(*n);
@@ -1221,7 +1254,8 @@ std::string default_config_path(bool honour_environment) {
         // lanes.toml next to slurm.conf when the daemon or tool was pointed at another slurm.conf.
         if (const char* conf = secure_getenv("SLURM_CONF"); conf && *conf) {
             const std::string c(conf);
-            if (const auto slash = c.rfind('/'); slash != std::string::npos) return c.substr(0, slash + 1) + "lanes.toml";
+            if (const auto slash = c.rfind('/'); slash != std::string::npos)
+                return c.substr(0, slash + 1) + "lanes.toml";
         }
     }
     return LANES_DEFAULT_CONFIG;

@@ -62,10 +62,10 @@ struct ClassConfig {
     // Which routing fields a policy may override per job.
     std::vector<std::string> policy_overrides;
     // Network.
-    std::optional<uint8_t> dscp;           // 0..63
-    std::optional<Rate> rate;              // guaranteed (HTB rate)
-    std::optional<Rate> ceil;              // maximum (HTB ceil); defaults to rate
-    bool user_may_lower_cap = false;       // --lanes-cap=RATE below the class cap
+    std::optional<uint8_t> dscp;                // 0..63
+    std::optional<Rate> rate;                   // guaranteed (HTB rate)
+    std::optional<Rate> ceil;                   // maximum (HTB ceil); defaults to rate
+    bool user_may_lower_cap = false;            // --lanes-cap=RATE below the class cap
     std::optional<uint8_t> rdma_traffic_class;  // defaults to dscp << 2
     std::optional<uint8_t> rdma_service_level;  // 0..15
     // Dynamic shifting (the node agent): while the signal window `busy_window`
@@ -82,29 +82,29 @@ struct ClassConfig {
 // `lanes.rules` inside policies). All given matchers must match; first rule wins.
 struct ClassRule {
     std::string class_name;
-    std::vector<std::string> partitions;      // requested partition is one of these
-    std::vector<std::string> name_patterns;   // glob on the job name
+    std::vector<std::string> partitions;     // requested partition is one of these
+    std::vector<std::string> name_patterns;  // glob on the job name
     std::vector<std::string> accounts;
     std::vector<std::string> users;
-    std::optional<std::string> gres;          // requested TRES/GRES contains this (e.g. "gpu")
+    std::optional<std::string> gres;  // requested TRES/GRES contains this (e.g. "gpu")
     std::optional<uint32_t> min_gpus;
-    std::optional<bool> interactive;          // no batch script (srun/salloc)
-    int line = 0;                              // where the rule is in lanes.toml
+    std::optional<bool> interactive;  // no batch script (srun/salloc)
+    int line = 0;                     // where the rule is in lanes.toml
 };
 
 struct PolicyConfig {
-    std::string script;                        // empty: built-in rules only
-    uint64_t instruction_budget = 1000000;     // Lua VM instructions per call
-    uint64_t memory_limit_bytes = 16u << 20;   // Lua heap cap
+    std::string script;                       // empty: built-in rules only
+    uint64_t instruction_budget = 1000000;    // Lua VM instructions per call
+    uint64_t memory_limit_bytes = 16u << 20;  // Lua heap cap
     std::chrono::microseconds time_budget{20000};
     PolicyFailureMode on_error = PolicyFailureMode::AcceptDefault;
 };
 
 // Which interfaces to shape on which nodes.
 struct NicSelector {
-    std::string nodes = "*";        // hostlist expression or glob: "train[1-4]", "gpu*"
-    std::string device;             // interface name or glob ("ens*")
-    std::string route_to;           // or: the interface that routes to this prefix
+    std::string nodes = "*";                  // hostlist expression or glob: "train[1-4]", "gpu*"
+    std::string device;                       // interface name or glob ("ens*")
+    std::string route_to;                     // or: the interface that routes to this prefix
     std::optional<uint64_t> link_speed_bits;  // override when sysfs has none (veth)
     int line = 0;
 };
@@ -112,15 +112,15 @@ struct NicSelector {
 struct NodeConfig {
     std::vector<NicSelector> nics;
     ForeignQdiscAction foreign_qdisc = ForeignQdiscAction::Refuse;
-    uint16_t root_handle_major = 0x1a4e;   // HTB root handle owned by Lanes
+    uint16_t root_handle_major = 0x1a4e;  // HTB root handle owned by Lanes
     std::string state_dir = "/run/lanes";
-    std::string cgroup_root = "auto";      // auto: Slurm's cgroup v2 job dir, else own dir
+    std::string cgroup_root = "auto";  // auto: Slurm's cgroup v2 job dir, else own dir
     std::optional<uint64_t> default_link_speed_bits;
     // Traffic not in any job's cgroup: its DSCP (nullopt = "keep", leave it as the
     // sender set it) and its HTB class M:fffe (rate guaranteed, ceil its cap).
-    std::optional<uint8_t> unclassified_dscp = 0;   // CS0
-    Rate unclassified_rate{0, 5};                   // 5% of the link
-    Rate unclassified_ceil{0, 25};                  // 25% of the link
+    std::optional<uint8_t> unclassified_dscp = 0;  // CS0
+    Rate unclassified_rate{0, 5};                  // 5% of the link
+    Rate unclassified_ceil{0, 25};                 // 25% of the link
     // Bound the burst a capped NIC puts on the wire: GSO/TSO packets at most what
     // the lowest ceil of a job on that NIC sends in this time (nullopt = "off").
     std::optional<uint32_t> gso_burst_us = 250;
@@ -133,8 +133,8 @@ struct NodeConfig {
 // instant query `query` against `url` + /api/v1/query, every `interval`.
 struct SignalConfig {
     std::string name;
-    std::string url;                               // "http://127.0.0.1:9090" (the API's base)
-    std::string query;                             // PromQL, one series or a scalar
+    std::string url;    // "http://127.0.0.1:9090" (the API's base)
+    std::string query;  // PromQL, one series or a scalar
     std::chrono::milliseconds interval{15000};
     std::chrono::milliseconds timeout{2000};       // the whole request, connect included
     std::chrono::milliseconds stale_after{60000};  // a value older than this is not used
@@ -158,18 +158,18 @@ struct SignalWindowConfig {
     std::string name;
     std::string signal;
     double above = 0;
-    double until_below = 0;                        // <= above
-    std::chrono::seconds hold_for{0};              // key "for"
-    std::chrono::seconds release_after{0};         // defaults to hold_for
+    double until_below = 0;                 // <= above
+    std::chrono::seconds hold_for{0};       // key "for"
+    std::chrono::seconds release_after{0};  // defaults to hold_for
     UnknownSignalAction when_unknown = UnknownSignalAction::Idle;
-    std::chrono::seconds retry{300};               // deferred jobs start this much later
+    std::chrono::seconds retry{300};  // deferred jobs start this much later
     int line = 0;
     bool operator==(const SignalWindowConfig&) const = default;
 };
 
 struct Config {
-    std::string path;                       // file it came from
-    std::string default_class;              // when nothing else decides
+    std::string path;           // file it came from
+    std::string default_class;  // when nothing else decides
     std::map<std::string, ClassConfig> classes;
     std::vector<ClassRule> rules;
     WindowSet windows;
@@ -208,9 +208,9 @@ std::string default_config_path(bool honour_environment);
 // Units shared by config, user options and lanesctl.
 // Rates: bit/Kbit/Mbit/Gbit/Tbit (1000-based, case-insensitive) or a percentage;
 // "bps" spellings are refused as ambiguous (tc reads them as bytes per second).
-Result<Rate> parse_rate(std::string_view text);           // "25Gbit", "800Mbit", "40%", "1.5Gbit"
-Result<uint8_t> parse_dscp(std::string_view text);        // "CS1", "AF41", "EF", "46"
-std::string dscp_name(uint8_t dscp);                      // 46 -> "EF", 13 -> "13"
+Result<Rate> parse_rate(std::string_view text);     // "25Gbit", "800Mbit", "40%", "1.5Gbit"
+Result<uint8_t> parse_dscp(std::string_view text);  // "CS1", "AF41", "EF", "46"
+std::string dscp_name(uint8_t dscp);                // 46 -> "EF", 13 -> "13"
 // Rate -> text: the one formatter (lanesctl, logs, the job environment, state
 // files and bench/ through `lanesctl rate` all use it). Both styles are exact.
 //   Units (for people): "25Gbit", "1.5Mbit", "40%" (parse_rate reads it back);
@@ -218,9 +218,9 @@ std::string dscp_name(uint8_t dscp);                      // 46 -> "EF", 13 -> "
 //   it; older nodes read only this form, so the job environment keeps it).
 // Percentages: at most 6 significant digits, independent of the C locale.
 enum class RateStyle { Units, Bits };
-std::string format_rate(uint64_t bits_per_second);        // 25000000000 -> "25Gbit"
+std::string format_rate(uint64_t bits_per_second);  // 25000000000 -> "25Gbit"
 std::string format_rate(const Rate& rate, RateStyle style = RateStyle::Units);
-Result<uint64_t> parse_bytes(std::string_view text);      // "16MiB", "512KiB", "1048576"
+Result<uint64_t> parse_bytes(std::string_view text);  // "16MiB", "512KiB", "1048576"
 // "20ms", "500us", "1.5s", "2min", "1h" (a unit is required).
 Result<std::chrono::microseconds> parse_duration(std::string_view text);
 

@@ -77,9 +77,9 @@ Result<double> parse_answer(long http_status, std::string_view body) {
         if (!result->is_array()) return fail("malformed vector");
         if (result->empty()) return fail("the query returned an empty vector (no series matched)");
         if (result->size() > 1)
-            return fail("the query returned " + std::to_string(result->size()) + " series (" + series_name((*result)[0]) +
-                        ", " + series_name((*result)[1]) + (result->size() > 2 ? ", ..." : "") +
-                        "); aggregate it to one, e.g. max(...)");
+            return fail("the query returned " + std::to_string(result->size()) + " series (" +
+                        series_name((*result)[0]) + ", " + series_name((*result)[1]) +
+                        (result->size() > 2 ? ", ..." : "") + "); aggregate it to one, e.g. max(...)");
         const Json& first = (*result)[0];
         auto value = first.is_object() ? first.find("value") : first.end();
         if (!first.is_object() || value == first.end()) return fail("malformed vector sample (no \"value\")");
@@ -147,22 +147,32 @@ bool SignalWindowTracker::update(std::optional<double> value, SignalClock::time_
     if (!value) {
         crossing_since_.reset();
         switch (config_.when_unknown) {
-            case UnknownSignalAction::Idle: busy_ = false; reason_ = "no usable value of " + config_.signal + ": idle (when_unknown)"; break;
-            case UnknownSignalAction::Busy: busy_ = true; reason_ = "no usable value of " + config_.signal + ": busy (when_unknown)"; break;
-            case UnknownSignalAction::Hold: reason_ = "no usable value of " + config_.signal + ": holding (when_unknown)"; break;
+            case UnknownSignalAction::Idle:
+                busy_ = false;
+                reason_ = "no usable value of " + config_.signal + ": idle (when_unknown)";
+                break;
+            case UnknownSignalAction::Busy:
+                busy_ = true;
+                reason_ = "no usable value of " + config_.signal + ": busy (when_unknown)";
+                break;
+            case UnknownSignalAction::Hold:
+                reason_ = "no usable value of " + config_.signal + ": holding (when_unknown)";
+                break;
         }
     } else if (!busy_) {
         if (*value > config_.above) {
             if (!crossing_since_) crossing_since_ = now;
             if (now - *crossing_since_ >= config_.hold_for) {
                 busy_ = true;
-                reason_ = config_.signal + "=" + format_signal_value(*value) + " above " + format_signal_value(config_.above) +
-                          " for " + std::to_string(duration_cast<seconds>(now - *crossing_since_).count()) + "s";
+                reason_ = config_.signal + "=" + format_signal_value(*value) + " above " +
+                          format_signal_value(config_.above) + " for " +
+                          std::to_string(duration_cast<seconds>(now - *crossing_since_).count()) + "s";
                 crossing_since_.reset();
             }
         } else {
             crossing_since_.reset();
-            reason_ = config_.signal + "=" + format_signal_value(*value) + " not above " + format_signal_value(config_.above);
+            reason_ =
+                config_.signal + "=" + format_signal_value(*value) + " not above " + format_signal_value(config_.above);
         }
     } else {
         if (*value < config_.until_below) {

@@ -49,10 +49,10 @@ Result<double> interpret_fetch(const FetchResult& result);
 
 // What is known about one signal.
 struct SignalState {
-    std::optional<double> last_value;              // the last good value, however old
-    SignalClock::time_point last_success{};        // when it was fetched
+    std::optional<double> last_value;        // the last good value, however old
+    SignalClock::time_point last_success{};  // when it was fetched
     SignalClock::time_point last_attempt{};
-    std::string last_error;                        // of the last attempt; "" when it succeeded
+    std::string last_error;  // of the last attempt; "" when it succeeded
     uint64_t successes = 0;
     uint64_t failures = 0;
 };
@@ -60,10 +60,10 @@ struct SignalState {
 // The value to use now: fresh, from the fallback, or none.
 struct SignalValue {
     std::optional<double> value;
-    bool fresh = false;              // last_value younger than stale_after
+    bool fresh = false;  // last_value younger than stale_after
     bool from_fallback = false;
     std::optional<std::chrono::seconds> age;  // of last_value, if any
-    std::string why_unusable;        // when !fresh: "never fetched", "stale (93s old): ..."
+    std::string why_unusable;                 // when !fresh: "never fetched", "stale (93s old): ..."
 };
 SignalValue effective_value(const SignalConfig& config, const SignalState& state, SignalClock::time_point now);
 

@@ -94,10 +94,10 @@ int64_t floor_div(int64_t a, int64_t b) {
 struct TimeZone::PosixRule {
     struct DateRule {
         enum class Kind { JulianNoLeap, ZeroBasedDay, MonthWeekDay } kind = Kind::MonthWeekDay;
-        int day = 0;      // Jn: 1..365; n: 0..365
-        int month = 0;    // Mm.w.d
-        int week = 0;     // 1..5, 5 = last
-        int weekday = 0;  // 0 = Sunday
+        int day = 0;              // Jn: 1..365; n: 0..365
+        int month = 0;            // Mm.w.d
+        int week = 0;             // 1..5, 5 = last
+        int weekday = 0;          // 0 = Sunday
         int32_t time = 2 * 3600;  // local time of day of the change, seconds (RFC 8536: -167h..167h)
     };
     std::string std_abbrev;
@@ -137,8 +137,8 @@ struct TimeZone::PosixRule {
     Transition at(int64_t t) const {
         if (!has_dst) return Transition{std::numeric_limits<int64_t>::min(), std_offset, std_abbrev};
         const int64_t local_days = floor_div(t + std_offset, 86400);
-        const int year = static_cast<int>(
-            std::chrono::year_month_day{std::chrono::sys_days{std::chrono::days{local_days}}}.year());
+        const int year =
+            static_cast<int>(std::chrono::year_month_day{std::chrono::sys_days{std::chrono::days{local_days}}}.year());
         // The latest change at or before t among the neighbouring years.
         int64_t best_at = std::numeric_limits<int64_t>::min();
         bool best_dst = false;
@@ -188,9 +188,7 @@ private:
                 day = sys_days{y / January / 1} + days{d};
                 break;
             }
-            case DateRule::Kind::ZeroBasedDay:
-                day = sys_days{y / January / 1} + days{rule.day};
-                break;
+            case DateRule::Kind::ZeroBasedDay: day = sys_days{y / January / 1} + days{rule.day}; break;
             case DateRule::Kind::MonthWeekDay: {
                 const std::chrono::month m{static_cast<unsigned>(rule.month)};
                 const weekday wd{static_cast<unsigned>(rule.weekday)};

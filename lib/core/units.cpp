@@ -39,8 +39,8 @@ std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 // A non-negative decimal number "12", "1.5", ".5" split off the front of text.
 struct Decimal {
-    uint64_t integer = 0;       // digits before the point
-    uint64_t fraction = 0;      // digits after the point, as an integer
+    uint64_t integer = 0;         // digits before the point
+    uint64_t fraction = 0;        // digits after the point, as an integer
     uint64_t fraction_scale = 1;  // 10^(number of fraction digits)
     bool is_zero() const { return integer == 0 && fraction == 0; }
 };
@@ -131,9 +131,10 @@ Result<Rate> parse_rate(std::string_view input) {
             return fail("rate " + quoted(text) + " is zero: a rate must be above 0");
         if (number->fraction == 0 && number->integer >= 1000) {
             // A big bare number is most likely bits per second: say it in the largest exact unit.
-            static const std::pair<uint64_t, const char*> units[] = {
-                {1000ULL * 1000 * 1000 * 1000, "Tbit"}, {1000ULL * 1000 * 1000, "Gbit"}, {1000ULL * 1000, "Mbit"},
-                {1000ULL, "Kbit"}};
+            static const std::pair<uint64_t, const char*> units[] = {{1000ULL * 1000 * 1000 * 1000, "Tbit"},
+                                                                     {1000ULL * 1000 * 1000, "Gbit"},
+                                                                     {1000ULL * 1000, "Mbit"},
+                                                                     {1000ULL, "Kbit"}};
             std::string as_bits = std::to_string(number->integer) + "bit";
             for (const auto& [factor, name] : units)
                 if (number->integer % factor == 0) {

@@ -60,7 +60,8 @@ std::vector<Interval> day_occurrences(const Window& w, local_days d) {
                 out.front().end = std::max(out.front().end, iv.end);
             } else {
                 out.push_back(iv);
-                std::sort(out.begin(), out.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+                std::sort(out.begin(), out.end(),
+                          [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
             }
         }
     }
@@ -119,8 +120,8 @@ std::string lower(std::string_view s) {
 }
 
 constexpr std::string_view kShortDays[7] = {"sun", "mon", "tue", "wed", "thu", "fri", "sat"};
-constexpr std::string_view kLongDays[7] = {"sunday", "monday", "tuesday", "wednesday", "thursday", "friday",
-                                           "saturday"};
+constexpr std::string_view kLongDays[7] = {"sunday",   "monday", "tuesday", "wednesday",
+                                           "thursday", "friday", "saturday"};
 
 int day_index(std::string_view name) {
     for (int i = 0; i < 7; ++i)
@@ -189,7 +190,8 @@ Result<std::array<bool, 7>> parse_days(const std::vector<std::string>& items) {
         }
         const int i = day_index(item);
         if (i < 0)
-            return fail("'" + raw + "' is not a day (use mon, tue, wed, thu, fri, sat, sun, a range like \"mon-fri\", "
+            return fail("'" + raw +
+                        "' is not a day (use mon, tue, wed, thu, fri, sat, sun, a range like \"mon-fri\", "
                         "\"weekdays\", \"weekends\" or \"daily\")");
         days[i] = true;
     }
@@ -211,8 +213,7 @@ Result<std::chrono::minutes> parse_time_of_day(std::string_view text, bool allow
         if (ss.size() != 2) return bad();
     }
     unsigned h = 0, m = 0, s = 0;
-    if (mm.size() != 2 || !parse_uint(hh, h) || !parse_uint(mm, m) || (!ss.empty() && !parse_uint(ss, s)))
-        return bad();
+    if (mm.size() != 2 || !parse_uint(hh, h) || !parse_uint(mm, m) || (!ss.empty() && !parse_uint(ss, s))) return bad();
     if (s != 0) return fail("time '" + std::string(text) + "': windows have minute resolution (seconds must be 00)");
     if (m > 59) return bad();
     if (h == 24 && m == 0 && allow_24) return std::chrono::minutes{24 * 60};
@@ -274,7 +275,8 @@ std::optional<Interval> WindowSet::current(const std::string& name, SysSeconds a
     return current_of(*w, at);
 }
 
-std::optional<SysSeconds> WindowSet::next_start(const std::string& name, SysSeconds at, std::chrono::days horizon) const {
+std::optional<SysSeconds> WindowSet::next_start(const std::string& name, SysSeconds at,
+                                                std::chrono::days horizon) const {
     const Window* w = find(name);
     if (!w) return std::nullopt;
     return next_start_of(*w, at, horizon);

@@ -36,12 +36,11 @@ public:
     std::chrono::local_seconds to_local(SysSeconds instant) const;
 
     struct Transition {
-        int64_t at;          // UTC seconds
-        int32_t offset;      // offset after the transition
+        int64_t at;      // UTC seconds
+        int32_t offset;  // offset after the transition
         std::string abbrev;
     };
-    TimeZone(std::string name, std::vector<Transition> transitions, Transition initial,
-             std::string posix_rule_tail);
+    TimeZone(std::string name, std::vector<Transition> transitions, Transition initial, std::string posix_rule_tail);
 
 private:
     std::string name_;
@@ -64,9 +63,9 @@ struct DateRange {
 struct Window {
     std::string name;
     std::shared_ptr<const TimeZone> zone;
-    std::array<bool, 7> days{};            // [0]=Sunday ... [6]=Saturday, the start day
-    std::chrono::minutes start{0};         // local time of day
-    std::chrono::minutes end{0};           // end <= start: crosses midnight
+    std::array<bool, 7> days{};     // [0]=Sunday ... [6]=Saturday, the start day
+    std::chrono::minutes start{0};  // local time of day
+    std::chrono::minutes end{0};    // end <= start: crosses midnight
     std::vector<DateRange> exceptions;
 };
 

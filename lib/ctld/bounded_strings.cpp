@@ -234,14 +234,10 @@ const char* do_match(Matcher* m, const char* s, const char* p) {
     while (s && p != m->p_end) {
         switch (*p) {
             case '(':
-                if (*(p + 1) == ')')
-                    s = start_capture(m, s, p + 2, kCapPosition);
-                else
-                    s = start_capture(m, s, p + 1, kCapUnfinished);
+                if (*(p + 1) == ')') s = start_capture(m, s, p + 2, kCapPosition);
+                else s = start_capture(m, s, p + 1, kCapUnfinished);
                 goto done;
-            case ')':
-                s = end_capture(m, s, p + 1);
-                goto done;
+            case ')': s = end_capture(m, s, p + 1); goto done;
             case '$':
                 if (p + 1 != m->p_end) break;  // an ordinary character
                 s = (s == m->src_end) ? s : nullptr;
@@ -268,8 +264,16 @@ const char* do_match(Matcher* m, const char* s, const char* p) {
                         s = nullptr;
                         goto done;
                     }
-                    case '0': case '1': case '2': case '3': case '4':
-                    case '5': case '6': case '7': case '8': case '9':
+                    case '0':
+                    case '1':
+                    case '2':
+                    case '3':
+                    case '4':
+                    case '5':
+                    case '6':
+                    case '7':
+                    case '8':
+                    case '9':
                         s = match_backref(m, s, uc(*(p + 1)));
                         if (s) {
                             p += 2;
@@ -326,10 +330,8 @@ void push_capture(Matcher* m, int i, const char* s, const char* e) {
     }
     ptrdiff_t l = m->capture[i].len;
     if (l == kCapUnfinished) luaL_error(m->L, "unfinished capture");
-    if (l == kCapPosition)
-        lua_pushinteger(m->L, static_cast<lua_Integer>(m->capture[i].init - m->src_init) + 1);
-    else
-        lua_pushlstring(m->L, m->capture[i].init, static_cast<size_t>(l));
+    if (l == kCapPosition) lua_pushinteger(m->L, static_cast<lua_Integer>(m->capture[i].init - m->src_init) + 1);
+    else lua_pushlstring(m->L, m->capture[i].init, static_cast<size_t>(l));
 }
 
 int push_captures(Matcher* m, const char* s, const char* e) {
@@ -488,9 +490,7 @@ bool add_replacement(Matcher* m, luaL_Buffer* b, const char* s, const char* e, i
             push_capture(m, 0, s, e);
             lua_gettable(L, 3);
             break;
-        default:
-            add_replacement_string(m, b, s, e);
-            return true;
+        default: add_replacement_string(m, b, s, e); return true;
     }
     if (!lua_toboolean(L, -1)) {
         lua_pop(L, 1);
@@ -563,7 +563,8 @@ int l_rep(lua_State* L) noexcept {
     }
     // total = n*l + (n-1)*lsep, in 128 bits against overflow.
     unsigned __int128 total = static_cast<unsigned __int128>(n) * l + static_cast<unsigned __int128>(n - 1) * lsep;
-    if (total > meter->max_string_bytes) meter->too_large(L, "string.rep", total > INT64_MAX ? INT64_MAX : static_cast<int64_t>(total));
+    if (total > meter->max_string_bytes)
+        meter->too_large(L, "string.rep", total > INT64_MAX ? INT64_MAX : static_cast<int64_t>(total));
     meter->charge(L, static_cast<uint64_t>(total) / 64 + static_cast<uint64_t>(n) / 8 + 1);
     lua_pushvalue(L, lua_upvalueindex(2));  // the library's rep
     lua_insert(L, 1);

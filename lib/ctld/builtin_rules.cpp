@@ -54,7 +54,10 @@ bool rule_matches(const ClassRule& rule, const JobView& job) {
     if (!rule.name_patterns.empty()) {
         bool any = false;
         for (const auto& pattern : rule.name_patterns)
-            if (fnmatch(pattern.c_str(), job.name.c_str(), 0) == 0) { any = true; break; }
+            if (fnmatch(pattern.c_str(), job.name.c_str(), 0) == 0) {
+                any = true;
+                break;
+            }
         if (!any) return false;
     }
     if (!rule.accounts.empty() && !contains(rule.accounts, job.account)) return false;

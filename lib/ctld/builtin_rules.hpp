@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/lanes_toml.hpp"
 #include "core/job.hpp"
+#include "core/lanes_toml.hpp"
 
 namespace lanes {
 

@@ -48,10 +48,7 @@ struct Generation {
     FileStamp script_stamp;
 };
 
-
-std::string with_lanes_prefix(const std::string& msg) {
-    return msg.rfind("lanes:", 0) == 0 ? msg : "lanes: " + msg;
-}
+std::string with_lanes_prefix(const std::string& msg) { return msg.rfind("lanes:", 0) == 0 ? msg : "lanes: " + msg; }
 
 std::string describe_rate(const Rate& r) { return format_rate(r) + (r.is_relative() ? " of the link" : ""); }
 
@@ -172,8 +169,7 @@ public:
 
 private:
     static int64_t steady_ns() {
-        return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now().time_since_epoch())
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
             .count();
     }
 
@@ -214,8 +210,8 @@ private:
         }
         failed_ = false;
         publish(std::shared_ptr<const Generation>(std::move(*fresh)));
-        log(LogLevel::Info, "reloaded " + config_path_ +
-                                (script_path.empty() ? std::string() : " and policy " + script_path));
+        log(LogLevel::Info,
+            "reloaded " + config_path_ + (script_path.empty() ? std::string() : " and policy " + script_path));
         return true;
     }
 
@@ -260,8 +256,7 @@ private:
                               (names.empty() ? std::string("you may not request any class")
                                              : "classes you may request: " + join(names, ", ")));
         }
-        if (is_admin || listed(requested->allowed_users, job.user) ||
-            listed(requested->allowed_accounts, job.account))
+        if (is_admin || listed(requested->allowed_users, job.user) || listed(requested->allowed_accounts, job.account))
             return std::nullopt;
         std::string why = requested->allowed_users.empty() && requested->allowed_accounts.empty()
                               ? "it cannot be requested explicitly (no allowed_users/allowed_accounts)"
@@ -276,7 +271,9 @@ private:
         if (!job.requested_cap) return std::nullopt;
         const std::string& text = *job.requested_cap;
         auto cap = parse_rate(text);
-        if (!cap) return reject(Decision::RejectKind::InvalidOption, "lanes: --lanes-cap=" + text + ": " + cap.error().message);
+        if (!cap)
+            return reject(Decision::RejectKind::InvalidOption,
+                          "lanes: --lanes-cap=" + text + ": " + cap.error().message);
         if (!cls.user_may_lower_cap)
             return reject(Decision::RejectKind::InvalidOption,
                           "lanes: class '" + cls.name + "' does not allow --lanes-cap (user_may_lower_cap = false)");
@@ -335,8 +332,7 @@ private:
                 case PolicyOutcome::Kind::Reject: {
                     Decision d = reject(Decision::RejectKind::Policy, po.reject_message);
                     d.user_messages = std::move(messages);
-                    log(LogLevel::Info, job_label(job) + ": rejected by " + policy_where + ": " +
-                                            po.reject_message);
+                    log(LogLevel::Info, job_label(job) + ": rejected by " + policy_where + ": " + po.reject_message);
                     return d;
                 }
                 case PolicyOutcome::Kind::Error: error = po.error; break;
@@ -369,8 +365,8 @@ private:
                     return d;
                 }
                 cls = cfg.find_class(cfg.default_class);
-                log(LogLevel::Error, job_label(job) + ": policy error: " + error +
-                                         "; accepted with default class '" + cfg.default_class + "'");
+                log(LogLevel::Error, job_label(job) + ": policy error: " + error + "; accepted with default class '" +
+                                         cfg.default_class + "'");
                 // What the failed run said is void; the user learns that it failed.
                 messages.assign(1, "lanes: the site policy failed; job placed in class '" + cfg.default_class + "'");
                 source = "policy error: " + error + "; default_class";
@@ -456,8 +452,8 @@ Result<std::unique_ptr<Classifier>> Classifier::create(const std::string& config
         std::string script_path;
         auto gen = build_generation(config_path, log, options, cs, ss, script_path);
         if (!gen) return fail(gen.error());
-        return std::unique_ptr<Classifier>(
-            new ClassifierImpl(config_path, std::move(log), options, std::shared_ptr<const Generation>(std::move(*gen))));
+        return std::unique_ptr<Classifier>(new ClassifierImpl(config_path, std::move(log), options,
+                                                              std::shared_ptr<const Generation>(std::move(*gen))));
     } catch (const std::exception& e) {
         return fail(std::string("cannot create the classifier: ") + e.what());
     }
@@ -470,8 +466,9 @@ Result<std::unique_ptr<Classifier>> Classifier::from_config(Config config, LogSi
         auto gen = std::make_shared<Generation>();
         auto shared = std::make_shared<const Config>(std::move(config));
         gen->config = shared;
-        gen->windows = windows ? std::move(windows)
-                               : with_signals(std::make_shared<WindowSetOracle>(shared->windows), shared, options.signals);
+        gen->windows = windows
+                           ? std::move(windows)
+                           : with_signals(std::make_shared<WindowSetOracle>(shared->windows), shared, options.signals);
         if (!shared->policy.script.empty()) {
             auto policy = Policy::load_file(shared->policy.script, shared, log, options.max_lua_states);
             if (!policy) return fail(policy.error());

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "core/lanes_toml.hpp"
 #include "core/job.hpp"
+#include "core/lanes_toml.hpp"
 #include "core/log.hpp"
 #include "core/result.hpp"
 

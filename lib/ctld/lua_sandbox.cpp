@@ -67,16 +67,13 @@ int on_panic(lua_State* L) noexcept {
 
 // --- the hook: budgets and the line classify() returned from ---------------
 
-
 namespace {
 
 // Records the first budget the state has run past; true once one has been.
 bool note_overrun(LuaState* s) {
     if (s->abort == Abort::None) {
-        if (s->instructions > s->instruction_budget)
-            s->abort = Abort::Instructions;
-        else if (Clock::now() > s->deadline)
-            s->abort = Abort::Time;
+        if (s->instructions > s->instruction_budget) s->abort = Abort::Instructions;
+        else if (Clock::now() > s->deadline) s->abort = Abort::Time;
     }
     return s->abort != Abort::None;
 }
@@ -226,8 +223,7 @@ void string_too_large(lua_State* L, const char* function, int64_t bytes) {
     LuaState* s = state_of(L);
     s->mem_refused = true;
     luaL_error(L, "%s: a result of %I bytes: memory limit of %I bytes exceeded", function,
-               static_cast<lua_Integer>(bytes),
-               static_cast<lua_Integer>(s->mem_limit));
+               static_cast<lua_Integer>(bytes), static_cast<lua_Integer>(s->mem_limit));
 }
 
 namespace {
@@ -321,8 +317,7 @@ int locate_error(lua_State* L) noexcept {
     lua_Debug ar;
     for (int level = 1; lua_getstack(L, level, &ar); ++level) {
         if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
-            lua_pushfstring(L, "%s:%d: error object is a %s value", ar.short_src, ar.currentline,
-                            luaL_typename(L, 1));
+            lua_pushfstring(L, "%s:%d: error object is a %s value", ar.short_src, ar.currentline, luaL_typename(L, 1));
             return 1;
         }
     }

@@ -65,7 +65,7 @@ struct LuaState {
     int unplaced = 0;      // aborts seen in calls with no Lua line to name yet
     int last_line = 0;     // where the count hook last saw the script (names out-of-memory errors)
     char last_src[LUA_IDSIZE] = {};
-    StringMeter meter{};   // the metered string functions' link to the budgets
+    StringMeter meter{};  // the metered string functions' link to the budgets
 
     ~LuaState() {
         // Scripts cannot set __gc (see l_setmetatable), so closing runs no

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "core/lanes_toml.hpp"
 #include "core/job.hpp"
+#include "core/lanes_toml.hpp"
 #include "core/log.hpp"
 #include "core/result.hpp"
 #include "ctld/router.hpp"
@@ -32,8 +32,8 @@ struct PolicyOutcome {
     };
     Kind kind = Kind::FallThrough;
     std::string class_name;
-    std::string reason;                      // the table's `reason`, if given
-    std::string location;                    // "default.lua:42": the return that decided, if known
+    std::string reason;    // the table's `reason`, if given
+    std::string location;  // "default.lua:42": the return that decided, if known
     std::string reject_message;
     std::string error;                       // "default.lua:12: attempt to index a nil value"
     std::vector<std::string> user_messages;  // lanes.user_message() and the table's `message`

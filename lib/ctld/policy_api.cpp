@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ctld/builtin_rules.hpp"
 #include "core/text.hpp"
+#include "ctld/builtin_rules.hpp"
 
 namespace lanes::policy_detail {
 
@@ -20,20 +20,51 @@ constexpr size_t kMaxUserMessages = 16;
 
 // Job fields the proxy exposes, in pairs() order.
 enum JobField {
-    kName = 1, kComment, kUser, kUid, kAccount, kPartition, kQos, kTresPerNode, kTresPerJob, kGpus,
-    kMinNodes, kMaxNodes, kNumTasks, kTimeLimit, kFeatures, kBatch, kEnv, kLanesClass, kLanesCap,
-    kSubmitTime, kBeginTime, kFieldEnd
+    kName = 1,
+    kComment,
+    kUser,
+    kUid,
+    kAccount,
+    kPartition,
+    kQos,
+    kTresPerNode,
+    kTresPerJob,
+    kGpus,
+    kMinNodes,
+    kMaxNodes,
+    kNumTasks,
+    kTimeLimit,
+    kFeatures,
+    kBatch,
+    kEnv,
+    kLanesClass,
+    kLanesCap,
+    kSubmitTime,
+    kBeginTime,
+    kFieldEnd
 };
 const char* const kJobFieldNames[kFieldEnd] = {
-    nullptr, "name", "comment", "user", "uid", "account", "partition", "qos", "tres_per_node", "tres_per_job",
-    "gpus", "min_nodes", "max_nodes", "num_tasks", "time_limit", "features", "batch", "env", "lanes_class",
-    "lanes_cap", "submit_time", "begin_time"};
+    nullptr,         "name",         "comment",     "user",      "uid",         "account",   "partition",  "qos",
+    "tres_per_node", "tres_per_job", "gpus",        "min_nodes", "max_nodes",   "num_tasks", "time_limit", "features",
+    "batch",         "env",          "lanes_class", "lanes_cap", "submit_time", "begin_time"};
 
 // Fields of the table classify() may return.
-enum ResultField { rClass, rReason, rMessage, rReject, rPartition, rQos, rFeatures, rNice, rBeginTime, rTimeLimit, rUnknown };
+enum ResultField {
+    rClass,
+    rReason,
+    rMessage,
+    rReject,
+    rPartition,
+    rQos,
+    rFeatures,
+    rNice,
+    rBeginTime,
+    rTimeLimit,
+    rUnknown
+};
 ResultField result_field(const char* key) {
-    static const char* const names[] = {"class", "reason", "message", "reject", "partition",
-                                        "qos", "features", "nice", "begin_time", "time_limit"};
+    static const char* const names[] = {"class", "reason",   "message", "reject",     "partition",
+                                        "qos",   "features", "nice",    "begin_time", "time_limit"};
     for (int i = 0; i < rUnknown; ++i)
         if (std::strcmp(key, names[i]) == 0) return static_cast<ResultField>(i);
     return rUnknown;
@@ -245,22 +276,27 @@ void push_job_field(lua_State* L, LuaState* s, int id) {
         case kMaxNodes: lua_pushinteger(L, j.max_nodes); break;
         case kNumTasks: lua_pushinteger(L, j.num_tasks); break;
         case kTimeLimit:
-            if (j.time_limit_minutes) lua_pushinteger(L, *j.time_limit_minutes); else lua_pushnil(L);
+            if (j.time_limit_minutes) lua_pushinteger(L, *j.time_limit_minutes);
+            else lua_pushnil(L);
             break;
         case kFeatures: push_string(L, j.features); break;
         case kBatch: lua_pushboolean(L, j.batch); break;
         case kEnv:
-            if (j.batch) lua_rawgeti(L, LUA_REGISTRYINDEX, s->env_ref); else lua_pushnil(L);
+            if (j.batch) lua_rawgeti(L, LUA_REGISTRYINDEX, s->env_ref);
+            else lua_pushnil(L);
             break;
         case kLanesClass:
-            if (j.requested_class) push_string(L, *j.requested_class); else lua_pushnil(L);
+            if (j.requested_class) push_string(L, *j.requested_class);
+            else lua_pushnil(L);
             break;
         case kLanesCap:
-            if (j.requested_cap) push_string(L, *j.requested_cap); else lua_pushnil(L);
+            if (j.requested_cap) push_string(L, *j.requested_cap);
+            else lua_pushnil(L);
             break;
         case kSubmitTime: lua_pushinteger(L, j.submit_time.time_since_epoch().count()); break;
         case kBeginTime:
-            if (j.begin_time) lua_pushinteger(L, j.begin_time->time_since_epoch().count()); else lua_pushnil(L);
+            if (j.begin_time) lua_pushinteger(L, j.begin_time->time_since_epoch().count());
+            else lua_pushnil(L);
             break;
         default: lua_pushnil(L);
     }
@@ -318,7 +354,8 @@ int env_index(lua_State* L) noexcept {
     size_t n;
     const char* key = lua_tolstring(L, 2, &n);
     const std::string* v = env_lookup(s->job, key, n);
-    if (v) push_string(L, *v); else lua_pushnil(L);
+    if (v) push_string(L, *v);
+    else lua_pushnil(L);
     return 1;
 }
 
@@ -481,8 +518,11 @@ int l_log(lua_State* L) noexcept {
         line = ar.currentline;
         src = ar.short_src;
     }
-    emit_log(state_of(L), level == 0 ? LogLevel::Info : level == 1 ? LogLevel::Debug : LogLevel::Error, src, line, msg,
-             n);
+    emit_log(state_of(L),
+             level == 0   ? LogLevel::Info
+             : level == 1 ? LogLevel::Debug
+                          : LogLevel::Error,
+             src, line, msg, n);
     return 0;
 }
 
@@ -567,8 +607,10 @@ int l_signal(lua_State* L) noexcept {
     int r = query_signal(state_of(L), name, n, &value, &age, &fresh);
     if (r == -1) return luaL_error(L, "unknown signal '%s'", name);
     if (r == -2) return luaL_error(L, "internal error in signal query");
-    if (value) lua_pushnumber(L, *value); else lua_pushnil(L);
-    if (age) lua_pushinteger(L, *age); else lua_pushnil(L);
+    if (value) lua_pushnumber(L, *value);
+    else lua_pushnil(L);
+    if (age) lua_pushinteger(L, *age);
+    else lua_pushnil(L);
     lua_pushboolean(L, fresh);
     return 3;
 }
@@ -597,7 +639,8 @@ int l_parse_duration(lua_State* L) noexcept {
     char err[256];
     int r = duration_of(text, n, &minutes, err, sizeof err);
     if (r == 0) return luaL_error(L, "lanes.parse_duration: %s", err);
-    if (r == 2) lua_pushnil(L); else lua_pushinteger(L, minutes);
+    if (r == 2) lua_pushnil(L);
+    else lua_pushinteger(L, minutes);
     return 1;
 }
 

@@ -10,9 +10,9 @@
 #include <sstream>
 #include <thread>
 
+#include "core/text.hpp"
 #include "ctld/lua_sandbox.hpp"
 #include "ctld/policy_api.hpp"
-#include "core/text.hpp"
 
 namespace lanes {
 
@@ -148,8 +148,8 @@ Result<std::unique_ptr<LuaState>> Policy::new_state() {
 std::unique_ptr<LuaState> Policy::acquire(std::string& error) {
     std::unique_lock lock(mutex_);
     // In the background mode a caller waits at most this long for a state.
-    auto give_up = Clock::now() + std::max<std::chrono::microseconds>(config_->policy.time_budget,
-                                                                      std::chrono::milliseconds(1));
+    auto give_up =
+        Clock::now() + std::max<std::chrono::microseconds>(config_->policy.time_budget, std::chrono::milliseconds(1));
     while (true) {
         if (!idle_.empty()) {
             auto s = std::move(idle_.back());

@@ -11,7 +11,6 @@ namespace lanes {
 
 namespace {
 
-
 struct NextWindow {
     std::string name;
     SysSeconds start;
@@ -59,7 +58,8 @@ Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, cons
     if (!cls.features.empty()) r.features = join(cls.features, "&");
     r.nice = cls.nice;
 
-    std::optional<uint32_t> time_limit = options.time_limit_minutes ? options.time_limit_minutes : job.time_limit_minutes;
+    std::optional<uint32_t> time_limit =
+        options.time_limit_minutes ? options.time_limit_minutes : job.time_limit_minutes;
     std::optional<SysSeconds> asked_begin = options.begin_time ? options.begin_time : job.begin_time;
     const SysSeconds requested_start = asked_begin && *asked_begin > now ? *asked_begin : now;
     if (options.time_limit_minutes) r.time_limit_minutes = options.time_limit_minutes;
@@ -106,24 +106,25 @@ Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, cons
             const std::string job_desc = cls.name + " job";
             switch (cls.window_overrun) {
                 case OverrunAction::Warn:
-                    r.user_messages.push_back(
-                        "lanes: " + job_desc +
-                        (time_limit ? " may run into the " + next->name + " window starting " + when
-                                    : " has no time limit (--time) and may run into the " + next->name +
-                                          " window starting " + when));
+                    r.user_messages.push_back("lanes: " + job_desc +
+                                              (time_limit
+                                                   ? " may run into the " + next->name + " window starting " + when
+                                                   : " has no time limit (--time) and may run into the " + next->name +
+                                                         " window starting " + when));
                     r.reasons.push_back("window_overrun=warn (" + next->name + ")");
                     settled = true;
                     break;
                 case OverrunAction::Reject: {
                     std::string why = time_limit
-                        ? "its time limit of " + format_minutes(*time_limit) + " would run into the " + next->name +
-                              " window starting " + when + "; use --time=" +
-                              std::to_string(minutes_between(start, next->start)) + " or less, or --begin after it"
-                        : "it has no time limit (--time) and could run into the " + next->name +
-                              " window starting " + when;
+                                          ? "its time limit of " + format_minutes(*time_limit) +
+                                                " would run into the " + next->name + " window starting " + when +
+                                                "; use --time=" + std::to_string(minutes_between(start, next->start)) +
+                                                " or less, or --begin after it"
+                                          : "it has no time limit (--time) and could run into the " + next->name +
+                                                " window starting " + when;
                     r.reject = true;
-                    r.reject_message = "lanes: " + job_desc + " rejected: " + why +
-                                       " (class " + cls.name + ": window_overrun = reject)";
+                    r.reject_message = "lanes: " + job_desc + " rejected: " + why + " (class " + cls.name +
+                                       ": window_overrun = reject)";
                     r.reasons.push_back("window_overrun=reject (" + next->name + ")");
                     return r;
                 }
@@ -131,11 +132,10 @@ Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, cons
                     uint64_t room = minutes_between(start, next->start);
                     if (room >= options.min_shorten_minutes) {
                         r.time_limit_minutes = static_cast<uint32_t>(std::min<uint64_t>(room, UINT32_MAX));
-                        r.user_messages.push_back("lanes: " + job_desc + " time limit " +
-                                                  (time_limit ? "shortened from " + format_minutes(*time_limit) + " "
-                                                              : "set ") +
-                                                  "to " + format_minutes(room) + " so it ends before the " +
-                                                  next->name + " window (" + when + ")");
+                        r.user_messages.push_back(
+                            "lanes: " + job_desc + " time limit " +
+                            (time_limit ? "shortened from " + format_minutes(*time_limit) + " " : "set ") + "to " +
+                            format_minutes(room) + " so it ends before the " + next->name + " window (" + when + ")");
                         r.reasons.push_back("window_overrun=shorten (" + next->name + ")");
                         settled = true;
                         break;
@@ -166,10 +166,11 @@ Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, cons
                 // Longer than every gap we looked at: deferring further only delays it.
                 start = *first_clear;
                 auto nn = earliest_start(avoid, start, windows);
-                r.user_messages.push_back("lanes: " + cls.name + " job's time limit of " + format_minutes(*time_limit) +
-                                          " is longer than any gap between avoided windows; it will run into " +
-                                          (nn ? "the " + nn->name + " window (" + windows.describe(nn->name, nn->start) + ")"
-                                              : std::string("an avoided window")));
+                r.user_messages.push_back(
+                    "lanes: " + cls.name + " job's time limit of " + format_minutes(*time_limit) +
+                    " is longer than any gap between avoided windows; it will run into " +
+                    (nn ? "the " + nn->name + " window (" + windows.describe(nn->name, nn->start) + ")"
+                        : std::string("an avoided window")));
                 r.reasons.push_back("does not fit between windows");
                 deferred_by.clear();
                 if (start > requested_start) {
@@ -201,7 +202,10 @@ Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, cons
                 std::string_view rest = base;
                 while (!rest.empty()) {
                     size_t c = rest.find(',');
-                    if (rest.substr(0, c) == p) { dup = true; break; }
+                    if (rest.substr(0, c) == p) {
+                        dup = true;
+                        break;
+                    }
                     if (c == std::string_view::npos) break;
                     rest.remove_prefix(c + 1);
                 }
@@ -284,8 +288,7 @@ std::optional<std::string> check_time_limit_change(const ClassConfig& cls, const
 }
 
 Result<std::optional<uint32_t>> parse_slurm_duration(std::string_view text) {
-    std::string bad = "invalid time limit '" + std::string(text) +
-                      "' (expected M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)";
+    std::string bad = "invalid time limit '" + std::string(text) + "' (expected M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)";
     if (text == "UNLIMITED" || text == "INFINITE" || text == "unlimited" || text == "infinite")
         return std::optional<uint32_t>{};
     if (text.empty()) return fail(bad);

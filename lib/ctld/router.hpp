@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/lanes_toml.hpp"
 #include "core/job.hpp"
+#include "core/lanes_toml.hpp"
 #include "core/result.hpp"
 #include "core/signals.hpp"
 #include "core/windows.hpp"
@@ -67,12 +67,12 @@ struct Route {
     std::string reject_message;            // for the user, starts "lanes: "
     std::optional<std::string> partition;  // comma-joined (Slurm accepts "a,b")
     std::optional<std::string> qos;
-    std::optional<std::string> features;   // '&'-joined (all required)
+    std::optional<std::string> features;  // '&'-joined (all required)
     std::optional<int32_t> nice;
     std::optional<SysSeconds> begin_time;
     std::optional<uint32_t> time_limit_minutes;
     std::vector<std::string> user_messages;
-    std::vector<std::string> reasons;      // short, for Decision.reason and logs
+    std::vector<std::string> reasons;  // short, for Decision.reason and logs
 };
 
 Route route_job(const ClassConfig& cls, const JobView& job, SysSeconds now, const WindowOracle& windows,

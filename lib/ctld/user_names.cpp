@@ -11,7 +11,7 @@ namespace lanes {
 std::optional<std::string> lookup_user_name(uint32_t uid) {
     long hint = sysconf(_SC_GETPW_R_SIZE_MAX);
     std::vector<char> buf(hint > 0 ? static_cast<size_t>(hint) : 4096);
-    struct passwd pw{};
+    struct passwd pw {};
     struct passwd* result = nullptr;
     while (true) {
         int rc = getpwuid_r(uid, &pw, buf.data(), buf.size(), &result);

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -28,7 +28,8 @@ std::vector<std::string> components(std::string_view path) {
     std::size_t pos = 0;
     while (pos < path.size()) {
         std::size_t slash = path.find('/', pos);
-        std::string_view part = path.substr(pos, slash == std::string_view::npos ? std::string_view::npos : slash - pos);
+        std::string_view part =
+            path.substr(pos, slash == std::string_view::npos ? std::string_view::npos : slash - pos);
         if (!part.empty() && part != ".") out.emplace_back(part);
         if (slash == std::string_view::npos) break;
         pos = slash + 1;
@@ -67,8 +68,7 @@ bool inside(const std::string& dir, const std::string& mount_point) {
 }
 
 int level_of(const Cgroup2Mount& mount, const std::string& dir) {
-    return static_cast<int>(components(mount.root).size() +
-                            components(relative_path(dir, mount.mount_point)).size());
+    return static_cast<int>(components(mount.root).size() + components(relative_path(dir, mount.mount_point)).size());
 }
 
 std::string trim_slashes(std::string s) {
@@ -96,8 +96,7 @@ Result<void> write_pid(const std::string& procs, pid_t pid, bool missing_ok) {
     ssize_t n = ::write(fd, text.data(), text.size());
     int err = errno;
     ::close(fd);
-    if (n < 0 && !(missing_ok && err == ESRCH))
-        return fail("write " + text + " to " + procs + ": " + errno_text(err));
+    if (n < 0 && !(missing_ok && err == ESRCH)) return fail("write " + text + " to " + procs + ": " + errno_text(err));
     return {};
 }
 
@@ -197,8 +196,7 @@ public:
             }
             if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return {};
             int err = errno;
-            if (err != EBUSY || attempt >= 250)
-                return fail("lanes: cgroup rmdir " + dir + ": " + errno_text(err));
+            if (err != EBUSY || attempt >= 250) return fail("lanes: cgroup rmdir " + dir + ": " + errno_text(err));
             // Exiting tasks leave the cgroup asynchronously.
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
@@ -240,8 +238,9 @@ Result<Cgroup2Mount> parse_mountinfo_cgroup2(std::string_view mountinfo) {
         if (fields.size() < 5) continue;
         return Cgroup2Mount{unescape(fields[4]), unescape(fields[3])};
     }
-    return fail("lanes: no cgroup2 mount in /proc/self/mountinfo (Lanes needs the unified hierarchy, "
-                "hybrid is fine)");
+    return fail(
+        "lanes: no cgroup2 mount in /proc/self/mountinfo (Lanes needs the unified hierarchy, "
+        "hybrid is fine)");
 }
 
 std::string relative_path(const std::string& path, const std::string& base) {

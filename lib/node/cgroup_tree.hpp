@@ -21,8 +21,8 @@ inline constexpr const char* kNftCgroupBase = "/sys/fs/cgroup";
 
 // The cgroup2 mount of this mount namespace.
 struct Cgroup2Mount {
-    std::string mount_point;   // "/sys/fs/cgroup/unified" (hybrid) or "/sys/fs/cgroup"
-    std::string root;          // the hierarchy path mounted there, normally "/"
+    std::string mount_point;  // "/sys/fs/cgroup/unified" (hybrid) or "/sys/fs/cgroup"
+    std::string root;         // the hierarchy path mounted there, normally "/"
 };
 
 // The first cgroup2 line of a /proc/self/mountinfo text.
@@ -30,19 +30,19 @@ Result<Cgroup2Mount> parse_mountinfo_cgroup2(std::string_view mountinfo);
 
 // A job's dir and how nft names it.
 struct CgroupPlacement {
-    std::string dir;           // absolute
-    std::string parent;        // absolute; leftover pids go here at remove
-    std::string key;           // relative to the cgroup2 mount ("lanes/job_7"; the marker's key)
-    int level = 0;             // depth in the cgroup2 hierarchy (nft `socket cgroupv2 level`)
-    bool owned = false;        // Lanes' own dir (created and removed by Lanes)
+    std::string dir;     // absolute
+    std::string parent;  // absolute; leftover pids go here at remove
+    std::string key;     // relative to the cgroup2 mount ("lanes/job_7"; the marker's key)
+    int level = 0;       // depth in the cgroup2 hierarchy (nft `socket cgroupv2 level`)
+    bool owned = false;  // Lanes' own dir (created and removed by Lanes)
 };
 
 // cgroup_root "auto": Slurm's job dir `slurm_dir` (absolute, found with
 // node_facts.hpp find_slurm_job_cgroup) when the mount is /sys/fs/cgroup and it
 // is given, else <mount>/lanes/job_<id>. Any other value: an absolute directory
 // inside the cgroup2 mount; jobs go to <value>/job_<id>.
-Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const Cgroup2Mount& mount,
-                                         uint32_t job_id, const std::optional<std::string>& slurm_dir);
+Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const Cgroup2Mount& mount, uint32_t job_id,
+                                         const std::optional<std::string>& slurm_dir);
 
 // The levels nft must match for `cgroup_root`: Lanes' own dirs, plus
 // `slurm_job_levels` (depths of Slurm's job_<id> dirs) when "auto" on a node

@@ -51,7 +51,7 @@ Result<std::string> read_file(const std::string& path, int* open_errno) {
     }
     // Only state this process's user (root on a node) wrote, in a file nobody else
     // can write, is trusted: a planted file must not steer root's actions.
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
         ::close(fd);
         *open_errno = EPERM;
@@ -123,9 +123,7 @@ Result<JobState> parse_job_state(std::string_view text, const std::string& origi
         std::string_view line = text.substr(0, nl);
         text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
         ++lineno;
-        auto bad = [&](const std::string& what) {
-            return fail(origin + ":" + std::to_string(lineno) + ": " + what);
-        };
+        auto bad = [&](const std::string& what) { return fail(origin + ":" + std::to_string(lineno) + ": " + what); };
         if (!saw_header) {
             if (line != kHeader) return bad("not a Lanes job state file (expected \"" + std::string(kHeader) + "\")");
             saw_header = true;
@@ -254,7 +252,7 @@ Result<JobStateStore::Lock> JobStateStore::lock() {
 
 Result<std::optional<JobState>> JobStateStore::load(uint32_t job_id) const {
     // The directory too: owned by us, not a symlink, writable by nobody else.
-    struct stat dir_st{};
+    struct stat dir_st {};
     if (::lstat(dir_.c_str(), &dir_st) != 0) {
         if (errno == ENOENT) return std::optional<JobState>{};
         return fail("lanes: " + dir_ + ": " + errno_text(errno));

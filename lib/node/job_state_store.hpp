@@ -37,6 +37,7 @@ public:
         Lock(Lock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
         Lock& operator=(Lock&&) = delete;
         ~Lock();
+
     private:
         int fd_;
     };
@@ -45,13 +46,13 @@ public:
     Result<std::optional<JobState>> load(uint32_t job_id) const;
     // Every job file; unreadable ones are reported in `errors` and skipped.
     std::vector<JobState> load_all(std::vector<std::string>* errors = nullptr) const;
-    Result<void> save(const JobState& state);   // tmp + rename
-    Result<void> erase(uint32_t job_id);        // absent = success
+    Result<void> save(const JobState& state);  // tmp + rename
+    Result<void> erase(uint32_t job_id);       // absent = success
 
     // Minor claims. owner: the job id holding `minor`, if any.
     std::optional<uint32_t> minor_owner(uint16_t minor) const;
-    Result<void> claim_minor(uint16_t minor, uint32_t job_id);   // fails if held by another
-    Result<void> release_minor(uint16_t minor, uint32_t job_id); // only if held by job_id
+    Result<void> claim_minor(uint16_t minor, uint32_t job_id);    // fails if held by another
+    Result<void> release_minor(uint16_t minor, uint32_t job_id);  // only if held by job_id
 
     const std::string& dir() const { return dir_; }
     std::string job_path(uint32_t job_id) const;

@@ -31,7 +31,9 @@ NetlinkSocket& NetlinkSocket::operator=(NetlinkSocket&& other) noexcept {
 }
 
 Result<void> NetlinkSocket::open(int protocol, std::chrono::milliseconds timeout) {
-    const char* what = protocol == NETLINK_NETFILTER ? "nfnetlink" : protocol == NETLINK_ROUTE ? "rtnetlink" : "netlink";
+    const char* what = protocol == NETLINK_NETFILTER ? "nfnetlink"
+                       : protocol == NETLINK_ROUTE   ? "rtnetlink"
+                                                     : "netlink";
     if (fd_ >= 0) ::close(fd_);
     fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
     if (fd_ < 0) return fail(std::string("lanes: ") + what + " socket: " + std::strerror(errno));

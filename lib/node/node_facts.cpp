@@ -28,7 +28,7 @@ std::string slurp(const std::string& path, bool* ok = nullptr) {
 }
 
 bool is_dir(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -42,8 +42,7 @@ void collect_scopes(const std::string& dir, int depth, std::vector<std::string>&
     while (dirent* e = ::readdir(d.get())) {
         if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
         std::string_view name = e->d_name;
-        if (is_slurmstepd_scope(name))
-            out.push_back(dir + "/" + e->d_name);
+        if (is_slurmstepd_scope(name)) out.push_back(dir + "/" + e->d_name);
         else if (depth > 0 && !name.ends_with(".scope") && !name.ends_with(".service"))
             subs.push_back(dir + "/" + e->d_name);
     }
@@ -52,7 +51,7 @@ void collect_scopes(const std::string& dir, int depth, std::vector<std::string>&
 
 std::map<uint32_t, long> stepd_jobs_in_own_netns() {
     std::map<uint32_t, long> jobs;
-    struct stat self{};
+    struct stat self {};
     const bool know_self = ::stat("/proc/self/ns/net", &self) == 0;
     std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), ::closedir);
     if (!proc) return jobs;
@@ -62,10 +61,10 @@ std::map<uint32_t, long> stepd_jobs_in_own_netns() {
         auto id = stepd_job_id(slurp(dir + "/cmdline"));
         if (!id) continue;
         // Any user can set a process title; only root runs slurmstepd.
-        struct stat owner{};
+        struct stat owner {};
         if (::stat(dir.c_str(), &owner) != 0 || owner.st_uid != 0) continue;
         // Unknown namespace (process gone, no permission): count it as ours.
-        struct stat ns{};
+        struct stat ns {};
         if (know_self && ::stat((dir + "/ns/net").c_str(), &ns) == 0 &&
             (ns.st_ino != self.st_ino || ns.st_dev != self.st_dev))
             continue;

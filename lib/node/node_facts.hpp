@@ -70,7 +70,7 @@ std::optional<uint32_t> stepd_job_id(std::string_view cmdline);
 
 struct JobLiveness {
     bool alive = true;
-    std::string why;   // the evidence either way, for logs and lanesctl gc
+    std::string why;  // the evidence either way, for logs and lanesctl gc
 };
 
 // What slurmctld says about a job on this node: nullopt when it cannot be asked.

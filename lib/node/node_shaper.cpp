@@ -14,8 +14,8 @@
 #include <set>
 #include <sstream>
 
-#include "node/cgroup_tree.hpp"
 #include "core/hostlist.hpp"
+#include "node/cgroup_tree.hpp"
 #include "node/job_state_store.hpp"
 #include "node/node_facts.hpp"
 #include "node/packet_marker.hpp"
@@ -101,16 +101,14 @@ struct NodeShaper::Impl {
                 auto idx = tc->ifindex(dev);
                 if (!idx) return std::unexpected(idx.error());
                 f.ifindex = *idx;
-                if (sel.link_speed_bits)
-                    f.link_speed_bits = *sel.link_speed_bits;
-                else if (auto sysfs = tc->link_speed_bits(dev))
-                    f.link_speed_bits = *sysfs;
-                else
-                    f.link_speed_bits = config.default_link_speed_bits.value_or(0);
+                if (sel.link_speed_bits) f.link_speed_bits = *sel.link_speed_bits;
+                else if (auto sysfs = tc->link_speed_bits(dev)) f.link_speed_bits = *sysfs;
+                else f.link_speed_bits = config.default_link_speed_bits.value_or(0);
                 if (f.link_speed_bits == 0) {
-                    problem("lanes: NIC " + dev + ": link speed unknown (the driver reports none, as virtio "
-                            "does); not shaped: set link_speed in its [[nodes.nic]] (" + where.substr(7) +
-                            ") or nodes.default_link_speed");
+                    problem("lanes: NIC " + dev +
+                            ": link speed unknown (the driver reports none, as virtio "
+                            "does); not shaped: set link_speed in its [[nodes.nic]] (" +
+                            where.substr(7) + ") or nodes.default_link_speed");
                     continue;
                 }
                 nics.push_back(std::move(f));
@@ -144,8 +142,9 @@ struct NodeShaper::Impl {
         }
         leaf_kind = tc->qdisc_kind_available("fq_codel") ? "fq_codel" : "pfifo";
         if (leaf_kind == "pfifo")
-            say(LogLevel::Info, "this kernel has no fq_codel qdisc; job classes get pfifo leaves "
-                                "(no per-flow fairness inside a job)");
+            say(LogLevel::Info,
+                "this kernel has no fq_codel qdisc; job classes get pfifo leaves "
+                "(no per-flow fairness inside a job)");
         if (!boot_id.empty()) (void)write_file_atomically(cache, boot_id + " " + leaf_kind + "\n", 0600);
     }
 
@@ -170,7 +169,8 @@ struct NodeShaper::Impl {
         if (!m) return std::unexpected(m.error());
         mount = *m;
         std::vector<int> slurm_levels;
-        for (const auto& scope : cgroups->slurm_stepd_scopes()) slurm_levels.push_back(cgroup_dir_level(mount, scope) + 1);
+        for (const auto& scope : cgroups->slurm_stepd_scopes())
+            slurm_levels.push_back(cgroup_dir_level(mount, scope) + 1);
         auto lv = cgroup_levels(config.cgroup_root, mount, slurm_levels);
         if (!lv) return std::unexpected(lv.error());
         levels = *lv;
@@ -393,7 +393,8 @@ struct NodeShaper::Impl {
                 nic.has_foreign_root_qdisc = false;
                 nic.has_our_root = true;
                 say(LogLevel::Info, job + ": NIC " + nic.device + " keeps the root htb " +
-                                        nft_priority(tc_handle(old_major, 0)) + " of running jobs (node.root_handle "
+                                        nft_priority(tc_handle(old_major, 0)) +
+                                        " of running jobs (node.root_handle "
                                         "changed; the new one applies once they are gone)");
                 joined = true;
                 break;
@@ -415,7 +416,8 @@ struct NodeShaper::Impl {
         facts.cgroup_pending = facts.cgroup_slurm && !cgroups->exists(place->dir);
         auto plan = plan_apply(effective, facts, req, minor, *previous);
         if (plan && replaced_idle_root)
-            std::erase_if(plan->warnings, [](const std::string& w) { return w.find("replacing foreign") != std::string::npos; });
+            std::erase_if(plan->warnings,
+                          [](const std::string& w) { return w.find("replacing foreign") != std::string::npos; });
         if (!plan) {
             if (claimed) (void)store.release_minor(minor, req.job_id);
             return std::unexpected(plan.error());
@@ -495,7 +497,8 @@ struct NodeShaper::Impl {
         for (const auto& dev : state.devices) {
             bool used = std::any_of(rest.begin(), rest.end(), [&](const JobState& o) {
                 return o.root_major == state.root_major &&
-                       std::any_of(o.devices.begin(), o.devices.end(), [&](const JobDevice& d) { return d.device == dev.device; });
+                       std::any_of(o.devices.begin(), o.devices.end(),
+                                   [&](const JobDevice& d) { return d.device == dev.device; });
             });
             if (used) continue;
             auto r = tc->delete_root(DeleteRoot{dev.device, 0, state.root_major});
@@ -554,8 +557,8 @@ struct NodeShaper::Impl {
                 if (!idx) continue;  // the NIC is gone
                 auto cls = tc->class_counters(*idx, tc_handle(major, st.minor));
                 if (!cls) {
-                    add("job " + std::to_string(st.job_id) + ": no HTB class " + nft_priority(tc_handle(major, st.minor)) +
-                        " on " + dev.device);
+                    add("job " + std::to_string(st.job_id) + ": no HTB class " +
+                        nft_priority(tc_handle(major, st.minor)) + " on " + dev.device);
                     break;
                 }
             }
@@ -585,12 +588,13 @@ struct NodeShaper::Impl {
                     }
             if (!facts_nics.empty()) {
                 JobNetRequest req{st.job_id, st.class_name, st.net, {}};
-                NodeFacts facts{facts_nics, leaf_kind, st.cgroup, st.cgroup.substr(0, st.cgroup.find_last_of('/')),
+                NodeFacts facts{facts_nics,    leaf_kind, st.cgroup, st.cgroup.substr(0, st.cgroup.find_last_of('/')),
                                 st.cgroup_key, false};
                 auto plan = plan_apply(effective, facts, req, st.minor, std::nullopt);
                 if (plan) {
                     for (const auto& op : plan->operations) {
-                        if (std::holds_alternative<NftEnsureJob>(op) || std::holds_alternative<EnsureCgroup>(op)) continue;
+                        if (std::holds_alternative<NftEnsureJob>(op) || std::holds_alternative<EnsureCgroup>(op))
+                            continue;
                         JobState scratch = st;
                         auto e = execute(op, scratch);
                         if (!e) errors += (errors.empty() ? "" : "; ") + e.error().message;
@@ -660,7 +664,8 @@ struct NodeShaper::Impl {
     Result<void> gso_account(const JobState& st, int delta) {
         if (!config.gso_burst_us) return {};
         for (const auto& dev : st.devices) {
-            auto nic = std::find_if(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev.device; });
+            auto nic =
+                std::find_if(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev.device; });
             if (delta > 0 && (nic == nics.end() || dev.ceil_bits >= nic->link_speed_bits)) continue;
             auto file = load_gso(dev.device);
             if (!file && delta < 0) continue;
@@ -845,16 +850,15 @@ Result<JobState> NodeShaper::classify_step_with(const NodeConfig& config, const 
     impl->cgroups = std::move(cgroups);
     auto st = impl->store.load(job_id);
     if (!st) return std::unexpected(st.error());
-    if (!*st)
-        return fail(job + "no Lanes record on this node (the prolog did not run, or its record was removed)");
+    if (!*st) return fail(job + "no Lanes record on this node (the prolog did not run, or its record was removed)");
     if (!(*st)->unshaped.empty() || !(*st)->cgroup_slurm) return **st;  // nothing to key, or our own cgroup
     auto m = impl->cgroups->mount();
     if (!m) return fail(job + m.error().message.substr(m.error().message.starts_with("lanes: ") ? 7 : 0));
     impl->mount = *m;
     auto dir = impl->slurm_job_dir(job_id);
     if (!dir || !impl->cgroups->exists(*dir))
-        return fail(job + "Slurm's job cgroup job_" + std::to_string(job_id) +
-                    " not found under any slurmstepd scope" + (dir ? " (looked for " + *dir + ")" : ""));
+        return fail(job + "Slurm's job cgroup job_" + std::to_string(job_id) + " not found under any slurmstepd scope" +
+                    (dir ? " (looked for " + *dir + ")" : ""));
     auto id = impl->cgroups->dir_id(*dir);
     if (!id) return fail(job + id.error().message);
     if ((*st)->cgroup_id == *id && (*st)->cgroup == *dir) return **st;  // keyed by an earlier step: no nft
@@ -934,10 +938,8 @@ Result<std::vector<uint32_t>> NodeShaper::reconcile(const std::function<bool(con
     for (const auto& st : impl_->store.load_all()) {
         if (job_alive(st)) continue;
         auto r = impl_->remove_locked(st.job_id);
-        if (r)
-            removed.push_back(st.job_id);
-        else
-            errors += (errors.empty() ? "" : "; ") + r.error().message;
+        if (r) removed.push_back(st.job_id);
+        else errors += (errors.empty() ? "" : "; ") + r.error().message;
     }
     impl_->drop_stale_claims();
     if (!errors.empty()) return fail(errors);
@@ -983,8 +985,9 @@ Result<NodeShaper::Reapplied> NodeShaper::reapply(bool only_if_needed) {
     if (only_if_needed && !found->needed) return found;
     auto r = impl_->reapply_locked();
     if (!r) return std::unexpected(r.error());
-    if (found->needed) impl_->say(LogLevel::Error, "reapplied the shaping of " + std::to_string(found->jobs) +
-                                                       " job(s): " + found->what);
+    if (found->needed)
+        impl_->say(LogLevel::Error,
+                   "reapplied the shaping of " + std::to_string(found->jobs) + " job(s): " + found->what);
     return found;
 }
 

@@ -141,9 +141,9 @@ public:
     // job's marks (one transaction) and every job's tc classes. With `only_if_needed`
     // nothing is touched when check() finds everything in place.
     struct Reapplied {
-        bool needed = false;          // something was missing
-        std::size_t jobs = 0;         // jobs with state files
-        std::string what;             // what was missing, for the log
+        bool needed = false;   // something was missing
+        std::size_t jobs = 0;  // jobs with state files
+        std::string what;      // what was missing, for the log
     };
     Result<Reapplied> check();
     Result<Reapplied> reapply(bool only_if_needed);

@@ -338,7 +338,8 @@ private:
         auto got = sock_.request(nlmsg_hdr(get), false);
         nlmsg_free(get);
         if (got.error == -ENOENT) return std::optional<MarkerBase>{};
-        if (got.error != 0) return fail("lanes: nft: get map " + table() + " " + kPrioMap + ": " + netlink_error_text(got));
+        if (got.error != 0)
+            return fail("lanes: nft: get map " + table() + " " + kPrioMap + ": " + netlink_error_text(got));
 
         nl_msg* m = nfnl_frame((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE, 0, NFPROTO_INET, 0, 0);
         nla_put_string(m, NFTA_RULE_TABLE, kNftTable);
@@ -404,8 +405,8 @@ private:
                 uint32_t data = 0;
                 if (el[NFTA_SET_ELEM_DATA]) {
                     nlattr* dv[NFTA_DATA_MAX + 1];
-                    if (nla_parse_nested(dv, NFTA_DATA_MAX, el[NFTA_SET_ELEM_DATA], nullptr) == 0 && dv[NFTA_DATA_VALUE] &&
-                        nla_len(dv[NFTA_DATA_VALUE]) == 4)
+                    if (nla_parse_nested(dv, NFTA_DATA_MAX, el[NFTA_SET_ELEM_DATA], nullptr) == 0 &&
+                        dv[NFTA_DATA_VALUE] && nla_len(dv[NFTA_DATA_VALUE]) == 4)
                         std::memcpy(&data, nla_data(dv[NFTA_DATA_VALUE]), 4);
                 }
                 out[key] = data;

@@ -60,9 +60,9 @@ inline constexpr const char* kNftTable = "lanes";
 
 // What the out chain covers.
 struct MarkerBase {
-    std::set<int> levels;                   // cgroup levels matched
-    std::set<uint8_t> dscps;                // DSCP values with a set and rules
-    std::optional<uint8_t> unclassified;    // rewrite of every packet first; nullopt = keep
+    std::set<int> levels;                 // cgroup levels matched
+    std::set<uint8_t> dscps;              // DSCP values with a set and rules
+    std::optional<uint8_t> unclassified;  // rewrite of every packet first; nullopt = keep
     bool operator==(const MarkerBase&) const = default;
     // Everything `other` needs is here (levels, values, same unclassified).
     bool covers(const MarkerBase& other) const;
@@ -70,14 +70,14 @@ struct MarkerBase {
 
 // Where a job's cgroup is, as the marker keys it.
 struct MarkedCgroup {
-    uint64_t id = 0;    // inode of the dir
-    int level = 0;      // depth in the cgroup2 hierarchy
+    uint64_t id = 0;  // inode of the dir
+    int level = 0;    // depth in the cgroup2 hierarchy
 };
 
 // The result of a ruleset check against the state files.
 struct MarkerCheck {
-    bool base_ok = false;                   // table, map, sets and rules as wanted
-    std::vector<uint32_t> jobs_missing;     // jobs whose elements are not all there
+    bool base_ok = false;                // table, map, sets and rules as wanted
+    std::vector<uint32_t> jobs_missing;  // jobs whose elements are not all there
     bool ok() const { return base_ok && jobs_missing.empty(); }
 };
 
@@ -132,8 +132,8 @@ std::vector<uint8_t> nft_add_job_batch(const NftEnsureJob& op, uint32_t seq);
 std::vector<uint8_t> nft_remove_job_batch(const NftRemoveJob& op, uint32_t seq);
 // Every job's elements in one transaction (a rebuild after a flushed ruleset).
 std::vector<uint8_t> nft_add_jobs_batch(const std::vector<NftEnsureJob>& jobs, uint32_t seq);
-std::string nft_dscp_set_name(uint8_t dscp);       // "dscp_34"
-std::string nft_priority(uint32_t priority);       // 0x1a4e0007 -> "1a4e:7"
+std::string nft_dscp_set_name(uint8_t dscp);  // "dscp_34"
+std::string nft_priority(uint32_t priority);  // 0x1a4e0007 -> "1a4e:7"
 
 // The level of a dir relative to the cgroup2 mount ("lanes/job_7" -> 2 on a
 // mount of "/"): components of the mount's root plus those of the path.

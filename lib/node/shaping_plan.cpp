@@ -7,10 +7,10 @@
 namespace lanes {
 namespace {
 
-constexpr uint64_t kMtu = 1514;                 // bytes, Ethernet frame
-constexpr uint64_t kGsoMax = 65536;             // bytes, largest GSO/TSO skb
-constexpr uint64_t kMinRateBits = 8000;         // HTB needs rate > 0
-constexpr uint64_t kMinFloorBits = 1000000;     // 1 Mbit/s: floor of jobs without a rate
+constexpr uint64_t kMtu = 1514;              // bytes, Ethernet frame
+constexpr uint64_t kGsoMax = 65536;          // bytes, largest GSO/TSO skb
+constexpr uint64_t kMinRateBits = 8000;      // HTB needs rate > 0
+constexpr uint64_t kMinFloorBits = 1000000;  // 1 Mbit/s: floor of jobs without a rate
 constexpr uint32_t kDefaultClassPrio = 7;
 constexpr uint32_t kLeafLimitPackets = 1000;
 
@@ -26,15 +26,11 @@ std::string htb_text(const HtbParams& h) {
            " cburst " + std::to_string(h.cburst);
 }
 
-std::string root_text(const NicFacts& nic) {
-    return nic.root_kind + " " + handle_text(nic.root_handle);
-}
+std::string root_text(const NicFacts& nic) { return nic.root_kind + " " + handle_text(nic.root_handle); }
 
 }  // namespace
 
-uint32_t htb_prio_for_rank(int rank) {
-    return static_cast<uint32_t>(6 - std::clamp(rank, 0, 6));
-}
+uint32_t htb_prio_for_rank(int rank) { return static_cast<uint32_t>(6 - std::clamp(rank, 0, 6)); }
 
 HtbParams htb_params(uint64_t rate_bits, uint64_t ceil_bits, uint32_t prio) {
     HtbParams h;
@@ -56,39 +52,32 @@ HtbParams htb_params(uint64_t rate_bits, uint64_t ceil_bits, uint32_t prio) {
 
 Result<uint16_t> allocate_minor(uint32_t job_id, uint16_t root_major, const std::function<bool(uint16_t)>& taken) {
     constexpr uint32_t span = kLastJobMinor - kFirstJobMinor + 1;
-    uint32_t start = (job_id >= kFirstJobMinor && job_id <= kLastJobMinor)
-                         ? job_id - kFirstJobMinor
-                         : job_id % span;
+    uint32_t start = (job_id >= kFirstJobMinor && job_id <= kLastJobMinor) ? job_id - kFirstJobMinor : job_id % span;
     for (uint32_t i = 0; i < span; ++i) {
         auto minor = static_cast<uint16_t>(kFirstJobMinor + (start + i) % span);
         if (minor == root_major) continue;
         if (!taken(minor)) return minor;
     }
-    return fail("JobId=" + std::to_string(job_id) + ": no free HTB class minor (all " +
-                std::to_string(span) + " in use)");
+    return fail("JobId=" + std::to_string(job_id) + ": no free HTB class minor (all " + std::to_string(span) +
+                " in use)");
 }
 
 JobDevice resolve_rates(const NetworkDecision& net, const NicFacts& nic) {
     const uint64_t link = nic.link_speed_bits;
     JobDevice d;
     d.device = nic.device;
-    if (net.ceil)
-        d.ceil_bits = net.ceil->resolve(link);
-    else if (net.rate)
-        d.ceil_bits = net.rate->resolve(link);
-    else
-        d.ceil_bits = link;
+    if (net.ceil) d.ceil_bits = net.ceil->resolve(link);
+    else if (net.rate) d.ceil_bits = net.rate->resolve(link);
+    else d.ceil_bits = link;
     d.ceil_bits = std::clamp(d.ceil_bits, kMinRateBits, std::max(link, kMinRateBits));
-    if (net.rate)
-        d.rate_bits = net.rate->resolve(link);
-    else
-        d.rate_bits = std::max(link / 100, kMinFloorBits);
+    if (net.rate) d.rate_bits = net.rate->resolve(link);
+    else d.rate_bits = std::max(link / 100, kMinFloorBits);
     d.rate_bits = std::clamp(d.rate_bits, kMinRateBits, d.ceil_bits);
     return d;
 }
 
-Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const JobNetRequest& request,
-                        uint16_t minor, const std::optional<JobState>& previous) {
+Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const JobNetRequest& request, uint16_t minor,
+                        const std::optional<JobState>& previous) {
     const std::string job = "lanes: job " + std::to_string(request.job_id);
     if (facts.nics.empty()) return fail(job + ": no NIC selected for this node ([[nodes.nic]] in lanes.toml)");
     if (minor < kFirstJobMinor || minor > kLastJobMinor || minor == config.root_handle_major)
@@ -117,8 +106,8 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
                         "or nodes.default_link_speed");
         if (nic.has_foreign_root_qdisc) {
             if (config.foreign_qdisc == ForeignQdiscAction::Refuse)
-                return fail(job + ": NIC " + nic.device + " has a root qdisc that is not Lanes' (" +
-                            root_text(nic) + "); remove it or set node.foreign_qdisc = \"adopt\"");
+                return fail(job + ": NIC " + nic.device + " has a root qdisc that is not Lanes' (" + root_text(nic) +
+                            "); remove it or set node.foreign_qdisc = \"adopt\"");
             plan.warnings.push_back("lanes: NIC " + nic.device + ": replacing foreign root qdisc " + root_text(nic) +
                                     " with Lanes' htb " + handle_text(tc_handle(major, 0)) +
                                     " (node.foreign_qdisc = adopt)");
@@ -140,8 +129,9 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
 
         JobDevice dev = resolve_rates(request.net, nic);
         const uint32_t classid = tc_handle(major, minor);
-        plan.operations.push_back(AddClass{nic.device, nic.ifindex, classid, tc_handle(major, kParentMinor),
-                                           htb_params(dev.rate_bits, dev.ceil_bits, htb_prio_for_rank(request.net.rank))});
+        plan.operations.push_back(
+            AddClass{nic.device, nic.ifindex, classid, tc_handle(major, kParentMinor),
+                     htb_params(dev.rate_bits, dev.ceil_bits, htb_prio_for_rank(request.net.rank))});
         plan.operations.push_back(AddLeafQdisc{nic.device, nic.ifindex, classid, tc_handle(minor, 0),
                                                facts.leaf_qdisc_kind, kLeafLimitPackets});
         st.devices.push_back(std::move(dev));
@@ -164,16 +154,16 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
         (previous->cgroup != st.cgroup || previous->dscp_marked != st.dscp_marked))
         plan.operations.insert(plan.operations.begin(),
                                NftRemoveJob{previous->job_id, previous->cgroup_id, previous->dscp_marked});
-    NftEnsureJob mark{request.job_id, st.cgroup_key, tc_handle(major, minor), request.net.dscp, st.cgroup_id,
-                      st.cgroup_level};
+    NftEnsureJob mark{request.job_id,   st.cgroup_key, tc_handle(major, minor),
+                      request.net.dscp, st.cgroup_id,  st.cgroup_level};
     if (!facts.cgroup_pending) plan.operations.push_back(mark);
     plan.unchanged = previous && *previous == st;
     return plan;
 }
 
 NftEnsureJob nft_job_of(const JobState& state) {
-    return NftEnsureJob{state.job_id, state.cgroup_key, tc_handle(state.root_major, state.minor), state.dscp_marked,
-                        state.cgroup_id, state.cgroup_level};
+    return NftEnsureJob{state.job_id,      state.cgroup_key, tc_handle(state.root_major, state.minor),
+                        state.dscp_marked, state.cgroup_id,  state.cgroup_level};
 }
 
 Plan plan_remove(const JobState& state, uint16_t major) {
@@ -208,9 +198,10 @@ std::string describe(const Operation& op) {
             std::string s = "tc: " + o.device + ": ";
             if (!o.root_exists)
                 s += std::string(o.replace_foreign ? "replace" : "add") + " root htb " +
-                     handle_text(tc_handle(o.major, 0)) + " default " + handle_text(tc_handle(o.major, kDefaultMinor)) + "; ";
-            return s + "class " + handle_text(tc_handle(o.major, kParentMinor)) + " " + htb_text(o.parent) + "; class " +
-                   handle_text(tc_handle(o.major, kDefaultMinor)) + " " + htb_text(o.fallback);
+                     handle_text(tc_handle(o.major, 0)) + " default " + handle_text(tc_handle(o.major, kDefaultMinor)) +
+                     "; ";
+            return s + "class " + handle_text(tc_handle(o.major, kParentMinor)) + " " + htb_text(o.parent) +
+                   "; class " + handle_text(tc_handle(o.major, kDefaultMinor)) + " " + htb_text(o.fallback);
         }
         std::string operator()(const AddClass& o) const {
             return "tc: " + o.device + ": class " + handle_text(o.classid) + " parent " + handle_text(o.parent) + " " +
@@ -231,13 +222,14 @@ std::string describe(const Operation& op) {
             return "cgroup: rmdir " + o.path + " (leftover pids to " + o.parent + ")";
         }
         std::string operator()(const NftEnsureJob& o) const {
-            std::string s = "nft: job " + std::to_string(o.job_id) + ": \"" + o.cgroup + "\" priority " +
-                            handle_text(o.priority);
+            std::string s =
+                "nft: job " + std::to_string(o.job_id) + ": \"" + o.cgroup + "\" priority " + handle_text(o.priority);
             s += o.dscp ? " dscp " + std::to_string(*o.dscp) : std::string(" dscp unclassified");
             return s;
         }
         std::string operator()(const NftRemoveJob& o) const {
-            return "nft: job " + std::to_string(o.job_id) + ": remove marks of cgroup id " + std::to_string(o.cgroup_id);
+            return "nft: job " + std::to_string(o.job_id) + ": remove marks of cgroup id " +
+                   std::to_string(o.cgroup_id);
         }
     };
     return std::visit(Describe{}, op);

@@ -35,8 +35,8 @@
 #include <variant>
 #include <vector>
 
-#include "core/lanes_toml.hpp"
 #include "core/job.hpp"
+#include "core/lanes_toml.hpp"
 #include "core/result.hpp"
 
 namespace lanes {
@@ -45,7 +45,7 @@ namespace lanes {
 struct JobNetRequest {
     uint32_t job_id = 0;
     std::string class_name;
-    NetworkDecision net;      // dscp, rate, ceil, rank (rdma_* are not ours)
+    NetworkDecision net;  // dscp, rate, ceil, rank (rdma_* are not ours)
     // The job's cgroup v2 dir, relative to the cgroup2 mount, when the caller knows
     // it (Slurm's "system.slice/<node>_slurmstepd.scope/job_<id>"): used as is, not
     // owned (never created or removed by Lanes), any depth. Empty: placed by
@@ -57,10 +57,10 @@ struct JobNetRequest {
 struct NicFacts {
     std::string device;
     int ifindex = 0;
-    uint64_t link_speed_bits = 0;   // resolved: sysfs, else selector/config override
-    std::string root_kind;          // "" when the device has no root qdisc info
-    uint32_t root_handle = 0;       // tc handle of the root qdisc (0 = kernel default)
-    bool has_our_root = false;      // htb with handle M:0
+    uint64_t link_speed_bits = 0;  // resolved: sysfs, else selector/config override
+    std::string root_kind;         // "" when the device has no root qdisc info
+    uint32_t root_handle = 0;      // tc handle of the root qdisc (0 = kernel default)
+    bool has_our_root = false;     // htb with handle M:0
     bool has_foreign_root_qdisc = false;
 };
 
@@ -76,25 +76,25 @@ struct JobDevice {
 struct JobState {
     uint32_t job_id = 0;
     std::string class_name;
-    uint16_t minor = 0;                 // HTB class M:<minor> on every device
+    uint16_t minor = 0;  // HTB class M:<minor> on every device
     std::vector<JobDevice> devices;
     NetworkDecision net;
-    std::string cgroup;                 // absolute cgroup2 dir of the job
-    std::string cgroup_key;             // the same, relative to the cgroup2 mount (marker key)
-    bool cgroup_owned = false;          // Lanes made the dir (and removes it)
+    std::string cgroup;         // absolute cgroup2 dir of the job
+    std::string cgroup_key;     // the same, relative to the cgroup2 mount (marker key)
+    bool cgroup_owned = false;  // Lanes made the dir (and removes it)
     // Keyed on Slurm's own job_<id> dir (its cgroup/v2 plugin runs here): `cgroup`
     // is where it is or will be; cgroup_id stays 0 until the job's first step has
     // keyed it (NodeShaper::classify_step).
     bool cgroup_slurm = false;
-    uint64_t cgroup_id = 0;             // inode of the dir (the nft map key); 0 = unknown
-    std::string boot_id;                // boot the prolog ran in ("" = unknown): older = gone
+    uint64_t cgroup_id = 0;  // inode of the dir (the nft map key); 0 = unknown
+    std::string boot_id;     // boot the prolog ran in ("" = unknown): older = gone
     // Why the prolog shaped nothing for this job here ("" = shaped). The prolog
     // records it so a missing state at task launch is an error, not "nothing to do".
     std::string unshaped;
-    int cgroup_level = 0;               // depth of the dir (nft `socket cgroupv2 level`)
+    int cgroup_level = 0;  // depth of the dir (nft `socket cgroupv2 level`)
     // What teardown needs even if lanes.toml changed since the prolog:
-    uint16_t root_major = 0;            // HTB root M the job's classes hang from
-    std::optional<uint8_t> dscp_marked; // the DSCP set the job's element is in
+    uint16_t root_major = 0;             // HTB root M the job's classes hang from
+    std::optional<uint8_t> dscp_marked;  // the DSCP set the job's element is in
     bool operator==(const JobState&) const = default;
 };
 
@@ -105,19 +105,17 @@ inline constexpr uint16_t kDefaultMinor = 0xfffe;
 inline constexpr uint16_t kFirstJobMinor = 0x2;
 inline constexpr uint16_t kLastJobMinor = 0xfffd;
 
-constexpr uint32_t tc_handle(uint16_t major, uint16_t minor) {
-    return (static_cast<uint32_t>(major) << 16) | minor;
-}
+constexpr uint32_t tc_handle(uint16_t major, uint16_t minor) { return (static_cast<uint32_t>(major) << 16) | minor; }
 
 // HTB class parameters, all explicit so the kernel never derives (and warns about)
 // quantum from r2q, and 64-bit rates work (TCA_HTB_RATE64/CEIL64 above 2^32 B/s).
 struct HtbParams {
     uint64_t rate_bits = 0;
     uint64_t ceil_bits = 0;
-    uint32_t prio = 0;          // 0 (served first) .. 7
-    uint32_t quantum = 0;       // bytes
-    uint32_t burst = 0;         // bytes at rate
-    uint32_t cburst = 0;        // bytes at ceil
+    uint32_t prio = 0;     // 0 (served first) .. 7
+    uint32_t quantum = 0;  // bytes
+    uint32_t burst = 0;    // bytes at rate
+    uint32_t cburst = 0;   // bytes at ceil
     bool operator==(const HtbParams&) const = default;
 };
 
@@ -127,55 +125,60 @@ struct EnsureRoot {
     std::string device;
     int ifindex = 0;
     uint16_t major = 0;
-    HtbParams parent;           // M:1
-    HtbParams fallback;         // M:fffe (the HTB "default" class)
-    bool root_exists = false;   // our htb is there: only (re)set the two classes
+    HtbParams parent;          // M:1
+    HtbParams fallback;        // M:fffe (the HTB "default" class)
+    bool root_exists = false;  // our htb is there: only (re)set the two classes
     bool replace_foreign = false;
 };
-struct AddClass {               // create or replace M:minor under M:1
+struct AddClass {  // create or replace M:minor under M:1
     std::string device;
     int ifindex = 0;
     uint32_t classid = 0;
     uint32_t parent = 0;
     HtbParams htb;
 };
-struct AddLeafQdisc {           // create or replace the qdisc under a job's class
+struct AddLeafQdisc {  // create or replace the qdisc under a job's class
     std::string device;
     int ifindex = 0;
-    uint32_t parent = 0;        // the class
-    uint32_t handle = 0;        // <minor>:0 (minors never equal the root major)
-    std::string kind;           // "fq_codel" or "pfifo"
-    uint32_t limit = 0;         // packets (pfifo) / fq_codel limit
+    uint32_t parent = 0;  // the class
+    uint32_t handle = 0;  // <minor>:0 (minors never equal the root major)
+    std::string kind;     // "fq_codel" or "pfifo"
+    uint32_t limit = 0;   // packets (pfifo) / fq_codel limit
 };
-struct DeleteClass {            // absent is fine; deleting it deletes its leaf qdisc
+struct DeleteClass {  // absent is fine; deleting it deletes its leaf qdisc
     std::string device;
     int ifindex = 0;
     uint32_t classid = 0;
 };
-struct DeleteRoot {             // only if it is ours
+struct DeleteRoot {  // only if it is ours
     std::string device;
     int ifindex = 0;
     uint16_t major = 0;
 };
-struct EnsureCgroup { std::string path; };
-struct RemoveCgroup { std::string path; std::string parent; };  // move leftovers to parent, rmdir
-struct NftEnsureJob {           // one nft transaction: the job's prio and dscp elements
+struct EnsureCgroup {
+    std::string path;
+};
+struct RemoveCgroup {
+    std::string path;
+    std::string parent;
+};                     // move leftovers to parent, rmdir
+struct NftEnsureJob {  // one nft transaction: the job's prio and dscp elements
     uint32_t job_id = 0;
-    std::string cgroup;         // relative to the cgroup2 mount ("lanes/job_7")
-    uint32_t priority = 0;      // skb->priority = M:<minor>
+    std::string cgroup;           // relative to the cgroup2 mount ("lanes/job_7")
+    uint32_t priority = 0;        // skb->priority = M:<minor>
     std::optional<uint8_t> dscp;  // nullopt: the unclassified DSCP
-    uint64_t cgroup_id = 0;     // the key; 0 = the marker resolves `cgroup`
-    int level = 0;              // depth of the dir; 0 = the marker resolves it
+    uint64_t cgroup_id = 0;       // the key; 0 = the marker resolves `cgroup`
+    int level = 0;                // depth of the dir; 0 = the marker resolves it
     bool operator==(const NftEnsureJob&) const = default;
 };
-struct NftRemoveJob {           // one nft transaction; absent is fine
+struct NftRemoveJob {  // one nft transaction; absent is fine
     uint32_t job_id = 0;
-    uint64_t cgroup_id = 0;     // the key (the dir may be gone)
+    uint64_t cgroup_id = 0;  // the key (the dir may be gone)
     std::optional<uint8_t> dscp;
 };
 
-using Operation = std::variant<EnsureRoot, AddClass, AddLeafQdisc, DeleteClass, DeleteRoot,
-                               EnsureCgroup, RemoveCgroup, NftEnsureJob, NftRemoveJob>;
+using Operation = std::variant<EnsureRoot, AddClass, AddLeafQdisc, DeleteClass, DeleteRoot, EnsureCgroup, RemoveCgroup,
+                               NftEnsureJob, NftRemoveJob>;
 
 // A human line per operation (logs, lanesctl --dry-run, test failure messages).
 std::string describe(const Operation& op);
@@ -185,13 +188,13 @@ std::string describe(const Operation& op);
 // What the kernel and the cgroup tree look like for this job, gathered (under the
 // lock) just before planning.
 struct NodeFacts {
-    std::vector<NicFacts> nics;     // the selected NICs, in selector order
-    std::string leaf_qdisc_kind;    // "fq_codel" or "pfifo"
-    std::string cgroup_dir;         // the job's cgroup2 dir (cgroup_tree.hpp: place_job_cgroup)
-    std::string cgroup_parent;      // where leftover pids go at remove
-    std::string cgroup_key;         // relative to /sys/fs/cgroup, for nft
+    std::vector<NicFacts> nics;   // the selected NICs, in selector order
+    std::string leaf_qdisc_kind;  // "fq_codel" or "pfifo"
+    std::string cgroup_dir;       // the job's cgroup2 dir (cgroup_tree.hpp: place_job_cgroup)
+    std::string cgroup_parent;    // where leftover pids go at remove
+    std::string cgroup_key;       // relative to /sys/fs/cgroup, for nft
     bool cgroup_owned = false;
-    bool cgroup_slurm = false;      // Slurm's job dir (not ours to make or remove)
+    bool cgroup_slurm = false;  // Slurm's job dir (not ours to make or remove)
     // Slurm's job dir does not exist yet (PrologFlags=Contain: slurmstepd makes it
     // after the prolog): no marks now; the job's first step adds them.
     bool cgroup_pending = false;
@@ -215,8 +218,7 @@ uint32_t htb_prio_for_rank(int rank);
 // root major (leaf qdiscs use <minor>:0 as handle), else the next free one after it
 // (wrapping). `taken(minor)` says whether another job holds it. Fails only when all
 // are taken.
-Result<uint16_t> allocate_minor(uint32_t job_id, uint16_t root_major,
-                                const std::function<bool(uint16_t)>& taken);
+Result<uint16_t> allocate_minor(uint32_t job_id, uint16_t root_major, const std::function<bool(uint16_t)>& taken);
 
 // Rates of a request on one NIC: rate defaults to a 1% floor (>= 1 Mbit/s, <= ceil)
 // when only a ceil is given; ceil defaults to rate; both are capped at the link.
@@ -225,8 +227,8 @@ JobDevice resolve_rates(const NetworkDecision& net, const NicFacts& nic);
 // Prolog. `minor` comes from allocate_minor() (or `previous`); `previous` is the
 // job's state if it was applied before (same minor; NICs no longer selected get
 // their class deleted).
-Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const JobNetRequest& request,
-                        uint16_t minor, const std::optional<JobState>& previous);
+Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const JobNetRequest& request, uint16_t minor,
+                        const std::optional<JobState>& previous);
 
 // Epilog: every object of `state`, marks first, classes, then the cgroup dir.
 // Uses the state's own root major (`major` only for states written before it was

@@ -121,10 +121,14 @@ public:
         nla_put(msg.get(), RTA_DST, family == AF_INET ? 4 : 16, bin);
         int oif = 0;
         std::string extack;
-        int err = rt_request(sock_, msg.get(), false, [&](nlmsghdr* h) {
-            nlattr* tb[RTA_MAX + 1];
-            if (nlmsg_parse(h, sizeof(rtmsg), tb, RTA_MAX, nullptr) == 0 && tb[RTA_OIF]) oif = static_cast<int>(nla_get_u32(tb[RTA_OIF]));
-        }, &extack);
+        int err = rt_request(
+            sock_, msg.get(), false,
+            [&](nlmsghdr* h) {
+                nlattr* tb[RTA_MAX + 1];
+                if (nlmsg_parse(h, sizeof(rtmsg), tb, RTA_MAX, nullptr) == 0 && tb[RTA_OIF])
+                    oif = static_cast<int>(nla_get_u32(tb[RTA_OIF]));
+            },
+            &extack);
         if (err < 0) return fail("lanes: route_to \"" + prefix + "\": " + describe_error(err, extack));
         char name[IF_NAMESIZE];
         if (oif == 0 || !if_indextoname(static_cast<unsigned>(oif), name))
@@ -149,15 +153,18 @@ public:
         auto msg = tc_msg(RTM_GETQDISC, NLM_F_ECHO, ifindex, 0, TC_H_ROOT);
         RootQdisc root;
         std::string extack;
-        int err = rt_request(sock_, msg.get(), false, [&](nlmsghdr* h) {
-            if (h->nlmsg_type != RTM_NEWQDISC) return;
-            auto* t = static_cast<tcmsg*>(nlmsg_data(h));
-            if (t->tcm_ifindex != ifindex || t->tcm_parent != TC_H_ROOT) return;
-            nlattr* tb[TCA_MAX + 1];
-            if (nlmsg_parse(h, sizeof(tcmsg), tb, TCA_MAX, nullptr) == 0 && tb[TCA_KIND])
-                root.kind = nla_get_string(tb[TCA_KIND]);
-            root.handle = t->tcm_handle;
-        }, &extack);
+        int err = rt_request(
+            sock_, msg.get(), false,
+            [&](nlmsghdr* h) {
+                if (h->nlmsg_type != RTM_NEWQDISC) return;
+                auto* t = static_cast<tcmsg*>(nlmsg_data(h));
+                if (t->tcm_ifindex != ifindex || t->tcm_parent != TC_H_ROOT) return;
+                nlattr* tb[TCA_MAX + 1];
+                if (nlmsg_parse(h, sizeof(tcmsg), tb, TCA_MAX, nullptr) == 0 && tb[TCA_KIND])
+                    root.kind = nla_get_string(tb[TCA_KIND]);
+                root.handle = t->tcm_handle;
+            },
+            &extack);
         // The kernel reports nothing visible (EINVAL/ENOENT) for the invisible
         // built-in roots (noop on a down device): that is "no root of anyone's".
         if (err < 0 && err != -EINVAL && err != -ENOENT)
@@ -200,8 +207,8 @@ public:
                 // Someone (an earlier run) made it: fine if it is ours.
                 auto root = root_qdisc(op.ifindex);
                 if (!root || root->kind != "htb" || root->handle != handle)
-                    return fail("lanes: NIC " + op.device + ": cannot add root htb " + handle_text(handle) +
-                                ": " + describe_error(err, extack));
+                    return fail("lanes: NIC " + op.device + ": cannot add root htb " + handle_text(handle) + ": " +
+                                describe_error(err, extack));
             } else if (err < 0) {
                 return fail("lanes: NIC " + op.device + ": add root htb " + handle_text(handle) + ": " +
                             describe_error(err, extack));
@@ -277,35 +284,39 @@ public:
         ClassCounters c;
         bool found = false;
         std::string extack;
-        int err = rt_request(sock_, msg.get(), false, [&](nlmsghdr* h) {
-            if (h->nlmsg_type != RTM_NEWTCLASS) return;
-            auto* t = static_cast<tcmsg*>(nlmsg_data(h));
-            if (t->tcm_handle != classid) return;
-            nlattr* tb[TCA_MAX + 1];
-            if (nlmsg_parse(h, sizeof(tcmsg), tb, TCA_MAX, nullptr) != 0 || !tb[TCA_STATS2]) return;
-            nlattr* st[TCA_STATS_MAX + 1];
-            if (nla_parse_nested(st, TCA_STATS_MAX, tb[TCA_STATS2], nullptr) != 0) return;
-            found = true;
-            if (st[TCA_STATS_BASIC]) {
-                gnet_stats_basic b{};
-                nla_memcpy(&b, st[TCA_STATS_BASIC], sizeof b);
-                c.bytes = b.bytes;
-                c.packets = b.packets;
-            }
-            if (st[TCA_STATS_PKT64]) c.packets = nla_get_u64(st[TCA_STATS_PKT64]);
-            if (st[TCA_STATS_QUEUE]) {
-                gnet_stats_queue q{};
-                nla_memcpy(&q, st[TCA_STATS_QUEUE], sizeof q);
-                c.drops = q.drops;
-                c.overlimits = q.overlimits;
-                c.backlog = q.backlog;
-            }
-        }, &extack);
+        int err = rt_request(
+            sock_, msg.get(), false,
+            [&](nlmsghdr* h) {
+                if (h->nlmsg_type != RTM_NEWTCLASS) return;
+                auto* t = static_cast<tcmsg*>(nlmsg_data(h));
+                if (t->tcm_handle != classid) return;
+                nlattr* tb[TCA_MAX + 1];
+                if (nlmsg_parse(h, sizeof(tcmsg), tb, TCA_MAX, nullptr) != 0 || !tb[TCA_STATS2]) return;
+                nlattr* st[TCA_STATS_MAX + 1];
+                if (nla_parse_nested(st, TCA_STATS_MAX, tb[TCA_STATS2], nullptr) != 0) return;
+                found = true;
+                if (st[TCA_STATS_BASIC]) {
+                    gnet_stats_basic b{};
+                    nla_memcpy(&b, st[TCA_STATS_BASIC], sizeof b);
+                    c.bytes = b.bytes;
+                    c.packets = b.packets;
+                }
+                if (st[TCA_STATS_PKT64]) c.packets = nla_get_u64(st[TCA_STATS_PKT64]);
+                if (st[TCA_STATS_QUEUE]) {
+                    gnet_stats_queue q{};
+                    nla_memcpy(&q, st[TCA_STATS_QUEUE], sizeof q);
+                    c.drops = q.drops;
+                    c.overlimits = q.overlimits;
+                    c.backlog = q.backlog;
+                }
+            },
+            &extack);
         if (err < 0)
             return fail("lanes: ifindex " + std::to_string(ifindex) + ": class " + handle_text(classid) + ": " +
                         describe_error(err, extack));
-        if (!found) return fail("lanes: ifindex " + std::to_string(ifindex) + ": class " + handle_text(classid) +
-                                ": no statistics reported");
+        if (!found)
+            return fail("lanes: ifindex " + std::to_string(ifindex) + ": class " + handle_text(classid) +
+                        ": no statistics reported");
         return c;
     }
 
@@ -313,12 +324,16 @@ public:
         auto msg = tc_msg(RTM_GETTCLASS, 0, ifindex, 0, 0);
         std::vector<uint32_t> out;
         std::string extack;
-        int err = rt_request(sock_, msg.get(), true, [&](nlmsghdr* h) {
-            if (h->nlmsg_type != RTM_NEWTCLASS) return;
-            auto* t = static_cast<tcmsg*>(nlmsg_data(h));
-            if (t->tcm_ifindex == ifindex && (t->tcm_handle >> 16) == major) out.push_back(t->tcm_handle);
-        }, &extack);
-        if (err < 0) return fail("lanes: ifindex " + std::to_string(ifindex) + ": classes: " + describe_error(err, extack));
+        int err = rt_request(
+            sock_, msg.get(), true,
+            [&](nlmsghdr* h) {
+                if (h->nlmsg_type != RTM_NEWTCLASS) return;
+                auto* t = static_cast<tcmsg*>(nlmsg_data(h));
+                if (t->tcm_ifindex == ifindex && (t->tcm_handle >> 16) == major) out.push_back(t->tcm_handle);
+            },
+            &extack);
+        if (err < 0)
+            return fail("lanes: ifindex " + std::to_string(ifindex) + ": classes: " + describe_error(err, extack));
         std::sort(out.begin(), out.end());
         return out;
     }
@@ -333,17 +348,21 @@ public:
         GsoSize size;
         bool found = false;
         std::string extack;
-        int err = rt_request(sock_, msg.get(), false, [&](nlmsghdr* h) {
-            if (h->nlmsg_type != RTM_NEWLINK) return;
-            nlattr* tb[kIflaMax + 1];
-            if (nlmsg_parse(h, sizeof(ifinfomsg), tb, kIflaMax, nullptr) != 0) return;
-            if (tb[IFLA_GSO_MAX_SIZE]) {
-                size.max = nla_get_u32(tb[IFLA_GSO_MAX_SIZE]);
-                found = true;
-            }
-            if (tb[kIflaGsoIpv4MaxSize]) size.ipv4_max = nla_get_u32(tb[kIflaGsoIpv4MaxSize]);
-        }, &extack);
-        if (err < 0) return fail("lanes: ifindex " + std::to_string(ifindex) + ": link: " + describe_error(err, extack));
+        int err = rt_request(
+            sock_, msg.get(), false,
+            [&](nlmsghdr* h) {
+                if (h->nlmsg_type != RTM_NEWLINK) return;
+                nlattr* tb[kIflaMax + 1];
+                if (nlmsg_parse(h, sizeof(ifinfomsg), tb, kIflaMax, nullptr) != 0) return;
+                if (tb[IFLA_GSO_MAX_SIZE]) {
+                    size.max = nla_get_u32(tb[IFLA_GSO_MAX_SIZE]);
+                    found = true;
+                }
+                if (tb[kIflaGsoIpv4MaxSize]) size.ipv4_max = nla_get_u32(tb[kIflaGsoIpv4MaxSize]);
+            },
+            &extack);
+        if (err < 0)
+            return fail("lanes: ifindex " + std::to_string(ifindex) + ": link: " + describe_error(err, extack));
         if (!found) return fail("lanes: ifindex " + std::to_string(ifindex) + ": the kernel reports no gso_max_size");
         return size;
     }

@@ -26,12 +26,12 @@ struct ClassCounters {
     uint64_t packets = 0;
     uint64_t drops = 0;
     uint64_t overlimits = 0;
-    uint64_t backlog = 0;       // bytes queued now
+    uint64_t backlog = 0;  // bytes queued now
 };
 
 struct RootQdisc {
-    std::string kind;           // "htb", "mq", "noqueue", ...; "" = none reported
-    uint32_t handle = 0;        // 0 for the kernel's default root
+    std::string kind;     // "htb", "mq", "noqueue", ...; "" = none reported
+    uint32_t handle = 0;  // 0 for the kernel's default root
 };
 
 // A NIC's largest GSO/TSO packet (IFLA_GSO_MAX_SIZE; IPv4's own limit on kernels
@@ -60,8 +60,8 @@ public:
     virtual Result<void> ensure_root(const EnsureRoot& op) = 0;
     virtual Result<void> add_class(const AddClass& op) = 0;
     virtual Result<void> add_leaf_qdisc(const AddLeafQdisc& op) = 0;
-    virtual Result<void> delete_class(const DeleteClass& op) = 0;   // absent = success
-    virtual Result<void> delete_root(const DeleteRoot& op) = 0;     // absent/not ours = success
+    virtual Result<void> delete_class(const DeleteClass& op) = 0;  // absent = success
+    virtual Result<void> delete_root(const DeleteRoot& op) = 0;    // absent/not ours = success
     virtual Result<ClassCounters> class_counters(int ifindex, uint32_t classid) = 0;
     // classids of the HTB classes under root major `major` on the device.
     virtual Result<std::vector<uint32_t>> classes(int ifindex, uint16_t major) = 0;

@@ -60,7 +60,8 @@ Result<std::string> read_token(const std::string& path) {
     }
     while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
     if (token.empty()) return fail("bearer_token_file " + path + ": empty");
-    if (token.find_first_of("\r\n") != std::string::npos) return fail("bearer_token_file " + path + ": more than one line");
+    if (token.find_first_of("\r\n") != std::string::npos)
+        return fail("bearer_token_file " + path + ": more than one line");
     return token;
 }
 
@@ -136,7 +137,8 @@ private:
             if (t.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
                 out.transport_error = "answer larger than max_body (" + size_text(signal.max_body_bytes) + "); refused";
             } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-                out.transport_error = "no answer within the timeout of " + std::to_string(signal.timeout.count()) + " ms";
+                out.transport_error =
+                    "no answer within the timeout of " + std::to_string(signal.timeout.count()) + " ms";
             } else if (rc == CURLE_ABORTED_BY_CALLBACK) {
                 out.transport_error = "cancelled (shutting down)";
             } else if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||

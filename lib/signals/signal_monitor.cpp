@@ -9,7 +9,7 @@ namespace lanes {
 struct SignalMonitor::SignalSlot {
     SignalConfig config;
     SignalState state;
-    std::string logged_error;   // the failure last logged ("" when healthy)
+    std::string logged_error;  // the failure last logged ("" when healthy)
     bool logged_unusable = false;
 };
 
@@ -51,7 +51,8 @@ void SignalMonitor::configure(const std::map<std::string, SignalConfig>& signals
                               const std::map<std::string, SignalWindowConfig>& windows, bool start_threads) {
     {
         std::lock_guard lock(mutex_);
-        bool same = slots_.size() == signals.size() && trackers_.size() == windows.size() && !threads_.empty() == start_threads;
+        bool same =
+            slots_.size() == signals.size() && trackers_.size() == windows.size() && !threads_.empty() == start_threads;
         for (const auto& [name, cfg] : signals) {
             auto it = slots_.find(name);
             if (it == slots_.end() || !(it->second->config == cfg)) same = false;
@@ -114,13 +115,13 @@ void SignalMonitor::fetch_one(SignalSlot& slot, SignalFetcher& fetcher) {
         if (!outcome) {
             if (slot.logged_error != outcome.error().message) {
                 slot.logged_error = outcome.error().message;
-                pending.push_back({LogLevel::Error, "signal " + name + ": " + slot.config.url +
-                                                        ": query failed: " + slot.logged_error});
+                pending.push_back({LogLevel::Error,
+                                   "signal " + name + ": " + slot.config.url + ": query failed: " + slot.logged_error});
             }
         } else if (!slot.logged_error.empty()) {
             slot.logged_error.clear();
-            pending.push_back({LogLevel::Info, "signal " + name + ": recovered, value " +
-                                                   format_signal_value(*outcome)});
+            pending.push_back(
+                {LogLevel::Info, "signal " + name + ": recovered, value " + format_signal_value(*outcome)});
         }
         evaluate_locked(now);
         t_pending = nullptr;
@@ -137,9 +138,10 @@ void SignalMonitor::evaluate_locked(SignalClock::time_point now) {
         if (!v.fresh && !slot->logged_unusable && (slot->state.successes || slot->state.failures)) {
             slot->logged_unusable = true;
             if (t_pending)
-                t_pending->push_back({LogLevel::Error, "signal " + name + ": no usable value (" + v.why_unusable + "); " +
-                                                           (v.from_fallback ? "using fallback " + format_signal_value(*v.value)
-                                                                            : std::string("windows use their when_unknown setting"))});
+                t_pending->push_back(
+                    {LogLevel::Error, "signal " + name + ": no usable value (" + v.why_unusable + "); " +
+                                          (v.from_fallback ? "using fallback " + format_signal_value(*v.value)
+                                                           : std::string("windows use their when_unknown setting"))});
         } else if (v.fresh && slot->logged_unusable) {
             slot->logged_unusable = false;
         }
@@ -147,12 +149,13 @@ void SignalMonitor::evaluate_locked(SignalClock::time_point now) {
     }
     for (auto& [name, tracker] : trackers_) {
         std::optional<double> value;
-        if (auto it = snap->signals.find(tracker.config().signal); it != snap->signals.end()) value = it->second.value.value;
+        if (auto it = snap->signals.find(tracker.config().signal); it != snap->signals.end())
+            value = it->second.value.value;
         if (tracker.update(value, now) && t_pending)
-            t_pending->push_back({LogLevel::Info, "window " + name + " " + (tracker.busy() ? "begins" : "ends") +
-                                                      ": " + tracker.reason()});
-        snap->windows[name] = SignalSnapshot::WindowState{tracker.busy(), tracker.since(), tracker.config().retry,
-                                                          tracker.reason()};
+            t_pending->push_back({LogLevel::Info, "window " + name + " " + (tracker.busy() ? "begins" : "ends") + ": " +
+                                                      tracker.reason()});
+        snap->windows[name] =
+            SignalSnapshot::WindowState{tracker.busy(), tracker.since(), tracker.config().retry, tracker.reason()};
     }
     snapshot_ = std::move(snap);
 }

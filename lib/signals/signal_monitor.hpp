@@ -69,7 +69,7 @@ private:
     FetcherFactory make_fetcher_;
     Clock clock_;
 
-    mutable std::mutex mutex_;                  // guards everything below but threads_
+    mutable std::mutex mutex_;  // guards everything below but threads_
     std::condition_variable wake_;
     bool stopping_ = false;
     std::atomic<bool> cancel_{false};

@@ -12,12 +12,12 @@
 #include <string_view>
 #include <vector>
 
-#define LANES_FUZZ_ASSERT(cond)                                                          \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
+#define LANES_FUZZ_ASSERT(cond)                                                               \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
             std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-            std::abort();                                                                \
-        }                                                                                \
+            std::abort();                                                                     \
+        }                                                                                     \
     } while (0)
 
 namespace lanes::fuzz {

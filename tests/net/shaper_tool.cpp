@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "node/cgroup_tree.hpp"
 #include "core/lanes_toml.hpp"
+#include "node/cgroup_tree.hpp"
 #include "node/node_shaper.hpp"
 #include "node/traffic_control.hpp"
 
@@ -33,8 +33,9 @@ using namespace lanes;
 namespace {
 
 int usage() {
-    std::fprintf(stderr, "usage: shaper_tool --state DIR --nic DEV --speed BITS [--adopt] [--major HEX] "
-                         "apply|remove|run|counters|list|remove-all|gc|churn ...\n");
+    std::fprintf(stderr,
+                 "usage: shaper_tool --state DIR --nic DEV --speed BITS [--adopt] [--major HEX] "
+                 "apply|remove|run|counters|list|remove-all|gc|churn ...\n");
     return 2;
 }
 
@@ -207,7 +208,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (cmd == "list") {
-        for (const auto& st : s.list()) std::printf("%u %s %x %s\n", st.job_id, st.class_name.c_str(), st.minor, st.cgroup.c_str());
+        for (const auto& st : s.list())
+            std::printf("%u %s %x %s\n", st.job_id, st.class_name.c_str(), st.minor, st.cgroup.c_str());
         return 0;
     }
     if (cmd == "reapply" || cmd == "check") {

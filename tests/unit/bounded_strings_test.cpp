@@ -123,8 +123,8 @@ TEST(BoundedStrings, SameResultsAsLua) {
                                " show(s:gsub(p, {a = 'A', l = false}))}\n"
                                "for a, b in s:gmatch(p, i) do out[#out + 1] = show(a, b) end\n"
                                "return table.concat(out, '\\n')\n";
-            EXPECT_EQ(run(body, true), run(body, false)) << "subject '" << c.subject << "' pattern '" << c.pattern
-                                                         << "' init " << init;
+            EXPECT_EQ(run(body, true), run(body, false))
+                << "subject '" << c.subject << "' pattern '" << c.pattern << "' init " << init;
         }
     }
 }
@@ -132,8 +132,9 @@ TEST(BoundedStrings, SameResultsAsLua) {
 TEST(BoundedStrings, SameErrorsAsLua) {
     for (const char* p : {"%", "[a", "(()", "a)", "%1", "(a)%2", "%f", "%fa", "%b", "%g(", "[%"}) {
         for (const char* call : {"find", "match", "gsub"}) {
-            std::string body = std::string("local ok, e = pcall(string.") + call + ", 'abc(', '" + p +
-                               "'" + (std::string(call) == "gsub" ? ", 'x'" : "") + ") return tostring(ok) .. ' ' .. tostring(e)";
+            std::string body = std::string("local ok, e = pcall(string.") + call + ", 'abc(', '" + p + "'" +
+                               (std::string(call) == "gsub" ? ", 'x'" : "") +
+                               ") return tostring(ok) .. ' ' .. tostring(e)";
             EXPECT_EQ(run(body, true), run(body, false)) << call << " '" << p << "'";
         }
     }

@@ -69,7 +69,7 @@ TEST(CeilShift, OneChangePerShift) {
     auto c = changes_needed(busy, applied, false);
     ASSERT_EQ(c.size(), 1u);
     applied[{11, "veth0"}] = c[0].change.htb.ceil_bits;
-    EXPECT_TRUE(changes_needed(busy, applied, false).empty());  // same state: no change
+    EXPECT_TRUE(changes_needed(busy, applied, false).empty());   // same state: no change
     EXPECT_EQ(changes_needed(idle, applied, false).size(), 1u);  // back to normal
 }
 

@@ -19,7 +19,7 @@ namespace {
 using test::utc;
 namespace fs = std::filesystem;
 
-const SysSeconds kPeak = utc(2026, 11, 30, 9);     // Monday 09:00 UTC, inside "peak"
+const SysSeconds kPeak = utc(2026, 11, 30, 9);      // Monday 09:00 UTC, inside "peak"
 const SysSeconds kOffPeak = utc(2026, 11, 30, 21);  // Monday 21:00 UTC
 
 class TempDir {
@@ -460,7 +460,8 @@ TEST(Classifier, AllowedOverridesApply) {
 TEST(Classifier, PolicyRuntimeErrorFailureModes) {
     TempDir dir;
     Logs logs;
-    Config cfg = with_policy(dir, "function classify(job)\n if job.name == 'x' then error('boom') end\n return nil\nend");
+    Config cfg =
+        with_policy(dir, "function classify(job)\n if job.name == 'x' then error('boom') end\n return nil\nend");
     auto c = make(cfg, logs);
     JobView j = training_job();
     j.name = "x";
@@ -482,8 +483,8 @@ TEST(Classifier, PolicyRuntimeErrorFailureModes) {
 TEST(Classifier, PolicyReject) {
     TempDir dir;
     Logs logs;
-    auto c = make(with_policy(dir, "function classify(job) lanes.user_message('see docs') reject('no GPUs for you') end"),
-                  logs);
+    auto c = make(
+        with_policy(dir, "function classify(job) lanes.user_message('see docs') reject('no GPUs for you') end"), logs);
     Decision d = c->classify(training_job(), kOffPeak);
     EXPECT_EQ(d.verdict, Decision::Verdict::Reject);
     EXPECT_EQ(d.reject_kind, Decision::RejectKind::Policy);
@@ -533,8 +534,8 @@ TEST(Classifier, ReloadGoodBrokenFixed) {
     EXPECT_FALSE(c->reload_if_changed());
     EXPECT_FALSE(c->reload_if_changed());
     EXPECT_FALSE(c->reload_if_changed());
-    EXPECT_EQ(logs.count("reload failed"), 1u);  // once, not per check
-    EXPECT_EQ(logs.count("policy.lua:3:"), 1u);  // names file:line
+    EXPECT_EQ(logs.count("reload failed"), 1u);               // once, not per check
+    EXPECT_EQ(logs.count("policy.lua:3:"), 1u);               // names file:line
     EXPECT_EQ(c->classify(j, kOffPeak).class_name, "batch");  // the last good one
 
     dir.write("policy.lua", "function classify(job) return 'training' end\n");
@@ -579,7 +580,7 @@ TEST(Classifier, ReloadSeesSameSizeRewriteInTheSameSecond) {
     ASSERT_TRUE(made) << made.error().message;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::ofstream(dir.file("policy.lua"), std::ios::trunc) << "function classify(job) return 'training' end\n"
-                                                          "-- pad";
+                                                              "-- pad";
     EXPECT_TRUE((*made)->reload_if_changed());
     EXPECT_EQ((*made)->classify(training_job(), kOffPeak).class_name, "training");
 }

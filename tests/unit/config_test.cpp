@@ -116,10 +116,10 @@ TEST(Config, ShippedExampleParses) {
     ASSERT_NE(peak, nullptr);
     EXPECT_EQ(lanes::format_days(peak->days), "mon,tue,wed,thu,fri");
     EXPECT_EQ(peak->exceptions.size(), 4u);
-    EXPECT_TRUE(c->windows.in_window("peak", utc(2026, 1, 14, 7)));     // Wed 08:00 CET
-    EXPECT_FALSE(c->windows.in_window("peak", utc(2026, 7, 15, 18)));   // Wed 20:00 CEST
-    EXPECT_FALSE(c->windows.in_window("peak", utc(2026, 12, 24, 12)));  // holiday
-    EXPECT_TRUE(c->windows.in_window("peak", utc(2026, 6, 13, 12)));    // added Saturday
+    EXPECT_TRUE(c->windows.in_window("peak", utc(2026, 1, 14, 7)));         // Wed 08:00 CET
+    EXPECT_FALSE(c->windows.in_window("peak", utc(2026, 7, 15, 18)));       // Wed 20:00 CEST
+    EXPECT_FALSE(c->windows.in_window("peak", utc(2026, 12, 24, 12)));      // holiday
+    EXPECT_TRUE(c->windows.in_window("peak", utc(2026, 6, 13, 12)));        // added Saturday
     EXPECT_TRUE(c->windows.in_window("maintenance", utc(2026, 1, 12, 1)));  // Mon 02:00 CET, from Sunday
 }
 
@@ -193,15 +193,20 @@ struct ErrorCase {
 TEST(Config, ReportsEveryKindOfError) {
     const std::vector<ErrorCase> cases = {
         // TOML syntax, with toml++'s position.
-        {"syntax", BASE "rank = \n", "lanes.toml:7:8: syntax error: Error while parsing key-value pair: expected value"},
-        {"duplicate key", BASE "rank = 1\nrank = 2\n", "lanes.toml:8:8: syntax error: Error while parsing key-value pair: cannot redefine existing integer 'rank'"},
+        {"syntax", BASE "rank = \n",
+         "lanes.toml:7:8: syntax error: Error while parsing key-value pair: expected value"},
+        {"duplicate key", BASE "rank = 1\nrank = 2\n",
+         "lanes.toml:8:8: syntax error: Error while parsing key-value pair: cannot redefine existing integer 'rank'"},
         // Unknown keys at every level, with the nearest known key.
         {"top-level typo", BASE "[polcy]\n", "lanes.toml:7:2: polcy: unknown key (did you mean \"policy\"?)"},
-        {"class key typo", BASE "rat = \"1Gbit\"\n", "lanes.toml:7:1: classes.a.rat: unknown key (did you mean \"rate\"?)"},
+        {"class key typo", BASE "rat = \"1Gbit\"\n",
+         "lanes.toml:7:1: classes.a.rat: unknown key (did you mean \"rate\"?)"},
         {"class key plural", BASE "partition = \"gpu\"\n",
          "lanes.toml:7:1: classes.a.partition: unknown key (did you mean \"partitions\"?)"},
-        {"unknown class key", BASE "colour = \"blue\"\n", "lanes.toml:7:1: classes.a.colour: unknown key (known keys: "},
-        {"window key typo", BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\nexcept_dates = []\n",
+        {"unknown class key", BASE "colour = \"blue\"\n",
+         "lanes.toml:7:1: classes.a.colour: unknown key (known keys: "},
+        {"window key typo",
+         BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\nexcept_dates = []\n",
          "lanes.toml:11:1: windows.w.except_dates: unknown key"},
         {"policy key typo", BASE "[policy]\nscirpt = \"x.lua\"\n",
          "lanes.toml:8:1: policy.scirpt: unknown key (did you mean \"script\"?)"},
@@ -212,7 +217,8 @@ TEST(Config, ReportsEveryKindOfError) {
         {"nodes key typo", BASE "[nodes]\nforeign_qdisk = \"adopt\"\n",
          "lanes.toml:8:1: nodes.foreign_qdisk: unknown key (did you mean \"foreign_qdisc\"?)"},
         // Wrong types.
-        {"string for integer", BASE "rank = \"high\"\n", "lanes.toml:7:8: classes.a.rank: expected an integer, got a string"},
+        {"string for integer", BASE "rank = \"high\"\n",
+         "lanes.toml:7:8: classes.a.rank: expected an integer, got a string"},
         {"integer for string", BASE "qos = 5\n", "lanes.toml:7:7: classes.a.qos: expected a string, got an integer"},
         {"bool", BASE "user_may_lower_cap = \"yes\"\n",
          "lanes.toml:7:22: classes.a.user_may_lower_cap: expected true or false, got a string"},
@@ -233,7 +239,8 @@ TEST(Config, ReportsEveryKindOfError) {
         {"percent > 100", BASE "rate = \"150%\"\n", "lanes.toml:7:8: classes.a.rate: rate '150%' is out of range"},
         {"zero rate", BASE "rate = \"0Gbit\"\n", "lanes.toml:7:8: classes.a.rate: rate '0Gbit' is zero"},
         {"rate without unit", BASE "rate = 1000\n", "lanes.toml:7:8: classes.a.rate: a rate needs a unit"},
-        {"ambiguous bps", BASE "rate = \"10Gbps\"\n", "lanes.toml:7:8: classes.a.rate: rate '10Gbps': unit 'Gbps' is ambiguous"},
+        {"ambiguous bps", BASE "rate = \"10Gbps\"\n",
+         "lanes.toml:7:8: classes.a.rate: rate '10Gbps': unit 'Gbps' is ambiguous"},
         {"nice", BASE "nice = 2147483647\n", "lanes.toml:7:8: classes.a.nice: value 2147483647 is out of range"},
         // Rate and ceil.
         {"ceil < rate", BASE "rate = \"10Gbit\"\nceil = \"5Gbit\"\n",
@@ -263,9 +270,10 @@ TEST(Config, ReportsEveryKindOfError) {
         // Windows.
         {"empty window", BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"08:00\"\nend = \"08:00\"\n",
          "lanes.toml:10:7: windows.w.end: the window is empty (start equals end)"},
-        {"whole week avoided", BASE "avoid_windows = [\"day\", \"night\"]\n"
-                                    "[windows.day]\ntimezone = \"UTC\"\nstart = \"06:00\"\nend = \"18:00\"\n"
-                                    "[windows.night]\ntimezone = \"Europe/Berlin\"\nstart = \"18:00\"\nend = \"08:00\"\n",
+        {"whole week avoided",
+         BASE "avoid_windows = [\"day\", \"night\"]\n"
+              "[windows.day]\ntimezone = \"UTC\"\nstart = \"06:00\"\nend = \"18:00\"\n"
+              "[windows.night]\ntimezone = \"Europe/Berlin\"\nstart = \"18:00\"\nend = \"08:00\"\n",
          "lanes.toml:7:17: classes.a.avoid_windows: these windows together cover the whole week"},
         {"bad time zone", BASE "[windows.w]\ntimezone = \"Europe/Berln\"\nstart = \"1:00\"\nend = \"2:00\"\n",
          "lanes.toml:8:12: windows.w.timezone: unknown time zone 'Europe/Berln'"},
@@ -279,15 +287,19 @@ TEST(Config, ReportsEveryKindOfError) {
          "lanes.toml:9:9: windows.w.start: time '8am' is not a time of day"},
         {"24:00 start", BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"24:00\"\nend = \"2:00\"\n",
          "lanes.toml:9:9: windows.w.start: time '24:00' is not a time of day"},
-        {"bad day", BASE "[windows.w]\ntimezone = \"UTC\"\ndays = [\"mon\", \"funday\"]\nstart = \"1:00\"\nend = \"2:00\"\n",
+        {"bad day",
+         BASE "[windows.w]\ntimezone = \"UTC\"\ndays = [\"mon\", \"funday\"]\nstart = \"1:00\"\nend = \"2:00\"\n",
          "lanes.toml:9:8: windows.w.days: 'funday' is not a day"},
-        {"bad date", BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\nexcept = [\"2026-02-30\"]\n",
+        {"bad date",
+         BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\nexcept = [\"2026-02-30\"]\n",
          "lanes.toml:11:11: windows.w.except[0]: date '2026-02-30' is not a valid date"},
-        {"reversed range", BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\n"
-                                "except = [\"2026-01-01\", \"2026-12-26..2026-12-24\"]\n",
+        {"reversed range",
+         BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\n"
+              "except = [\"2026-01-01\", \"2026-12-26..2026-12-24\"]\n",
          "lanes.toml:11:25: windows.w.except[1]: date range '2026-12-26..2026-12-24' ends before it starts"},
-        {"except and add", BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\n"
-                                "except = [\"2026-12-24..2026-12-26\"]\nadd = [\"2026-12-25\"]\n",
+        {"except and add",
+         BASE "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\n"
+              "except = [\"2026-12-24..2026-12-26\"]\nadd = [\"2026-12-25\"]\n",
          "lanes.toml:12:7: windows.w.add: date 2026-12-25 is both in \"except\" and in \"add\""},
         {"window name", BASE "[windows.\"peak hours\"]\n", "lanes.toml:7:10: windows.peak hours: window names may use"},
         // Policy.
@@ -304,7 +316,8 @@ TEST(Config, ReportsEveryKindOfError) {
         // Rules.
         {"catch-all first", BASE "[[rules]]\nclass = \"a\"\n[[rules]]\nclass = \"a\"\nusers = [\"x\"]\n",
          "lanes.toml:9:1: rules[1]: this rule can never match: rules[0] (line 7) matches every job"},
-        {"duplicate rule", BASE "[[rules]]\nclass = \"a\"\nusers = [\"x\", \"y\"]\n[[rules]]\nclass = \"a\"\nusers = [\"y\", \"x\"]\n",
+        {"duplicate rule",
+         BASE "[[rules]]\nclass = \"a\"\nusers = [\"x\", \"y\"]\n[[rules]]\nclass = \"a\"\nusers = [\"y\", \"x\"]\n",
          "lanes.toml:10:1: rules[1]: this rule can never match: rules[0] (line 7) has the same matchers"},
         {"min_gpus 0", BASE "[[rules]]\nclass = \"a\"\nmin_gpus = 0\n",
          "lanes.toml:9:12: rules[0].min_gpus: value 0 is out of range"},
@@ -329,7 +342,8 @@ TEST(Config, ReportsEveryKindOfError) {
          "lanes.toml:8:13: nodes.state_dir: must be an absolute path"},
         {"cgroup_root", BASE "[nodes]\ncgroup_root = \"lanes\"\n",
          "lanes.toml:8:15: nodes.cgroup_root: must be \"auto\" or an absolute path"},
-        {"unclassified_dscp", BASE "[nodes]\nunclassified_dscp = \"AF99\"\n", "lanes.toml:8:21: nodes.unclassified_dscp: "},
+        {"unclassified_dscp", BASE "[nodes]\nunclassified_dscp = \"AF99\"\n",
+         "lanes.toml:8:21: nodes.unclassified_dscp: "},
         {"unclassified_dscp range", BASE "[nodes]\nunclassified_dscp = 64\n",
          "lanes.toml:8:21: nodes.unclassified_dscp: value 64 is out of range (0..63)"},
         {"unclassified ceil below rate", BASE "[nodes]\nunclassified_rate = \"50%\"\nunclassified_ceil = \"10%\"\n",
@@ -363,9 +377,10 @@ TEST(Config, UnclassifiedTrafficAndGsoBurst) {
     EXPECT_EQ(d->node.unclassified_rate, (lanes::Rate{0, 5}));
     EXPECT_EQ(d->node.unclassified_ceil, (lanes::Rate{0, 25}));
     EXPECT_EQ(d->node.gso_burst_us, std::optional<uint32_t>(250));
-    auto c = parse_config("[classes.a]\n[nodes]\nunclassified_dscp = \"keep\"\nunclassified_rate = \"1Gbit\"\n"
-                          "unclassified_ceil = \"100%\"\ngso_burst = \"off\"\n",
-                          "lanes.toml");
+    auto c = parse_config(
+        "[classes.a]\n[nodes]\nunclassified_dscp = \"keep\"\nunclassified_rate = \"1Gbit\"\n"
+        "unclassified_ceil = \"100%\"\ngso_burst = \"off\"\n",
+        "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_FALSE(c->node.unclassified_dscp);
     EXPECT_EQ(c->node.unclassified_rate, (lanes::Rate{1'000'000'000, 0}));
@@ -467,14 +482,16 @@ TEST(Config, ManPageDocumentsEveryKey) {
     const std::vector<std::pair<std::string, std::string>> tables = {
         {"", "zzzzzzzzzz = 1\n[classes.a]\n"},
         {"policy", "[policy]\nzzzzzzzzzz = 1\n[classes.a]\n"},
-        {"windows.w", "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
+        {"windows.w",
+         "[windows.w]\ntimezone = \"UTC\"\nstart = \"1:00\"\nend = \"2:00\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
         {"classes.a", "[classes.a]\nzzzzzzzzzz = 1\n"},
         {"rules[0]", "[[rules]]\nclass = \"a\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
         {"nodes", "[nodes]\nzzzzzzzzzz = 1\n[classes.a]\n"},
         {"nodes.nic[0]", "[[nodes.nic]]\ndevice = \"x\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
         {"signals.s", "[signals.s]\nurl = \"http://h:1\"\nquery = \"q\"\nzzzzzzzzzz = 1\n[classes.a]\n"},
-        {"windows.b", "[signals.s]\nurl = \"http://h:1\"\nquery = \"q\"\n[windows.b]\nsignal = \"s\"\nabove = 1\n"
-                      "zzzzzzzzzz = 1\n[classes.a]\n"},
+        {"windows.b",
+         "[signals.s]\nurl = \"http://h:1\"\nquery = \"q\"\n[windows.b]\nsignal = \"s\"\nabove = 1\n"
+         "zzzzzzzzzz = 1\n[classes.a]\n"},
     };
     size_t checked = 0;
     for (const auto& [table, text] : tables) {

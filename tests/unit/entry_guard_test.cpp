@@ -8,7 +8,9 @@
 
 TEST(EntryGuard, PassesTheBodysResultThrough) {
     std::string reported;
-    EXPECT_EQ(lanes::guard_entry(-1, [&](const char* w) { reported = w; }, [] { return 7; }), 7);
+    EXPECT_EQ(lanes::guard_entry(
+                  -1, [&](const char* w) { reported = w; }, [] { return 7; }),
+              7);
     EXPECT_TRUE(reported.empty());
 }
 

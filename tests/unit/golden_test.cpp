@@ -42,8 +42,8 @@ size_t run_set(const std::string& set) {
         auto problems = check_fixture(*fixture, d);
         std::string all;
         for (const auto& p : problems) all += "\n  " + p;
-        EXPECT_TRUE(problems.empty()) << fixture->description << all << "\n  decision: "
-                                      << json::write(decision_to_json(d), 2);
+        EXPECT_TRUE(problems.empty()) << fixture->description << all
+                                      << "\n  decision: " << json::write(decision_to_json(d), 2);
     }
     return cases.size();
 }
@@ -145,7 +145,8 @@ TEST(Golden, Timestamps) {
 }
 
 TEST(GoldenJson, ParsesStrictJson) {
-    auto v = json::parse(R"( {"a": [1, -2, 3.5, 1e3, true, false, null], "s": "x\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "o": {}} )");
+    auto v = json::parse(
+        R"( {"a": [1, -2, 3.5, 1e3, true, false, null], "s": "x\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "o": {}} )");
     ASSERT_TRUE(v) << v.error().message;
     const auto& a = json::find(*v, "a")->get_ref<const json::Array&>();
     ASSERT_EQ(a.size(), 7u);
@@ -168,9 +169,9 @@ TEST(GoldenJson, RejectsWhatIsNotJson) {
         const char* text;
         const char* where;
     } cases[] = {
-        {"", "1:1: "},        {"[1, 2,]", "1:7: "},   {"{'a': 1}", "1:2: "},     {"01", "1:2: "},
-        {"1.", "1:3: "},      {"\"\\x\"", "1:3: "}, {"\"a\nb\"", "2:"}, {"\"\\ud800\"", "1:8: "},
-        {"nul", "1:4: "},     {"{} x", "1:4: "},      {"[1 2]", "1:4: "},        {"{\n  \"a\": }", "2:8: "},
+        {"", "1:1: "},    {"[1, 2,]", "1:7: "}, {"{'a': 1}", "1:2: "}, {"01", "1:2: "},
+        {"1.", "1:3: "},  {"\"\\x\"", "1:3: "}, {"\"a\nb\"", "2:"},    {"\"\\ud800\"", "1:8: "},
+        {"nul", "1:4: "}, {"{} x", "1:4: "},    {"[1 2]", "1:4: "},    {"{\n  \"a\": }", "2:8: "},
     };
     for (const auto& c : cases) {
         auto r = json::parse(c.text);

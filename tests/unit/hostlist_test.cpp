@@ -51,12 +51,18 @@ TEST(Hostlist, MatchesHostnames) {
         const char* host;
         bool match;
     } cases[] = {
-        {"*", "anything", true},      {"", "anything", true},
-        {"train[1-2]", "train1", true}, {"train[1-2]", "train3", false},
-        {"train[1-2]", "train10", false}, {"gpu*", "gpu17", true},
-        {"gpu*", "cpu1", false},        {"a1,b[2-3]", "b3", true},
-        {"gpu[01-02]", "gpu1", false},  {"gpu[01-02]", "gpu02", true},
-        {"rack[1-2]-gpu*", "rack2-gpu9", true}, {"rack[1-2]-gpu*", "rack3-gpu9", false},
+        {"*", "anything", true},
+        {"", "anything", true},
+        {"train[1-2]", "train1", true},
+        {"train[1-2]", "train3", false},
+        {"train[1-2]", "train10", false},
+        {"gpu*", "gpu17", true},
+        {"gpu*", "cpu1", false},
+        {"a1,b[2-3]", "b3", true},
+        {"gpu[01-02]", "gpu1", false},
+        {"gpu[01-02]", "gpu02", true},
+        {"rack[1-2]-gpu*", "rack2-gpu9", true},
+        {"rack[1-2]-gpu*", "rack3-gpu9", false},
     };
     for (const auto& c : cases) {
         auto r = hostlist_matches(c.expression, c.host);
@@ -77,7 +83,9 @@ TEST(Hostlist, RefusesCharactersNoHostNameHas) {
         std::string expression;
         const char* shown;
     } cases[] = {
-        {"\x88N\xa4" "cccccccccc8#1\\", "\\x88"},
+        {"\x88N\xa4"
+         "cccccccccc8#1\\",
+         "\\x88"},
         {"gpu1\\", "'\\'"},
         {"gpu 1", "\\x20"},
         {"gpu[1-2]#a", "'#'"},
@@ -86,7 +94,8 @@ TEST(Hostlist, RefusesCharactersNoHostNameHas) {
     for (const auto& c : cases) {
         auto names = lanes::expand_hostlist(c.expression);
         ASSERT_FALSE(names) << c.expression;
-        EXPECT_NE(names.error().message.find(std::string("character ") + c.shown + " is not allowed"), std::string::npos)
+        EXPECT_NE(names.error().message.find(std::string("character ") + c.shown + " is not allowed"),
+                  std::string::npos)
             << names.error().message;
         EXPECT_FALSE(lanes::hostlist_matches(c.expression, "gpu1"));
     }

@@ -24,9 +24,7 @@ struct DescFixture : ::testing::Test {
         if (uid == 1000) return std::string("alice");
         return std::nullopt;
     }};
-    void SetUp() override {
-        slurm_init_job_desc_msg(&desc);
-    }
+    void SetUp() override { slurm_init_job_desc_msg(&desc); }
     void TearDown() override {
         for (char** field : {&desc.partition, &desc.qos, &desc.features, &desc.name})
             if (*field) slurm_xfree(reinterpret_cast<void**>(field));
@@ -55,9 +53,19 @@ const SysSeconds kNow{std::chrono::seconds{1'800'000'000}};
 }  // namespace
 
 TEST(Glue, CountsGpusInEveryTresSpelling) {
-    struct Case { const char* tres; uint32_t gpus; } cases[] = {
-        {"", 0}, {"gres/gpu:4", 4}, {"gres:gpu:a100:2", 2}, {"gres/gpu=3", 3}, {"gpu:8", 8},
-        {"gres/gpu", 1}, {"gres/gpu:a100", 1}, {"gres/gpu:2,gres/gpu:h100:1", 3}, {"gres/nic:2", 0},
+    struct Case {
+        const char* tres;
+        uint32_t gpus;
+    } cases[] = {
+        {"", 0},
+        {"gres/gpu:4", 4},
+        {"gres:gpu:a100:2", 2},
+        {"gres/gpu=3", 3},
+        {"gpu:8", 8},
+        {"gres/gpu", 1},
+        {"gres/gpu:a100", 1},
+        {"gres/gpu:2,gres/gpu:h100:1", 3},
+        {"gres/nic:2", 0},
         {"license/x:1;gres/gpu:2", 2},
     };
     for (const auto& c : cases) EXPECT_EQ(count_gpus(c.tres), c.gpus) << c.tres;

@@ -12,13 +12,12 @@ TEST(JobEnv, EntryNameDropsSpankPrefix) {
 }
 
 TEST(JobEnv, LanesEntriesAreRecognisedWhoeverWroteThem) {
-    struct Case { const char* entry; bool lanes; } cases[] = {
-        {"LANES_CLASS=inference", true},
-        {"SPANK_LANES_CLASS=inference", true},
-        {"SPANK_LANES_RATE=1", true},
-        {"LANES_REQUEST_CLASS=training", true},
-        {"SPANK_PYXIS_IMAGE=x", false},
-        {"XLANES_CLASS=1", false},
+    struct Case {
+        const char* entry;
+        bool lanes;
+    } cases[] = {
+        {"LANES_CLASS=inference", true},        {"SPANK_LANES_CLASS=inference", true}, {"SPANK_LANES_RATE=1", true},
+        {"LANES_REQUEST_CLASS=training", true}, {"SPANK_PYXIS_IMAGE=x", false},        {"XLANES_CLASS=1", false},
         {"SPANK_SPANK_LANES=1", false},
     };
     for (const auto& c : cases) EXPECT_EQ(is_lanes_entry(c.entry), c.lanes) << c.entry;
@@ -65,7 +64,10 @@ TEST(JobEnv, CeilDefaultsToRate) {
 }
 
 TEST(JobEnv, BadDirectivesNameTheVariable) {
-    struct Case { std::map<std::string, std::string> vars; const char* expect; } cases[] = {
+    struct Case {
+        std::map<std::string, std::string> vars;
+        const char* expect;
+    } cases[] = {
         {{}, "LANES_CLASS is not set"},
         {{{"LANES_CLASS", "a b"}}, "LANES_CLASS: invalid class name"},
         {{{"LANES_CLASS", "t"}, {"LANES_DSCP", "64"}}, "LANES_DSCP: '64' is not an integer from 0 to 63"},

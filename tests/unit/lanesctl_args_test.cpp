@@ -61,7 +61,7 @@ TEST(LanesctlArgs, GlobalOptionsBeforeAndAfterSubcommand) {
     EXPECT_TRUE(a.json);
     auto b = ok({"check", "--config=/y.toml", "--json"});
     EXPECT_EQ(b.config, "/y.toml");
-    EXPECT_TRUE(b.json);    // --node is global too (lanesctl(8)), used by status and gc.
+    EXPECT_TRUE(b.json);  // --node is global too (lanesctl(8)), used by status and gc.
     EXPECT_EQ(ok({"--node", "n7", "status"}).node, "n7");
     EXPECT_EQ(ok({"--node=n8", "gc", "--dry-run"}).node, "n8");
     EXPECT_EQ(ok({"check", "--node", "n9"}).node, "n9");  // check --node: the node's setup
@@ -174,8 +174,8 @@ TEST(LanesctlArgs, UsageErrorsNameTheOption) {
     };
     for (const auto& c : cases) {
         std::string message = error_of(c.args);
-        EXPECT_NE(message.find(c.expect), std::string::npos) << "args[0]=" << (c.args.empty() ? "" : c.args[0])
-                                                              << " got: " << message;
+        EXPECT_NE(message.find(c.expect), std::string::npos)
+            << "args[0]=" << (c.args.empty() ? "" : c.args[0]) << " got: " << message;
     }
 }
 
@@ -225,9 +225,9 @@ TEST(LanesctlTimeSpec, Forms) {
     const std::vector<Case> cases = {
         {"now", now},
         {"@1796112000", SysSeconds{seconds{1796112000}}},
-        {"2026-12-01", utc(2026, 11, 30, 23)},                 // local midnight, CET
-        {"2026-12-01 09:00", utc(2026, 12, 1, 8)},             // CET = UTC+1
-        {"2026-07-01 09:00", utc(2026, 7, 1, 7)},              // CEST = UTC+2
+        {"2026-12-01", utc(2026, 11, 30, 23)},      // local midnight, CET
+        {"2026-12-01 09:00", utc(2026, 12, 1, 8)},  // CET = UTC+1
+        {"2026-07-01 09:00", utc(2026, 7, 1, 7)},   // CEST = UTC+2
         {"2026-12-01T09:00:30", utc(2026, 12, 1, 8, 0, 30)},
         {"2026-12-01 09:00 UTC", utc(2026, 12, 1, 9)},
         {"2026-12-01 09:00UTC", utc(2026, 12, 1, 9)},

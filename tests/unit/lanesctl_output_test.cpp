@@ -10,8 +10,8 @@
 
 #include "lanesctl/json.hpp"
 #include "lanesctl/node_report.hpp"
-#include "node/node_facts.hpp"
 #include "lanesctl/policy_report.hpp"
+#include "node/node_facts.hpp"
 
 namespace {
 
@@ -131,7 +131,8 @@ TEST(LanesctlPolicyOutput, JsonShape) {
     EXPECT_EQ(lanes::json::write(*lanes::json::find(*decision, "network")),
               R"({"dscp":8,"rate":"10Gbit","ceil":"40%","rdma_traffic_class":32,"rdma_service_level":1,"rank":0})");
     EXPECT_FALSE(lanes::json::find(results[1], "ok")->get<bool>());
-    EXPECT_EQ(lanes::json::write(*lanes::json::find(results[1], "diffs")), R"(["class: want \"inference\", got \"training\""])");
+    EXPECT_EQ(lanes::json::write(*lanes::json::find(results[1], "diffs")),
+              R"(["class: want \"inference\", got \"training\""])");
 }
 
 lanes::ctl::StatusReport status_report() {
@@ -165,7 +166,9 @@ TEST(LanesctlStatusOutput, Human) {
     const std::string text = lanes::ctl::format_status_human(status_report());
     EXPECT_TRUE(contains(text, "node gpu1: eth0 (100Gbit); leaf qdisc pfifo\n")) << text;
     EXPECT_TRUE(contains(text, "JOB       CLASS       DEVICE         RATE     CEIL  DSCP")) << text;
-    EXPECT_TRUE(contains(text, "7         training    eth0         10Gbit   25Gbit  CS1          123456        100       2        5     1500\n"))
+    EXPECT_TRUE(contains(text,
+                         "7         training    eth0         10Gbit   25Gbit  CS1          123456        100       2   "
+                         "     5     1500\n"))
         << text;
     EXPECT_TRUE(contains(text, "9         inf\"erence  error: lanes: eth0: no such device\n")) << text;
     lanes::ctl::StatusReport empty;
@@ -204,28 +207,32 @@ TEST(LanesctlStatusOutput, NoheaderAndParsable) {
 
 TEST(LanesctlStatusOutput, Json) {
     const std::string json = lanes::json::write(lanes::ctl::status_json(status_report()));
-    EXPECT_EQ(json,
-              R"({"node":"gpu1","leaf_qdisc":"pfifo","nics":[{"device":"eth0","link_speed_bits":100000000000}],)"
-              R"("jobs":[{"job_id":7,"class":"training","minor":"7","dscp":"CS1","dscp_value":8,)"
-              R"("cgroup":"/sys/fs/cgroup/unified/lanes/job_7","error":null,"devices":[{"device":"eth0",)"
-              R"("rate_bits":10000000000,"ceil_bits":25000000000,"bytes":123456,"packets":100,"drops":2,)"
-              R"("overlimits":5,"backlog_bytes":1500}]},)"
-              R"({"job_id":9,"class":"inf\"erence","minor":"0","dscp":null,"dscp_value":null,"cgroup":"",)"
-              R"("error":"lanes: eth0: no such device","devices":[{"device":"eth0","rate_bits":1000000,)"
-              R"("ceil_bits":1000000,"bytes":null,"packets":null,"drops":null,"overlimits":null,"backlog_bytes":null}]}]})");
+    EXPECT_EQ(
+        json,
+        R"({"node":"gpu1","leaf_qdisc":"pfifo","nics":[{"device":"eth0","link_speed_bits":100000000000}],)"
+        R"("jobs":[{"job_id":7,"class":"training","minor":"7","dscp":"CS1","dscp_value":8,)"
+        R"("cgroup":"/sys/fs/cgroup/unified/lanes/job_7","error":null,"devices":[{"device":"eth0",)"
+        R"("rate_bits":10000000000,"ceil_bits":25000000000,"bytes":123456,"packets":100,"drops":2,)"
+        R"("overlimits":5,"backlog_bytes":1500}]},)"
+        R"({"job_id":9,"class":"inf\"erence","minor":"0","dscp":null,"dscp_value":null,"cgroup":"",)"
+        R"("error":"lanes: eth0: no such device","devices":[{"device":"eth0","rate_bits":1000000,)"
+        R"("ceil_bits":1000000,"bytes":null,"packets":null,"drops":null,"overlimits":null,"backlog_bytes":null}]}]})");
 }
 
 TEST(LanesctlStatusOutput, Prometheus) {
     const std::string text = lanes::ctl::prometheus_text(status_report());
-    EXPECT_TRUE(contains(text, "# HELP lanes_job_bytes_total Bytes sent through the job's HTB class.\n"
-                               "# TYPE lanes_job_bytes_total counter\n"
-                               "lanes_job_bytes_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 123456\n"))
+    EXPECT_TRUE(contains(text,
+                         "# HELP lanes_job_bytes_total Bytes sent through the job's HTB class.\n"
+                         "# TYPE lanes_job_bytes_total counter\n"
+                         "lanes_job_bytes_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 123456\n"))
         << text;
     EXPECT_TRUE(contains(text, "lanes_job_drops_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 2\n"));
     EXPECT_TRUE(contains(text, "lanes_job_overlimits_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 5\n"));
-    EXPECT_TRUE(contains(text, "# TYPE lanes_job_backlog_bytes gauge\n"
-                               "lanes_job_backlog_bytes{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 1500\n"));
-    EXPECT_TRUE(contains(text, "lanes_job_ceil_bytes_per_second{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 3125000000\n"));
+    EXPECT_TRUE(contains(text,
+                         "# TYPE lanes_job_backlog_bytes gauge\n"
+                         "lanes_job_backlog_bytes{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 1500\n"));
+    EXPECT_TRUE(contains(
+        text, "lanes_job_ceil_bytes_per_second{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 3125000000\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs{node=\"gpu1\"} 2\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs_unreadable{node=\"gpu1\"} 1\n"));
     // The job without counters has no samples (not zeros that would reset rates).
@@ -284,8 +291,7 @@ TEST(LanesctlGc, Output) {
     all.node = "gpu1";
     all.all = true;
     all.devices_reset = {"eth0"};
-    EXPECT_EQ(lanes::ctl::format_gc_human(all),
-              "removed lanes qdiscs on eth0\nremoved nft table inet lanes\n");
+    EXPECT_EQ(lanes::ctl::format_gc_human(all), "removed lanes qdiscs on eth0\nremoved nft table inet lanes\n");
     lanes::ctl::GcReport none;
     none.node = "gpu1";
     EXPECT_EQ(lanes::ctl::format_gc_human(none), "no Lanes jobs on gpu1\n");

@@ -69,7 +69,8 @@ TEST(LanesctlCheck, ConfigErrorsAreStructured) {
     report.config_path = "lanes.toml";
     report.errors = shown;
     auto json = lanes::json::write(lanes::ctl::check_json(report));
-    EXPECT_NE(json.find(R"("line":3,"column":1,"key":"classes.x.rat","message":"unknown key)"), std::string::npos) << json;
+    EXPECT_NE(json.find(R"("line":3,"column":1,"key":"classes.x.rat","message":"unknown key)"), std::string::npos)
+        << json;
 
     auto syntax = lanes::parse_config("[classes\n", "l.toml");
     ASSERT_FALSE(syntax);
@@ -167,8 +168,7 @@ TEST(LanesctlWindows, CalendarAcrossDstChange) {
     EXPECT_TRUE(contains(text, "night (Europe/Berlin): sat 22:00-06:00\n")) << text;
     EXPECT_TRUE(contains(text, "  Sat 2026-03-28 22:00 CET -> Sun 2026-03-29 06:00 CEST")) << text;
     EXPECT_TRUE(contains(text, "  7h  (DST change)\n")) << text;
-    EXPECT_TRUE(contains(text, "peak (Europe/Berlin): mon,tue,wed,thu,fri 08:00-20:00; avoided by training\n"))
-        << text;
+    EXPECT_TRUE(contains(text, "peak (Europe/Berlin): mon,tue,wed,thu,fri 08:00-20:00; avoided by training\n")) << text;
     EXPECT_TRUE(contains(text, "  Fri 2026-03-27 08:00 CET -> Fri 2026-03-27 20:00 CET")) << text;
     EXPECT_TRUE(contains(text, "  Mon 2026-03-30 08:00 CEST -> Mon 2026-03-30 20:00 CEST")) << text;
     EXPECT_TRUE(contains(text, "  exception 2026-03-31 (no occurrence)\n")) << text;
@@ -248,11 +248,14 @@ TEST(LanesctlWindows, ReservationsOnGivenNodesAreShellQuoted) {
 TEST(LanesctlWindows, ReservationsNeedNodes) {
     auto config = windows_config();
     config.classes["training"].borrow_partitions.clear();
-    auto report = lanes::ctl::build_windows_report(config, utc(2026, 3, 30), 1, {}, lanes::ctl::ReservationRequest{"", "a", ""});
+    auto report =
+        lanes::ctl::build_windows_report(config, utc(2026, 3, 30), 1, {}, lanes::ctl::ReservationRequest{"", "a", ""});
     ASSERT_FALSE(report);
-    EXPECT_TRUE(contains(report.error().message, "window 'peak': no class borrows a partition")) << report.error().message;
+    EXPECT_TRUE(contains(report.error().message, "window 'peak': no class borrows a partition"))
+        << report.error().message;
     config.classes["training"].avoid_windows.clear();
-    report = lanes::ctl::build_windows_report(config, utc(2026, 3, 30), 1, {}, lanes::ctl::ReservationRequest{"n1", "a", ""});
+    report = lanes::ctl::build_windows_report(config, utc(2026, 3, 30), 1, {},
+                                              lanes::ctl::ReservationRequest{"n1", "a", ""});
     ASSERT_FALSE(report);
     EXPECT_TRUE(contains(report.error().message, "no class avoids a window")) << report.error().message;
 }

@@ -37,7 +37,8 @@ rank = 3
 [classes.training]
 rank = 1
 avoid_windows = ["peak"]
-)", "lanes.toml");
+)",
+                                 "lanes.toml");
     EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
     return *c;
 }
@@ -108,8 +109,8 @@ TEST(LanesctlSloReport, ParsesVectorsScalarsAndErrors) {
 }
 
 TEST(LanesctlSloReport, HistogramQuantileAndAttainment) {
-    std::vector<Sample> samples = {{{{"le", "+Inf"}}, 100}, {{{"le", "0.01"}}, 50}, {{{"le", "0.05"}}, 90},
-                                   {{{"le", "0.1"}}, 98}};
+    std::vector<Sample> samples = {
+        {{{"le", "+Inf"}}, 100}, {{{"le", "0.01"}}, 50}, {{{"le", "0.05"}}, 90}, {{{"le", "0.1"}}, 98}};
     auto buckets = buckets_from_samples(samples);
     ASSERT_TRUE(buckets.has_value());
     EXPECT_EQ(buckets->front().first, 0.01);

@@ -16,7 +16,7 @@ namespace {
 
 TEST(NodeFacts, StepdScopeNames) {
     EXPECT_TRUE(is_slurmstepd_scope("slurmstepd.scope"));
-    EXPECT_TRUE(is_slurmstepd_scope("n1_slurmstepd.scope"));       // multiple-slurmd build (Debian)
+    EXPECT_TRUE(is_slurmstepd_scope("n1_slurmstepd.scope"));  // multiple-slurmd build (Debian)
     EXPECT_TRUE(is_slurmstepd_scope("gpu-a.12_slurmstepd.scope"));
     EXPECT_FALSE(is_slurmstepd_scope("_slurmstepd.scope"));
     EXPECT_FALSE(is_slurmstepd_scope("xslurmstepd.scope"));
@@ -33,7 +33,7 @@ TEST(NodeFacts, SlurmJobDirOfACgroupPath) {
     EXPECT_EQ(slurm_job_dir_of("/machine.slice/c1/system.slice/slurmstepd.scope/job_12/step_extern/user", 12u),
               "/machine.slice/c1/system.slice/slurmstepd.scope/job_12");
     EXPECT_EQ(slurm_job_dir_of("/system.slice/n1_slurmstepd.scope/job_7/step_0", 8u), std::nullopt);
-    EXPECT_EQ(slurm_job_dir_of("/lanes/job_7"), std::nullopt);                     // not Slurm's
+    EXPECT_EQ(slurm_job_dir_of("/lanes/job_7"), std::nullopt);  // not Slurm's
     EXPECT_EQ(slurm_job_dir_of("/user.slice/job_7/slurmstepd.scope"), std::nullopt);
     EXPECT_EQ(slurm_job_dir_of("/system.slice/slurmstepd.scope/job_x/step_0"), std::nullopt);
     EXPECT_EQ(slurm_job_dir_of("/system.slice/slurmstepd.scope/system"), std::nullopt);  // slurmd's own
@@ -62,7 +62,7 @@ TEST(NodeFacts, AtomicWriteReplacesWholeAndSetsMode) {
     std::ifstream in(path);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(text, "two\n");
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(path.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0644u);
     EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);  // no tmp left
@@ -96,7 +96,9 @@ TEST(NodeFacts, StateFromAnEarlierBootIsGoneOtherwiseAliveUntilEpilog) {
     EXPECT_FALSE(old.alive);
     EXPECT_NE(old.why.find("earlier boot"), std::string::npos) << old.why;
     // The controller's word decides when nothing local proves either way.
-    LivenessProbe asked([](uint32_t) { return std::optional<JobLiveness>(JobLiveness{false, "slurmctld: COMPLETED"}); });
+    LivenessProbe asked([](uint32_t) {
+        return std::optional<JobLiveness>(JobLiveness{false, "slurmctld: COMPLETED"});
+    });
     st.boot_id = current_boot_id();
     EXPECT_FALSE(asked.check(st).alive);
 }

@@ -24,18 +24,18 @@ constexpr uint64_t kGbit = 1'000'000'000ull;
 // The kernel as the fakes see it; shared so a test can inspect and break it.
 struct FakeKernel {
     std::map<std::string, int> ifindex{{"lo", 1}, {"eth0", 2}, {"eth1", 3}, {"ib0", 4}};
-    std::map<int, RootQdisc> roots;                       // ifindex -> root
-    std::map<int, std::map<uint32_t, HtbParams>> classes;  // ifindex -> classid -> params
-    std::map<int, std::map<uint32_t, std::string>> leaves; // ifindex -> parent class -> kind
+    std::map<int, RootQdisc> roots;                         // ifindex -> root
+    std::map<int, std::map<uint32_t, HtbParams>> classes;   // ifindex -> classid -> params
+    std::map<int, std::map<uint32_t, std::string>> leaves;  // ifindex -> parent class -> kind
     std::map<uint32_t, NftEnsureJob> nft_jobs;
     std::set<int> nft_levels;
     bool nft_table = false;
     std::map<int, GsoSize> gso;
     std::optional<uint8_t> unclassified;
     std::set<std::string> dirs;
-    std::vector<std::string> scopes;   // Slurm stepd scopes
+    std::vector<std::string> scopes;  // Slurm stepd scopes
     std::map<std::string, std::vector<pid_t>> procs;
-    std::vector<std::string> log;   // every call, in order
+    std::vector<std::string> log;  // every call, in order
     bool fail_nft_add = false;
     bool has_fq_codel = false;
     std::string route_dev = "ib0";
@@ -385,7 +385,7 @@ TEST_F(NodeShaperTest, SlurmJobDirNotYetMadeIsKeyedLater) {
     EXPECT_EQ(k_.nft_jobs[7].dscp, std::optional<uint8_t>(34));
     EXPECT_EQ(k_.nft_jobs[7].priority, tc_handle(config_.root_handle_major, st->minor));
     EXPECT_TRUE(k_.nft_levels.count(3));
-    EXPECT_EQ(k_.unclassified, config_.unclassified_dscp);  // the base keeps the unclassified rewrite
+    EXPECT_EQ(k_.unclassified, config_.unclassified_dscp);                   // the base keeps the unclassified rewrite
     EXPECT_EQ((*JobStateStore(config_.state_dir).load(7))->cgroup_id, 77u);  // kept for the epilog
     EXPECT_EQ(markers, 1);
 
@@ -487,7 +487,7 @@ TEST_F(NodeShaperTest, RemoveCleansEverythingAndAbsentIsFine) {
     ASSERT_TRUE(s->attach(7, 4242));
     EXPECT_EQ(k_.procs["/sys/fs/cgroup/unified/lanes/job_7"], std::vector<pid_t>{4242});
     ASSERT_TRUE(s->remove(7));
-    EXPECT_EQ(k_.classes[2].size(), 2u);   // root and default class stay
+    EXPECT_EQ(k_.classes[2].size(), 2u);  // root and default class stay
     EXPECT_TRUE(k_.leaves[2].empty());
     EXPECT_TRUE(k_.nft_jobs.empty());
     EXPECT_FALSE(k_.dirs.count("/sys/fs/cgroup/unified/lanes/job_7"));
@@ -692,7 +692,8 @@ TEST(NodeShaperCgroup, PlacementAndLevels) {
     EXPECT_EQ(elsewhere->key, "lanes/job_7");
     // Inside a cgroup namespace-like root, levels count from the hierarchy root.
     EXPECT_EQ(place_job_cgroup("auto", Cgroup2Mount{"/sys/fs/cgroup", "/machine/c1"}, 7, std::nullopt)->level, 4);
-    for (const char* bad : {"relative/path", "/sys/fs/cgroup/cpu/x", "/sys/fs/cgroup/unified/../x", "/sys/fs/cgroup/unified"})
+    for (const char* bad :
+         {"relative/path", "/sys/fs/cgroup/cpu/x", "/sys/fs/cgroup/unified/../x", "/sys/fs/cgroup/unified"})
         EXPECT_FALSE(place_job_cgroup(bad, kHybrid, 7, std::nullopt)) << bad;
     EXPECT_EQ(*cgroup_levels("auto", kHybrid), std::vector<int>{2});
     EXPECT_EQ(*cgroup_levels("auto", kUnified), std::vector<int>{2});
@@ -798,7 +799,7 @@ TEST(NodeShaperStateFile, StoreSavesLoadsClaimsAndLocks) {
         ASSERT_TRUE(store.claim_minor(9, 9));   // job 9 has no state file: stale ...
         EXPECT_TRUE(store.claim_minor(9, 10));  // ... so job 10 may take it
         EXPECT_EQ(store.minor_owner(9), 10u);
-        EXPECT_TRUE(store.release_minor(9, 9)); // not the holder: no-op
+        EXPECT_TRUE(store.release_minor(9, 9));  // not the holder: no-op
         EXPECT_EQ(store.minor_owner(9), 10u);
         EXPECT_EQ(store.load_all().size(), 1u);
         std::FILE* f = std::fopen((dir + "/job_8").c_str(), "w");

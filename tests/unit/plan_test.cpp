@@ -74,7 +74,8 @@ TEST(Plan, TwoJobsGetDistinctClassesAndMarks) {
         auto minor = allocate_minor(job, config.root_handle_major, [&](uint16_t m) { return taken.count(m) > 0; });
         ASSERT_TRUE(minor);
         taken.insert(*minor);
-        auto p = plan_apply(config, facts_for(job, {nic("eth0", 25 * kGbit)}), request(job, bits(5 * kGbit)), *minor, {});
+        auto p =
+            plan_apply(config, facts_for(job, {nic("eth0", 25 * kGbit)}), request(job, bits(5 * kGbit)), *minor, {});
         ASSERT_TRUE(p) << p.error().message;
         plans.push_back(*p);
     }
@@ -243,13 +244,13 @@ TEST(Plan, RateDefaults) {
         std::optional<Rate> rate, ceil;
         uint64_t want_rate, want_ceil;
     } cases[] = {
-        {bits(kGbit), {}, kGbit, kGbit},                          // ceil defaults to rate
-        {{}, bits(2 * kGbit), 100'000'000, 2 * kGbit},             // rate: 1% floor of the link
-        {{}, {}, 100'000'000, 10 * kGbit},                         // no cap: ceil = link
-        {bits(20 * kGbit), {}, 10 * kGbit, 10 * kGbit},            // capped at the link
-        {bits(3 * kGbit), bits(kGbit), kGbit, kGbit},              // rate above ceil: ceil wins
-        {{}, bits(500'000), 500'000, 500'000},                     // floor never above the ceil
-        {bits(0), {}, 8000, 8000},                                 // HTB needs rate > 0
+        {bits(kGbit), {}, kGbit, kGbit},                 // ceil defaults to rate
+        {{}, bits(2 * kGbit), 100'000'000, 2 * kGbit},   // rate: 1% floor of the link
+        {{}, {}, 100'000'000, 10 * kGbit},               // no cap: ceil = link
+        {bits(20 * kGbit), {}, 10 * kGbit, 10 * kGbit},  // capped at the link
+        {bits(3 * kGbit), bits(kGbit), kGbit, kGbit},    // rate above ceil: ceil wins
+        {{}, bits(500'000), 500'000, 500'000},           // floor never above the ceil
+        {bits(0), {}, 8000, 8000},                       // HTB needs rate > 0
     };
     for (const auto& c : cases) {
         NetworkDecision net;
@@ -272,12 +273,13 @@ TEST(Plan, RankMapsToHtbPrio) {
 }
 
 TEST(Plan, HtbParamsAreSaneFrom10MbitTo400Gbit) {
-    for (uint64_t rate : std::initializer_list<uint64_t>{10'000'000, 100'000'000, kGbit, 10 * kGbit, 25 * kGbit, 100 * kGbit, 400 * kGbit}) {
+    for (uint64_t rate : std::initializer_list<uint64_t>{10'000'000, 100'000'000, kGbit, 10 * kGbit, 25 * kGbit,
+                                                         100 * kGbit, 400 * kGbit}) {
         auto h = htb_params(rate, rate, 3);
         EXPECT_EQ(h.rate_bits, rate);
         EXPECT_GE(h.quantum, 1514u) << rate;
         EXPECT_LE(h.quantum, 1u << 20) << rate;
-        EXPECT_GE(h.burst, 2u * 65536) << rate;  // two GSO skbs
+        EXPECT_GE(h.burst, 2u * 65536) << rate;                              // two GSO skbs
         EXPECT_GE(static_cast<uint64_t>(h.burst), rate / 8 / 1000) << rate;  // >= 1 ms at rate
         // The bucket as a time must fit the u32 tick field without saturating.
         uint32_t ticks = htb_buffer_ticks(h.burst, rate);
@@ -349,11 +351,11 @@ TEST(Plan, MinorAllocationPrefersJobIdWrapsAndReuses) {
     auto is_taken = [&](uint16_t m) { return taken.count(m) > 0; };
     EXPECT_EQ(*allocate_minor(7, 0x1a4e, is_taken), 7);
     taken.insert(7);
-    EXPECT_EQ(*allocate_minor(7, 0x1a4e, is_taken), 8);           // next free after it
+    EXPECT_EQ(*allocate_minor(7, 0x1a4e, is_taken), 8);            // next free after it
     EXPECT_EQ(*allocate_minor(0x1a4e, 0x1a4e, is_taken), 0x1a4f);  // never the root major
     EXPECT_EQ(*allocate_minor(0xfffd, 0x1a4e, is_taken), 0xfffd);
     taken.insert(0xfffd);
-    EXPECT_EQ(*allocate_minor(0xfffd, 0x1a4e, is_taken), 2);       // wraps past 0xfffd to 2
+    EXPECT_EQ(*allocate_minor(0xfffd, 0x1a4e, is_taken), 2);  // wraps past 0xfffd to 2
     EXPECT_EQ(*allocate_minor(0, 0x1a4e, is_taken), 2);
     EXPECT_EQ(*allocate_minor(1, 0x1a4e, is_taken), 3);
     // 32-bit job ids land in range.
@@ -364,7 +366,7 @@ TEST(Plan, MinorAllocationPrefersJobIdWrapsAndReuses) {
         EXPECT_LE(*m, kLastJobMinor);
     }
     taken.erase(7);
-    EXPECT_EQ(*allocate_minor(7, 0x1a4e, is_taken), 7);            // reused once free
+    EXPECT_EQ(*allocate_minor(7, 0x1a4e, is_taken), 7);  // reused once free
     auto full = allocate_minor(9, 0x1a4e, [](uint16_t) { return true; });
     ASSERT_FALSE(full);
     EXPECT_NE(full.error().message.find("JobId=9"), std::string::npos);
@@ -373,7 +375,7 @@ TEST(Plan, MinorAllocationPrefersJobIdWrapsAndReuses) {
 }
 
 struct NftMsg {
-    int type;            // NFT_MSG_* or the batch markers
+    int type;  // NFT_MSG_* or the batch markers
     nlmsghdr* hdr;
 };
 
@@ -421,7 +423,8 @@ Elems elements_of(nlmsghdr* h) {
         auto key = data_value(el[NFTA_SET_ELEM_KEY]);
         uint64_t id = 0;
         if (key.size() == 8) std::memcpy(&id, key.data(), 8);
-        out.items.emplace_back(id, el[NFTA_SET_ELEM_DATA] ? data_value(el[NFTA_SET_ELEM_DATA]) : std::vector<uint8_t>{});
+        out.items.emplace_back(id,
+                               el[NFTA_SET_ELEM_DATA] ? data_value(el[NFTA_SET_ELEM_DATA]) : std::vector<uint8_t>{});
     }
     return out;
 }
@@ -431,12 +434,12 @@ TEST(Plan, NftAddJobIsTwoElementsInOneTransactionNoChains) {
     auto bytes = nft_add_job_batch(add, 100);
     auto msgs = split_batch(bytes);
     // No chain, no rule, no verdict: nothing the kernel re-validates per job.
-    EXPECT_EQ(types(msgs), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWSETELEM, NFT_MSG_NEWSETELEM,
-                                             NFNL_MSG_BATCH_END}));
+    EXPECT_EQ(types(msgs),
+              (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_NEWSETELEM, NFT_MSG_NEWSETELEM, NFNL_MSG_BATCH_END}));
     for (std::size_t i = 0; i < msgs.size(); ++i) EXPECT_EQ(msgs[i].hdr->nlmsg_seq, 100 + i);
-    EXPECT_FALSE(msgs[1].hdr->nlmsg_flags & NLM_F_ACK);  // errors are reported anyway
-    EXPECT_TRUE(msgs[2].hdr->nlmsg_flags & NLM_F_ACK);   // the last one ends the exchange
-    EXPECT_FALSE(msgs[1].hdr->nlmsg_flags & NLM_F_EXCL); // the same element again is fine
+    EXPECT_FALSE(msgs[1].hdr->nlmsg_flags & NLM_F_ACK);   // errors are reported anyway
+    EXPECT_TRUE(msgs[2].hdr->nlmsg_flags & NLM_F_ACK);    // the last one ends the exchange
+    EXPECT_FALSE(msgs[1].hdr->nlmsg_flags & NLM_F_EXCL);  // the same element again is fine
 
     auto prio = elements_of(msgs[1].hdr);
     EXPECT_EQ(prio.set, "prio");
@@ -483,8 +486,8 @@ TEST(Plan, NftRemoveJobDeletesTheElementsByCgroupId) {
     NftRemoveJob rm{7, 1234, 10};
     auto bytes = nft_remove_job_batch(rm, 1);
     auto msgs = split_batch(bytes);
-    EXPECT_EQ(types(msgs), (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_DELSETELEM, NFT_MSG_DELSETELEM,
-                                             NFNL_MSG_BATCH_END}));
+    EXPECT_EQ(types(msgs),
+              (std::vector<int>{NFNL_MSG_BATCH_BEGIN, NFT_MSG_DELSETELEM, NFT_MSG_DELSETELEM, NFNL_MSG_BATCH_END}));
     EXPECT_EQ(elements_of(msgs[1].hdr).set, "prio");
     EXPECT_EQ(elements_of(msgs[1].hdr).items[0].first, 1234u);
     EXPECT_EQ(elements_of(msgs[2].hdr).set, "dscp_10");
@@ -567,8 +570,11 @@ TEST(Plan, StateKeepsWhatTeardownNeeds) {
     ASSERT_EQ(nft.size(), 1u);
     EXPECT_EQ(nft[0].dscp, std::optional<uint8_t>(10));
     // A re-apply that changes the DSCP first removes the old element.
-    auto again = plan_apply(config, facts_for(7, {nic("eth0", 25 * kGbit)}), request(7, bits(kGbit), {}, 34), 7,
-                            [&] { JobState s = p->state; s.cgroup_id = 99; return s; }());
+    auto again = plan_apply(config, facts_for(7, {nic("eth0", 25 * kGbit)}), request(7, bits(kGbit), {}, 34), 7, [&] {
+        JobState s = p->state;
+        s.cgroup_id = 99;
+        return s;
+    }());
     ASSERT_TRUE(again);
     ASSERT_TRUE(std::holds_alternative<NftRemoveJob>(again->operations.front()));
     EXPECT_EQ(std::get<NftRemoveJob>(again->operations.front()).dscp, std::optional<uint8_t>(10));

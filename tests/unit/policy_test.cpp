@@ -7,8 +7,8 @@
 #include <mutex>
 #include <thread>
 
-#include "tests/unit/fixed_windows.hpp"
 #include "ctld/policy.hpp"
+#include "tests/unit/fixed_windows.hpp"
 
 namespace lanes {
 namespace {
@@ -78,13 +78,15 @@ struct Harness {
     explicit Harness(const std::string& script, std::shared_ptr<const Config> config = test_config(),
                      size_t states = 1) {
         windows.daily("peak", utc(2026, 11, 30), 8, 20);
-        auto p = Policy::compile(script, "/etc/slurm/test.lua", std::move(config),
-                                 [this](LogLevel, const std::string& line) {
-                                     std::lock_guard lock(mu);
-                                     logs.push_back(line);
-                                 },
-                                 states);
-        if (p) policy = *p; else compile_error = p.error().message;
+        auto p = Policy::compile(
+            script, "/etc/slurm/test.lua", std::move(config),
+            [this](LogLevel, const std::string& line) {
+                std::lock_guard lock(mu);
+                logs.push_back(line);
+            },
+            states);
+        if (p) policy = *p;
+        else compile_error = p.error().message;
     }
     PolicyOutcome run(const JobView& job = sample_job(), SysSeconds now = utc(2026, 11, 30, 9)) {
         return policy->classify(job, now, windows);
@@ -333,8 +335,7 @@ TEST(Policy, MemoryCap) {
     };
     for (const char* bomb : bombs) {
         SCOPED_TRACE(bomb);
-        Harness h(std::string("function classify(job) if job.name == 'bomb' then ") + bomb +
-                      " end return 'batch' end",
+        Harness h(std::string("function classify(job) if job.name == 'bomb' then ") + bomb + " end return 'batch' end",
                   cfg);
         ASSERT_TRUE(h.policy) << h.compile_error;
         JobView j = sample_job();
@@ -359,7 +360,9 @@ TEST(Policy, DeepRecursion) {
     auto cfg = std::make_shared<Config>(*test_config());
     cfg->policy.instruction_budget = 1ull << 40;
     cfg->policy.time_budget = std::chrono::seconds(20);
-    Harness h("local function f(n) return f(n + 1) + 1 end\n" + with_body("if job.name == 'deep' then f(1) end return 'batch'"), cfg);
+    Harness h("local function f(n) return f(n + 1) + 1 end\n" +
+                  with_body("if job.name == 'deep' then f(1) end return 'batch'"),
+              cfg);
     ASSERT_TRUE(h.policy) << h.compile_error;
     JobView j = sample_job();
     j.name = "deep";
@@ -547,9 +550,10 @@ void within_a_minute(const char* what, Fn fn) {
 TEST(PolicyHostile, FinalizersAreRefused) {
     for (const char* where : {"top", "classify"}) {
         SCOPED_TRACE(where);
-        std::string script = std::string(where) == "top"
-                                 ? "setmetatable({}, {__gc = function() while true do end end})\n" + with_body("return 'batch'")
-                                 : with_body("setmetatable({}, {__gc = function() while true do end end}) return 'batch'");
+        std::string script =
+            std::string(where) == "top"
+                ? "setmetatable({}, {__gc = function() while true do end end})\n" + with_body("return 'batch'")
+                : with_body("setmetatable({}, {__gc = function() while true do end end}) return 'batch'");
         within_a_minute("compile and classify", [&] {
             Harness h(script);
             if (std::string(where) == "top") {
@@ -585,11 +589,13 @@ TEST(PolicyHostile, MetatablesAreReadOnce) {
 }
 
 TEST(PolicyHostile, ErrorObjectsGetTheirLine) {
-    Harness h(with_body("if job.gpus > 0 then\n error(setmetatable({}, {__tostring = function() while true do end end}))\n end"));
+    Harness h(with_body(
+        "if job.gpus > 0 then\n error(setmetatable({}, {__tostring = function() while true do end end}))\n end"));
     ASSERT_TRUE(h.policy) << h.compile_error;
     expect_error(h.run(), "test.lua:3: error object is a table value");
     Harness top("error({})\n" + with_body("return nil"));
-    EXPECT_NE(top.compile_error.find("test.lua:1: error object is a table value"), std::string::npos) << top.compile_error;
+    EXPECT_NE(top.compile_error.find("test.lua:1: error object is a table value"), std::string::npos)
+        << top.compile_error;
 }
 
 TEST(PolicyHostile, WhatTheScriptWritesIsOneSafeLine) {
@@ -652,7 +658,8 @@ TEST(PolicyHostile, CStringWorkIsBounded) {
         {"if job.comment:find('.-.-.-b') then return 'training' end return 'batch'", long_comment.c_str()},
         {"table.move({}, 1, math.maxinteger - 1, 1) return 'batch'", ""},
         {"local s = string.rep('a', 100000) for i = 1, 1000 do s:find(string.rep('a', 5000) .. 'b', 1, true) end "
-         "return 'batch'", ""},
+         "return 'batch'",
+         ""},
     };
     for (const auto& a : attacks) {
         SCOPED_TRACE(a.body);

@@ -39,7 +39,7 @@ TEST(ProbeSchedule, NoDriftOverLongRuns) {
 
 TEST(ProbeSchedule, FractionalCountsRoundUp) {
     const auto t0 = Clock::time_point{};
-    EXPECT_EQ(OpenLoopSchedule(t0, 0.5, 3).count(), 2u);   // at 0 s and 2 s
+    EXPECT_EQ(OpenLoopSchedule(t0, 0.5, 3).count(), 2u);    // at 0 s and 2 s
     EXPECT_EQ(OpenLoopSchedule(t0, 10, 0.25).count(), 3u);  // 0, 0.1, 0.2 s
     EXPECT_EQ(OpenLoopSchedule(t0, 0, 10).count(), 0u);
     EXPECT_EQ(OpenLoopSchedule(t0, 100, 0).count(), 0u);
@@ -56,19 +56,9 @@ TEST(ProbePercentile, NearestRank) {
     std::vector<int64_t> thousand;
     for (int i = 1; i <= 1000; ++i) thousand.push_back(i);
     const std::vector<Case> cases = {
-        {{}, 99, 0},
-        {{7}, 50, 7},
-        {{7}, 99.9, 7},
-        {{1, 2}, 50, 1},
-        {{1, 2}, 51, 2},
-        {{1, 2, 3, 4}, 50, 2},
-        {hundred, 50, 50},
-        {hundred, 99, 99},
-        {hundred, 99.9, 100},
-        {hundred, 100, 100},
-        {hundred, 0.001, 1},
-        {thousand, 99, 990},
-        {thousand, 99.9, 999},
+        {{}, 99, 0},           {{7}, 50, 7},        {{7}, 99.9, 7},        {{1, 2}, 50, 1},      {{1, 2}, 51, 2},
+        {{1, 2, 3, 4}, 50, 2}, {hundred, 50, 50},   {hundred, 99, 99},     {hundred, 99.9, 100}, {hundred, 100, 100},
+        {hundred, 0.001, 1},   {thousand, 99, 990}, {thousand, 99.9, 999},
     };
     for (const auto& c : cases)
         EXPECT_EQ(percentile_of_sorted(c.sorted, c.p), c.want) << "n=" << c.sorted.size() << " p=" << c.p;
@@ -191,9 +181,9 @@ TEST(ProbeHistogram, PrometheusTextIsCumulative) {
     lanes::bench::LatencyHistogram h;
     LatencyRecorder rec;
     rec.attach(&h);
-    rec.record_ok(std::chrono::microseconds(800));   // <= 0.001
-    rec.record_ok(std::chrono::milliseconds(30));    // <= 0.05
-    rec.record_timeout(std::chrono::seconds(20));    // only +Inf
+    rec.record_ok(std::chrono::microseconds(800));  // <= 0.001
+    rec.record_ok(std::chrono::milliseconds(30));   // <= 0.05
+    rec.record_timeout(std::chrono::seconds(20));   // only +Inf
     rec.record_error();
     const std::string t = h.prometheus_text();
     EXPECT_NE(t.find("# TYPE lanes_probe_latency_seconds histogram\n"), std::string::npos);

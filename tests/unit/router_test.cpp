@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <gtest/gtest.h>
 
-#include "tests/unit/fixed_windows.hpp"
 #include "ctld/router.hpp"
+#include "tests/unit/fixed_windows.hpp"
 
 namespace lanes {
 namespace {
@@ -67,10 +67,8 @@ TEST_P(RouterTable, Routes) {
     EXPECT_EQ(r.begin_time, c.begin);
     EXPECT_EQ(r.time_limit_minutes, c.limit);
     EXPECT_EQ(r.partition, c.partition);
-    if (std::string(c.message_contains).empty())
-        EXPECT_TRUE(r.user_messages.empty());
-    else
-        EXPECT_NE(all.find(c.message_contains), std::string::npos);
+    if (std::string(c.message_contains).empty()) EXPECT_TRUE(r.user_messages.empty());
+    else EXPECT_NE(all.find(c.message_contains), std::string::npos);
 }
 
 constexpr auto D = OverrunAction::Defer;
@@ -83,31 +81,101 @@ const auto tue = [](int h, int m = 0) { return utc(2026, 12, 1, h, m); };
 INSTANTIATE_TEST_SUITE_P(
     Router, RouterTable,
     ::testing::Values(
-        RouteCase{"peak_defers_to_window_end", D, mon(9), 120, {}, "alice", false, mon(20), {}, "gpu",
+        RouteCase{"peak_defers_to_window_end",
+                  D,
+                  mon(9),
+                  120,
+                  {},
+                  "alice",
+                  false,
+                  mon(20),
+                  {},
+                  "gpu",
                   "lanes: training job deferred to Mon 20:00 UTC (peak window)"},
         RouteCase{"offpeak_fits_and_borrows", D, mon(21), 120, {}, "alice", false, {}, {}, "gpu,spare", ""},
-        RouteCase{"overrun_defer_to_after_next_window", D, mon(21), 720, {}, "alice", false, tue(20), {}, "gpu",
+        RouteCase{"overrun_defer_to_after_next_window",
+                  D,
+                  mon(21),
+                  720,
+                  {},
+                  "alice",
+                  false,
+                  tue(20),
+                  {},
+                  "gpu",
                   "deferred to Tue 20:00 UTC (peak window)"},
-        RouteCase{"overrun_shorten", S, mon(21), 720, {}, "alice", false, {}, 660, "gpu,spare",
+        RouteCase{"overrun_shorten",
+                  S,
+                  mon(21),
+                  720,
+                  {},
+                  "alice",
+                  false,
+                  {},
+                  660,
+                  "gpu,spare",
                   "shortened from 12h to 11h so it ends before the peak window (Tue 08:00 UTC)"},
-        RouteCase{"shorten_too_little_room_defers", S, mon(7, 55), 120, {}, "alice", false, mon(20), {}, "gpu",
+        RouteCase{"shorten_too_little_room_defers",
+                  S,
+                  mon(7, 55),
+                  120,
+                  {},
+                  "alice",
+                  false,
+                  mon(20),
+                  {},
+                  "gpu",
                   "deferred to Mon 20:00 UTC"},
-        RouteCase{"overrun_warn", W, mon(21), 720, {}, "alice", false, {}, {}, "gpu",
+        RouteCase{"overrun_warn",
+                  W,
+                  mon(21),
+                  720,
+                  {},
+                  "alice",
+                  false,
+                  {},
+                  {},
+                  "gpu",
                   "may run into the peak window starting Tue 08:00 UTC"},
         RouteCase{"overrun_reject", R, mon(21), 720, {}, "alice", true, {}, {}, {}, ""},
         RouteCase{"no_limit_defer_warns", D, mon(21), {}, {}, "alice", false, {}, {}, "gpu", "has no time limit"},
-        RouteCase{"no_limit_shorten_sets_limit", S, mon(21), {}, {}, "alice", false, {}, 660, "gpu,spare",
+        RouteCase{"no_limit_shorten_sets_limit",
+                  S,
+                  mon(21),
+                  {},
+                  {},
+                  "alice",
+                  false,
+                  {},
+                  660,
+                  "gpu,spare",
                   "time limit set to 11h"},
         RouteCase{"no_limit_reject", R, mon(21), {}, {}, "alice", true, {}, {}, {}, ""},
         RouteCase{"exempt_user_not_deferred", D, mon(9), 120, {}, "oncall", false, {}, {}, "gpu", ""},
-        RouteCase{"user_begin_inside_window", D, mon(21), 60, tue(10), "alice", false, tue(20), {}, "gpu",
+        RouteCase{"user_begin_inside_window",
+                  D,
+                  mon(21),
+                  60,
+                  tue(10),
+                  "alice",
+                  false,
+                  tue(20),
+                  {},
+                  "gpu",
                   "deferred to Tue 20:00 UTC"},
-        RouteCase{"user_begin_outside_window_kept", D, mon(9), 60, tue(21), "alice", false, {}, {}, "gpu,spare",
-                  ""},
-        RouteCase{"longer_than_any_gap", D, mon(9), 1000, {}, "alice", false, mon(20), {}, "gpu",
+        RouteCase{"user_begin_outside_window_kept", D, mon(9), 60, tue(21), "alice", false, {}, {}, "gpu,spare", ""},
+        RouteCase{"longer_than_any_gap",
+                  D,
+                  mon(9),
+                  1000,
+                  {},
+                  "alice",
+                  false,
+                  mon(20),
+                  {},
+                  "gpu",
                   "longer than any gap between avoided windows"},
-        RouteCase{"ends_exactly_at_window_start", D, mon(18) + 2h, 720, {}, "alice", false, {}, {}, "gpu,spare",
-                  ""}),
+        RouteCase{"ends_exactly_at_window_start", D, mon(18) + 2h, 720, {}, "alice", false, {}, {}, "gpu,spare", ""}),
     [](const ::testing::TestParamInfo<RouteCase>& info) { return std::string(info.param.name); });
 
 TEST(Router, RejectMessageNamesRuleAndRoom) {
@@ -254,11 +322,21 @@ struct DurationCase {
 
 TEST(Router, ParseSlurmDuration) {
     const DurationCase cases[] = {
-        {"90", true, 90u},          {"1:30", true, 2u},         {"0:30", true, 1u},
-        {"1:00:00", true, 60u},     {"1-0", true, 1440u},       {"1-00:00:00", true, 1440u},
-        {"2-12:30", true, 3630u},   {"0-0:0:1", true, 1u},      {"UNLIMITED", true, std::nullopt},
-        {"", false, std::nullopt},  {"a", false, std::nullopt}, {"1:2:3:4", false, std::nullopt},
-        {"-5", false, std::nullopt}, {"1-", false, std::nullopt}, {"1:", false, std::nullopt},
+        {"90", true, 90u},
+        {"1:30", true, 2u},
+        {"0:30", true, 1u},
+        {"1:00:00", true, 60u},
+        {"1-0", true, 1440u},
+        {"1-00:00:00", true, 1440u},
+        {"2-12:30", true, 3630u},
+        {"0-0:0:1", true, 1u},
+        {"UNLIMITED", true, std::nullopt},
+        {"", false, std::nullopt},
+        {"a", false, std::nullopt},
+        {"1:2:3:4", false, std::nullopt},
+        {"-5", false, std::nullopt},
+        {"1-", false, std::nullopt},
+        {"1:", false, std::nullopt},
         {"1.5", false, std::nullopt},
     };
     for (const auto& c : cases) {
@@ -280,10 +358,10 @@ struct LimitChangeCase {
     SysSeconds now;
     std::optional<uint32_t> old_limit;
     std::optional<uint32_t> new_limit;
-    const char* partition;              // the job's partitions as they are now
-    std::optional<SysSeconds> begin;    // its begin time now
+    const char* partition;            // the job's partitions as they are now
+    std::optional<SysSeconds> begin;  // its begin time now
     const char* user;
-    const char* refused_contains;       // "" = accepted
+    const char* refused_contains;  // "" = accepted
 };
 void PrintTo(const LimitChangeCase& c, std::ostream* os) { *os << c.name; }
 class TimeLimitChange : public ::testing::TestWithParam<LimitChangeCase> {};
@@ -311,19 +389,39 @@ INSTANTIATE_TEST_SUITE_P(
     Router, TimeLimitChange,
     ::testing::Values(
         // Monday 21:00, next peak Tuesday 08:00 (11h of room).
-        LimitChangeCase{"borrowing_job_raised_into_peak", W, mon(21), 60, 720, "gpu,spare", {}, "alice",
+        LimitChangeCase{"borrowing_job_raised_into_peak",
+                        W,
+                        mon(21),
+                        60,
+                        720,
+                        "gpu,spare",
+                        {},
+                        "alice",
                         "may use partition spare only because it ends before the next avoided window; at most 11h"},
         LimitChangeCase{"borrowing_job_raised_within_room", W, mon(21), 60, 600, "gpu,spare", {}, "alice", ""},
-        LimitChangeCase{"borrowing_job_to_unlimited", W, mon(21), 60, {}, "gpu,spare", {}, "alice",
+        LimitChangeCase{"borrowing_job_to_unlimited",
+                        W,
+                        mon(21),
+                        60,
+                        {},
+                        "gpu,spare",
+                        {},
+                        "alice",
                         "cannot be raised to UNLIMITED"},
         LimitChangeCase{"shortening_always_fine", D, mon(21), 720, 60, "gpu,spare", {}, "alice", ""},
         LimitChangeCase{"from_unlimited_to_finite_is_shorter", D, mon(21), {}, 60, "gpu", {}, "alice", ""},
-        LimitChangeCase{"defer_class_raised_into_peak", D, mon(21), 60, 720, "gpu", {}, "alice",
+        LimitChangeCase{"defer_class_raised_into_peak",
+                        D,
+                        mon(21),
+                        60,
+                        720,
+                        "gpu",
+                        {},
+                        "alice",
                         "would have to be deferred to Tue 20:00 UTC"},
-        LimitChangeCase{"shorten_class_raised_into_peak", S, mon(21), 60, 720, "gpu", {}, "alice",
-                        "shortens such jobs"},
-        LimitChangeCase{"reject_class_raised_into_peak", R, mon(21), 60, 720, "gpu", {}, "alice",
-                        "rejects such jobs"},
+        LimitChangeCase{
+            "shorten_class_raised_into_peak", S, mon(21), 60, 720, "gpu", {}, "alice", "shortens such jobs"},
+        LimitChangeCase{"reject_class_raised_into_peak", R, mon(21), 60, 720, "gpu", {}, "alice", "rejects such jobs"},
         LimitChangeCase{"warn_class_own_partition_may_overrun", W, mon(21), 60, 720, "gpu", {}, "alice", ""},
         // Deferred by Lanes to Monday 20:00 while it was peak; checked from its begin time.
         LimitChangeCase{"deferred_job_raised_within_gap", D, mon(9), 60, 600, "gpu", mon(20), "alice", ""},

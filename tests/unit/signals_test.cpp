@@ -36,10 +36,15 @@ struct AnswerCase {
 TEST(PrometheusAnswer, Table) {
     const std::vector<AnswerCase> cases = {
         {"vector", 200, kVector1, true, 0.31, ""},
-        {"scalar", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1700000000,"42"]}})", true, 42, ""},
-        {"negative", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"-1.5e3"]}})", true, -1500, ""},
-        {"nan scalar", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"NaN"]}})", false, 0, "NaN"},
-        {"nan vector", 200, R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"NaN"]}]}})", false, 0, "NaN"},
+        {"scalar", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1700000000,"42"]}})", true, 42,
+         ""},
+        {"negative", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"-1.5e3"]}})", true, -1500,
+         ""},
+        {"nan scalar", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"NaN"]}})", false, 0,
+         "NaN"},
+        {"nan vector", 200,
+         R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"NaN"]}]}})", false, 0,
+         "NaN"},
         {"inf", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"+Inf"]}})", false, 0, "+Inf"},
         {"empty", 200, R"({"status":"success","data":{"resultType":"vector","result":[]}})", false, 0, "empty vector"},
         {"several", 200,
@@ -52,8 +57,10 @@ TEST(PrometheusAnswer, Table) {
         {"not json", 200, "hello", false, 0, "not a Prometheus API answer"},
         {"no status", 200, R"({"data":{}})", false, 0, "no \"status\""},
         {"matrix", 200, R"({"status":"success","data":{"resultType":"matrix","result":[]}})", false, 0, "matrix"},
-        {"bad value", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"abc"]}})", false, 0, "malformed sample value"},
-        {"value not string", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,2]}})", false, 0, "malformed scalar"},
+        {"bad value", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,"abc"]}})", false, 0,
+         "malformed sample value"},
+        {"value not string", 200, R"({"status":"success","data":{"resultType":"scalar","result":[1,2]}})", false, 0,
+         "malformed scalar"},
     };
     for (const auto& c : cases) {
         auto r = parse_prometheus_answer(c.status, c.body);
@@ -62,7 +69,8 @@ TEST(PrometheusAnswer, Table) {
             EXPECT_DOUBLE_EQ(*r, c.value) << c.name;
         }
         if (!c.ok && !r) {
-            EXPECT_NE(r.error().message.find(c.error_contains), std::string::npos) << c.name << ": " << r.error().message;
+            EXPECT_NE(r.error().message.find(c.error_contains), std::string::npos)
+                << c.name << ": " << r.error().message;
         }
     }
 }
@@ -227,25 +235,36 @@ TEST(SignalConfig, MistakesNameLineAndKey) {
         const char* expect;
     };
     const std::vector<Case> cases = {
-        {with(kBase, "url = \"http://127.0.0.1:9090/\"", "url = \"ftp://x\""), "lanes.toml:4:7: signals.p99.url: not an http:// or https://"},
-        {with(kBase, "interval = \"5s\"", "interval = \"5\""), "lanes.toml:6:12: signals.p99.interval: duration '5' has no unit"},
+        {with(kBase, "url = \"http://127.0.0.1:9090/\"", "url = \"ftp://x\""),
+         "lanes.toml:4:7: signals.p99.url: not an http:// or https://"},
+        {with(kBase, "interval = \"5s\"", "interval = \"5\""),
+         "lanes.toml:6:12: signals.p99.interval: duration '5' has no unit"},
         {with(kBase, "timeout = \"1s\"", "timeout = \"10s\""), "signals.p99.timeout: longer than the interval"},
         {with(kBase, "fallback = 0", "fallback = \"low\""), "lanes.toml:8:12: signals.p99.fallback: expected a number"},
-        {with(kBase, "fallback = 0", "fallbak = 0"), "lanes.toml:8:1: signals.p99.fallbak: unknown key (did you mean \"fallback\"?)"},
-        {with(kBase, "fallback = 0", "ca_file = \"/etc/ca.pem\""), "signals.p99.ca_file: only used with an https:// url"},
-        {with(kBase, "signal = \"p99\"", "signal = \"p95\""), "lanes.toml:10:10: windows.busy.signal: unknown signal \"p95\" (did you mean \"p99\"?)"},
-        {with(kBase, "until_below = 0.1", "until_below = 0.5"), "windows.busy.until_below: must not be above \"above\""},
-        {with(kBase, "when_unknown = \"busy\"", "when_unknown = \"bussy\""), "windows.busy.when_unknown: unknown value \"bussy\" (did you mean \"busy\"?)"},
-        {with(kBase, "for = \"2min\"", "for = \"2min\"\ntimezone = \"UTC\""), "windows.busy.timezone: a window follows either a signal or the clock"},
-        {with(kBase, "busy_ceil = \"2Gbit\"", "busy_ceil = \"20Gbit\""), "classes.training.busy_ceil: above the class's ceil"},
-        {with(kBase, "busy_window = \"busy\"", "busy_window = \"bsy\""), "classes.training.busy_window: unknown signal window \"bsy\" (did you mean \"busy\"?)"},
+        {with(kBase, "fallback = 0", "fallbak = 0"),
+         "lanes.toml:8:1: signals.p99.fallbak: unknown key (did you mean \"fallback\"?)"},
+        {with(kBase, "fallback = 0", "ca_file = \"/etc/ca.pem\""),
+         "signals.p99.ca_file: only used with an https:// url"},
+        {with(kBase, "signal = \"p99\"", "signal = \"p95\""),
+         "lanes.toml:10:10: windows.busy.signal: unknown signal \"p95\" (did you mean \"p99\"?)"},
+        {with(kBase, "until_below = 0.1", "until_below = 0.5"),
+         "windows.busy.until_below: must not be above \"above\""},
+        {with(kBase, "when_unknown = \"busy\"", "when_unknown = \"bussy\""),
+         "windows.busy.when_unknown: unknown value \"bussy\" (did you mean \"busy\"?)"},
+        {with(kBase, "for = \"2min\"", "for = \"2min\"\ntimezone = \"UTC\""),
+         "windows.busy.timezone: a window follows either a signal or the clock"},
+        {with(kBase, "busy_ceil = \"2Gbit\"", "busy_ceil = \"20Gbit\""),
+         "classes.training.busy_ceil: above the class's ceil"},
+        {with(kBase, "busy_window = \"busy\"", "busy_window = \"bsy\""),
+         "classes.training.busy_window: unknown signal window \"bsy\" (did you mean \"busy\"?)"},
         {with(kBase, "busy_window = \"busy\"\n", ""), "classes.training.busy_ceil: needs \"busy_window\""},
         {with(kBase, "query = '", "#query = '"), "signals.p99: missing key \"query\""},
     };
     for (const auto& c : cases) {
         auto r = lanes::parse_config(c.text, "lanes.toml");
         ASSERT_FALSE(r) << c.expect;
-        EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << "expected: " << c.expect << "\ngot: " << r.error().message;
+        EXPECT_NE(r.error().message.find(c.expect), std::string::npos)
+            << "expected: " << c.expect << "\ngot: " << r.error().message;
     }
 }
 
@@ -315,7 +334,8 @@ TEST(SignalMonitor, FallbackWindowsAndLogLinesOnce) {
 TEST(SignalMonitor, ThreadsRefreshAndStop) {
     Script script;
     script.next = FetchResult{"", 200, kVector1};
-    lanes::SignalMonitor monitor({}, [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); });
+    lanes::SignalMonitor monitor({},
+                                 [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); });
     auto cfg = lanes::parse_config(kBase, "lanes.toml");
     ASSERT_TRUE(cfg);
     monitor.configure(cfg->signals, cfg->signal_windows);

@@ -19,7 +19,10 @@ TEST(SpankArgs, DefaultsAndKnownKeys) {
 }
 
 TEST(SpankArgs, BadArgumentsAreNamed) {
-    struct Case { std::vector<std::string> args; const char* expect; } cases[] = {
+    struct Case {
+        std::vector<std::string> args;
+        const char* expect;
+    } cases[] = {
         {{"confg=/x"}, "unknown plugstack argument 'confg'"},
         {{"config"}, "'config' is not key=value"},
         {{"config=relative.toml"}, "config=relative.toml: must be an absolute path"},

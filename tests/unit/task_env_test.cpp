@@ -10,9 +10,12 @@ TEST(TaskEnv, DerivesTrafficClassFromDscp) {
     NetworkDecision net;
     net.dscp = 34;  // AF41
     net.rdma_service_level = 3;
-    EXPECT_EQ(task_environment("inference", net),
-              (Env{{"LANES_CLASS", "inference"}, {"LANES_DSCP", "34"}, {"NCCL_IB_TC", "136"},
-                   {"UCX_IB_TRAFFIC_CLASS", "136"}, {"NCCL_IB_SL", "3"}, {"UCX_IB_SL", "3"}}));
+    EXPECT_EQ(task_environment("inference", net), (Env{{"LANES_CLASS", "inference"},
+                                                       {"LANES_DSCP", "34"},
+                                                       {"NCCL_IB_TC", "136"},
+                                                       {"UCX_IB_TRAFFIC_CLASS", "136"},
+                                                       {"NCCL_IB_SL", "3"},
+                                                       {"UCX_IB_SL", "3"}}));
 }
 
 TEST(TaskEnv, ExplicitTrafficClassWins) {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "tests/unit/time_text.hpp"
 #include "core/windows.hpp"
+#include "tests/unit/time_text.hpp"
 
 namespace {
 
@@ -163,8 +163,8 @@ TEST(TimeZone, RejectsBadNames) {
         if (c.name == "right/Europe/Berlin" && !z && z.error().message.find("unknown time zone") != std::string::npos)
             continue;  // tzdata without right/ zones
         ASSERT_FALSE(z) << c.name;
-        EXPECT_NE(z.error().message.find(c.message_contains), std::string::npos) << c.name << " -> "
-                                                                                 << z.error().message;
+        EXPECT_NE(z.error().message.find(c.message_contains), std::string::npos)
+            << c.name << " -> " << z.error().message;
     }
 }
 
@@ -303,10 +303,13 @@ TEST(TimeZone, RejectsCorruptFiles) {
         const char* message_contains;
     };
     const std::vector<Case> cases = {
-        {"NotTzif", "not a TZif file"},     {"Truncated", "truncated"},
-        {"Leap", "leap seconds"},           {"BadIndex", "does not exist"},
+        {"NotTzif", "not a TZif file"},
+        {"Truncated", "truncated"},
+        {"Leap", "leap seconds"},
+        {"BadIndex", "does not exist"},
         {"BadFooter", "cannot parse TZ string footer"},
-        {"Unordered", "increasing order"},  {"Empty", "not a TZif file"},
+        {"Unordered", "increasing order"},
+        {"Empty", "not a TZif file"},
     };
     for (const auto& c : cases) {
         auto z = TimeZone::load(c.zone, d.dir());

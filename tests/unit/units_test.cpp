@@ -16,8 +16,8 @@ using lanes::Rate;
 
 struct RateCase {
     const char* text;
-    uint64_t bits;    // expected absolute rate, or 0
-    double percent;   // expected percentage, or 0
+    uint64_t bits;   // expected absolute rate, or 0
+    double percent;  // expected percentage, or 0
 };
 
 TEST(Units, ParseRateAccepts) {
@@ -65,8 +65,8 @@ TEST(Units, ParseRateRejects) {
         {"", "empty"},
         {"Gbit", "does not start with a number"},
         {"10", "no unit"},
-        {"0", "is zero"},                      // not "0Mbit"
-        {"10000000", "write \"10Mbit\""},      // not "10000000Mbit"
+        {"0", "is zero"},                  // not "0Mbit"
+        {"10000000", "write \"10Mbit\""},  // not "10000000Mbit"
         {"25000000000", "write \"25Gbit\""},
         {"1500", "write \"1500bit\""},
         {"10Gbps", "write \"10Gbit\""},
@@ -108,8 +108,8 @@ TEST(Units, RateResolve) {
         {"12.5%", 400'000'000'000ULL, 50'000'000'000ULL},
         {"33%", 100, 33},
         {"0.1%", 100, 1},
-        {"0.1%", 1, 1},  // never rounds a configured rate down to nothing
-        {"40%", 0, 0},   // unknown link speed
+        {"0.1%", 1, 1},                                    // never rounds a configured rate down to nothing
+        {"40%", 0, 0},                                     // unknown link speed
         {"25Gbit", 10'000'000'000ULL, 25'000'000'000ULL},  // absolute ignores the link
         {"25Gbit", 0, 25'000'000'000ULL},
     };
@@ -142,8 +142,15 @@ TEST(Units, FormatRate) {
 }
 
 TEST(Units, FormatRateRoundTrips) {
-    const std::vector<uint64_t> values = {1, 7, 1000, 1001, 999'999, 10'000'000'000ULL, 34'359'738'368ULL,
-                                          400'000'000'000ULL, 18'446'744'073'709'551'615ULL};
+    const std::vector<uint64_t> values = {1,
+                                          7,
+                                          1000,
+                                          1001,
+                                          999'999,
+                                          10'000'000'000ULL,
+                                          34'359'738'368ULL,
+                                          400'000'000'000ULL,
+                                          18'446'744'073'709'551'615ULL};
     for (uint64_t v : values) {
         auto r = parse_rate(lanes::format_rate(v));
         ASSERT_TRUE(r) << v << " -> " << lanes::format_rate(v) << ": " << r.error().message;
@@ -178,11 +185,10 @@ TEST(Units, ParseDscpAccepts) {
         uint8_t value;
     };
     const std::vector<Case> cases = {
-        {"CS0", 0},   {"CS1", 8},   {"cs1", 8},   {"CS2", 16},  {"CS3", 24},  {"CS4", 32},  {"CS5", 40},
-        {"CS6", 48},  {"CS7", 56},  {"AF11", 10}, {"AF12", 12}, {"AF13", 14}, {"AF21", 18}, {"AF22", 20},
-        {"AF23", 22}, {"AF31", 26}, {"AF32", 28}, {"AF33", 30}, {"AF41", 34}, {"af42", 36}, {"AF43", 38},
-        {"EF", 46},   {"ef", 46},   {"VA", 44},   {"LE", 1},    {"le", 1},    {"DF", 0},    {"0", 0},
-        {"46", 46},   {"63", 63},   {"013", 13},
+        {"CS0", 0},   {"CS1", 8},   {"cs1", 8},   {"CS2", 16},  {"CS3", 24},  {"CS4", 32},  {"CS5", 40},  {"CS6", 48},
+        {"CS7", 56},  {"AF11", 10}, {"AF12", 12}, {"AF13", 14}, {"AF21", 18}, {"AF22", 20}, {"AF23", 22}, {"AF31", 26},
+        {"AF32", 28}, {"AF33", 30}, {"AF41", 34}, {"af42", 36}, {"AF43", 38}, {"EF", 46},   {"ef", 46},   {"VA", 44},
+        {"LE", 1},    {"le", 1},    {"DF", 0},    {"0", 0},     {"46", 46},   {"63", 63},   {"013", 13},
     };
     for (const auto& c : cases) {
         auto r = lanes::parse_dscp(c.text);
@@ -193,9 +199,9 @@ TEST(Units, ParseDscpAccepts) {
 
 TEST(Units, ParseDscpRejects) {
     const std::vector<BadCase> cases = {
-        {"", "empty"},          {"64", "out of range"},   {"255", "out of range"},  {"-1", "not a DSCP name"},
-        {"CS8", "not a DSCP"},  {"AF14", "not a DSCP"},   {"AF51", "not a DSCP"},   {"AF01", "not a DSCP"},
-        {"AF10", "not a DSCP"}, {"EFF", "not a DSCP"},    {"4x", "not a number"},   {"CS", "not a DSCP"},
+        {"", "empty"},          {"64", "out of range"}, {"255", "out of range"}, {"-1", "not a DSCP name"},
+        {"CS8", "not a DSCP"},  {"AF14", "not a DSCP"}, {"AF51", "not a DSCP"},  {"AF01", "not a DSCP"},
+        {"AF10", "not a DSCP"}, {"EFF", "not a DSCP"},  {"4x", "not a number"},  {"CS", "not a DSCP"},
     };
     for (const auto& c : cases) {
         auto r = lanes::parse_dscp(c.text);
@@ -227,9 +233,17 @@ TEST(Units, ParseBytes) {
         uint64_t bytes;
     };
     const std::vector<Case> cases = {
-        {"16MiB", 16ULL << 20}, {"512KiB", 512ULL << 10}, {"1GiB", 1ULL << 30}, {"2TiB", 2ULL << 40},
-        {"1048576", 1048576},   {"100B", 100},            {"16mib", 16ULL << 20}, {"1.5MiB", 1572864},
-        {"16M", 16ULL << 20},   {"4G", 4ULL << 30},       {"0", 0},
+        {"16MiB", 16ULL << 20},
+        {"512KiB", 512ULL << 10},
+        {"1GiB", 1ULL << 30},
+        {"2TiB", 2ULL << 40},
+        {"1048576", 1048576},
+        {"100B", 100},
+        {"16mib", 16ULL << 20},
+        {"1.5MiB", 1572864},
+        {"16M", 16ULL << 20},
+        {"4G", 4ULL << 30},
+        {"0", 0},
     };
     for (const auto& c : cases) {
         auto r = lanes::parse_bytes(c.text);
@@ -237,8 +251,13 @@ TEST(Units, ParseBytes) {
         EXPECT_EQ(*r, c.bytes) << c.text;
     }
     const std::vector<BadCase> bad = {
-        {"", "empty"},          {"MiB", "does not start"},  {"16MB", "write \"16MiB\""}, {"1KB", "ambiguous"},
-        {"16 parsecs", "unknown unit"}, {"1.1B", "whole number"}, {"99999999TiB", "too large"},
+        {"", "empty"},
+        {"MiB", "does not start"},
+        {"16MB", "write \"16MiB\""},
+        {"1KB", "ambiguous"},
+        {"16 parsecs", "unknown unit"},
+        {"1.1B", "whole number"},
+        {"99999999TiB", "too large"},
     };
     for (const auto& c : bad) {
         auto r = lanes::parse_bytes(c.text);
@@ -255,7 +274,7 @@ TEST(Units, ParseDuration) {
         microseconds us;
     };
     const std::vector<Case> cases = {
-        {"20ms", microseconds{20000}}, {"500us", microseconds{500}}, {"1.5s", microseconds{1500000}},
+        {"20ms", microseconds{20000}},     {"500us", microseconds{500}},       {"1.5s", microseconds{1500000}},
         {"2min", microseconds{120000000}}, {"1h", microseconds{3600000000LL}}, {"0.5ms", microseconds{500}},
     };
     for (const auto& c : cases) {
@@ -264,7 +283,10 @@ TEST(Units, ParseDuration) {
         EXPECT_EQ(*r, c.us) << c.text;
     }
     const std::vector<BadCase> bad = {
-        {"20", "no unit"}, {"20 fortnights", "unknown unit"}, {"0.5us", "whole number"}, {"", "empty"},
+        {"20", "no unit"},
+        {"20 fortnights", "unknown unit"},
+        {"0.5us", "whole number"},
+        {"", "empty"},
     };
     for (const auto& c : bad) {
         auto r = lanes::parse_duration(c.text);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/time_text.hpp"
 #include "core/windows.hpp"
+#include "tests/unit/time_text.hpp"
 
 namespace {
 
@@ -280,16 +280,19 @@ TEST(Windows, ParseTimeOfDay) {
     struct Case {
         const char* text;
         bool allow_24;
-        int minutes;           // -1: error
+        int minutes;            // -1: error
         const char* formatted;  // format_time_of_day of the result
     };
     const std::vector<Case> cases = {
-        {"08:00", false, 480, "08:00"},   {"8:00", false, 480, "08:00"},    {"23:59", false, 1439, "23:59"},
-        {"00:00", false, 0, "00:00"},     {"24:00", true, 1440, "24:00"},   {"08:00:00", false, 480, "08:00"},
-        {"24:00", false, -1, ""},         {"24:01", true, -1, ""},          {"08:00:30", false, -1, ""},
-        {"8", false, -1, ""},             {"08:0", false, -1, ""},          {"08:60", false, -1, ""},
-        {"25:00", true, -1, ""},          {"", false, -1, ""},              {"ab:cd", false, -1, ""},
-        {"-1:00", false, -1, ""},         {"123:00", false, -1, ""},
+        {"08:00", false, 480, "08:00"},  {"8:00", false, 480, "08:00"},
+        {"23:59", false, 1439, "23:59"}, {"00:00", false, 0, "00:00"},
+        {"24:00", true, 1440, "24:00"},  {"08:00:00", false, 480, "08:00"},
+        {"24:00", false, -1, ""},        {"24:01", true, -1, ""},
+        {"08:00:30", false, -1, ""},     {"8", false, -1, ""},
+        {"08:0", false, -1, ""},         {"08:60", false, -1, ""},
+        {"25:00", true, -1, ""},         {"", false, -1, ""},
+        {"ab:cd", false, -1, ""},        {"-1:00", false, -1, ""},
+        {"123:00", false, -1, ""},
     };
     for (const auto& c : cases) {
         auto t = lanes::parse_time_of_day(c.text, c.allow_24);
