@@ -12,7 +12,7 @@ mkdir -p "$out"
 
 packages=kmod,procps,iproute2,iputils-ping,nftables,munge,slurmctld,slurmd,slurm-client
 packages+=,linux-image-amd64,initramfs-tools,zstd
-packages+=,libnftables1,libnl-3-200,libnl-route-3-200,liblua5.4-0,libtomlplusplus3t64,libcurl4t64
+packages+=,libslurm42t64,libnftables1,libnl-3-200,libnl-route-3-200,liblua5.4-0,libtomlplusplus3t64,libcurl4t64
 
 key=$(vm_key "$VM_DIR/make_image.sh" "$VM_DIR/lib.sh" "$VM_DIR/files/init")
 cache=$LANES_VM_CACHE/image-$key
