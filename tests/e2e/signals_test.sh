@@ -122,7 +122,7 @@ e2e_check "training job $id_busy deferred by retry while busy (${delay}s)" test 
 id_inf=$(cluster_sbatch -J infer-busy -p inference -o /dev/null --wrap true)
 e2e_check "inference job $id_inf not deferred ($(begin_delay "$id_inf")s)" test "$(begin_delay "$id_inf")" -lt 300
 e2e_check "agent tightened running job $id_low to 45Mbit" wait_ceil "$id_low" 45Mbit 30
-grep -q "job $id_low (training) on eth0: ceil 60Mbit -> 45Mbit" "$SIG_T/agent.log" \
+grep -q "JobId=$id_low (training) on eth0: ceil 60Mbit -> 45Mbit" "$SIG_T/agent.log" \
     && e2e_pass "agent logged the shift" || e2e_fail "agent shift line: $(tail -5 "$SIG_T/agent.log")"
 
 # Demand falls: training gets its ceil back.
@@ -132,7 +132,7 @@ e2e_check "slurmctld: window busy ends" wait_log 'lanes: window busy ends' 30 "$
 state=$(cluster_run_node train1 cat "$E2E_STATE_ROOT/train1/agent.prom" 2>/dev/null)
 busy_n=$(sed -n 's/^lanes_agent_shifts_total{class="training",to="busy"} //p' <<<"$state")
 normal_n=$(sed -n 's/^lanes_agent_shifts_total{class="training",to="normal"} //p' <<<"$state")
-((${busy_n:-0} >= 1 && ${normal_n:-0} >= 1)) && grep -q "job $id_low (training) on eth0: ceil 45Mbit -> 60Mbit" "$SIG_T/agent.log" \
+((${busy_n:-0} >= 1 && ${normal_n:-0} >= 1)) && grep -q "JobId=$id_low (training) on eth0: ceil 45Mbit -> 60Mbit" "$SIG_T/agent.log" \
     && e2e_pass "agent counted the shifts (busy $busy_n, normal $normal_n) and logged the restore" \
     || e2e_fail "agent counters: $state"
 

@@ -37,7 +37,7 @@ rc=$?
 e2e_check "owner cannot raise the limit into peak (rc=$rc: $out)" test "$rc" -ne 0
 e2e_check "time limit unchanged" test "$(cluster_job_field "$b" TimeLimit)" = 01:00:00
 e2e_check "slurmctld log says why, naming the job and the borrowed partition" \
-    grep -qE "lanes: refused update of job $b by uid $uid: lanes: the time limit of this training job cannot be raised to 4h: the job may use partition inference only because it ends before the next avoided window; at most 1h(59|58)m" "$log"
+    grep -qE "lanes: JobId=$b: refused update by uid $uid: (lanes: )?the time limit of this training job cannot be raised to 4h: the job may use partition inference only because it ends before the next avoided window; at most 1h(59|58)m" "$log"
 if [[ $out == *lanes:* ]]; then  # Slurm 23.02+ passes job_modify's message on
     e2e_check "the user sees the reason ($out)" grep -q 'cannot be raised to 4h' <<<"$out"
 fi

@@ -71,7 +71,7 @@ echo 50 >"$T/value"
 wait_for "job 21 tightened" 30 ceil_is 21 200Mbit
 [ "$(ceil_of 22)" = 1Gbit ] || fail "inference job 22 was shifted: $(ceil_of 22)"
 [ "$(counter 'lanes_agent_shifts_total{class="training",to="busy"}')" = $((base_busy + 1)) ] || fail "busy shifts: $(cat "$STATE/agent.prom")"
-grep -q "job 21 (training) on $DEV: ceil 1Gbit -> 200Mbit" "$T/agent.log" || fail "no shift line: $(cat "$T/agent.log")"
+grep -q "JobId=21 (training) on $DEV: ceil 1Gbit -> 200Mbit" "$T/agent.log" || fail "no shift line: $(cat "$T/agent.log")"
 echo "ok: busy: job 21 ceil 200Mbit, job 22 1Gbit"
 
 # A job that starts while busy is tightened; one that ends is not re-created.
