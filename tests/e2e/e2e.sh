@@ -46,6 +46,18 @@ e2e_check() {
     shift
     if "$@"; then e2e_pass "$what"; else e2e_fail "$what"; fi
 }
+# e2e_nft_holds NODE KIND NAME DIR [AFTER]: NODE's `nft list KIND inet lanes NAME`
+# (KIND set or map) holds the cgroup DIR, optionally followed by AFTER (a regex,
+# e.g. ' : 1a4e:' for the prio map). nft prints a cgroupsv2 element as its path,
+# or as the cgroup id (the dir's inode) when it cannot turn the id back into a
+# path (cgroups other tests remove during its walk of /sys/fs/cgroup): both count.
+e2e_nft_holds() {
+    local node=$1 kind=$2 name=$3 dir=$4 after=${5:-} ino listing
+    ino=$(stat -c %i "$dir" 2>/dev/null) || ino=none
+    listing=$(nsenter --net="/run/netns/${CLUSTER_PREFIX}$node" nft list "$kind" inet lanes "$name" 2>/dev/null)
+    [[ -n $after ]] || after='([^0-9]|$)'
+    grep -qE "(/${dir##*/}\"|(^|[^0-9])$ino)$after" <<<"$listing"
+}
 e2e_finish() {
     if ((E2E_FAILED)); then
         cluster_dump_logs 2>&1 | tail -80

@@ -96,17 +96,10 @@ e2e_check "with broken config+policy the job is still routed (last good)" \
 cluster_wait_job "$id" RUNNING 30 >/dev/null
 # RUNNING can be reported while the node's prolog is still applying the class
 # (seconds, on a busy machine): wait for the mark as long as the job runs.
-# nft prints a cgroupsv2 element as its path when it can find the dir under
-# /sys/fs/cgroup, else as the cgroup id (the dir's inode): accept either.
-marked() {
-    local ino
-    ino=$(stat -c %i "$cgroup_root/infer1/job_$id" 2>/dev/null) || ino=none
-    elements=$(nsenter --net="/run/netns/${CLUSTER_PREFIX}infer1" nft list set inet lanes dscp_34 2>&1)
-    grep -qE "job_$id([^0-9]|\$)|(^|[^0-9])$ino([^0-9]|\$)" <<<"$elements"
-}
+marked() { e2e_nft_holds infer1 set dscp_34 "$cgroup_root/infer1/job_$id"; }
 for _ in $(seq 150); do marked && break; sleep 0.1; done
-marked || printf 'dscp_34 on infer1 (job %s, cgroup id %s):\n%s\n' "$id" \
-    "$(stat -c %i "$cgroup_root/infer1/job_$id" 2>&1)" "$elements"
+marked || printf 'dscp_34 on infer1 (job %s):\n%s\n' "$id" \
+    "$(nsenter --net="/run/netns/${CLUSTER_PREFIX}infer1" nft list set inet lanes dscp_34 2>&1)"
 e2e_check "its node still applies marks from the last good config" marked
 cluster_wait_job "$id" COMPLETED 30 >/dev/null
 e2e_check "slurmctld logged the broken lanes.toml with file:line" \

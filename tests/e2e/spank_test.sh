@@ -55,9 +55,9 @@ e2e_check "train1 has an HTB leaf class for the job with rate 40Mbit ceil 60Mbit
     grep -qE 'class htb 1a4e:[0-9a-f]+ parent 1a4e:1 .*rate 40Mbit ceil 60Mbit' <<<"$tc_out"
 nft_out=$(node_nft train1)
 e2e_check "train1 nft maps job_$id's cgroup to its HTB class" \
-    bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}train1 nft list map inet lanes prio | grep job_$id | grep -q ': 1a4e:'"
+    e2e_nft_holds train1 map prio "$E2E_CGROUP_ROOT/train1/job_$id" ' : 1a4e:'
 e2e_check "and puts it in the DSCP cs1 set" \
-    bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}train1 nft list set inet lanes dscp_8 | grep -q job_$id"
+    e2e_nft_holds train1 set dscp_8 "$E2E_CGROUP_ROOT/train1/job_$id"
 e2e_check "the out chain sets DSCP cs1 for that set" grep -q "@dscp_8 ip dscp set cs1" <<<"$nft_out"
 e2e_check "state file exists, root-only" test "$(stat -c %a "$state_root/train1/job_$id" 2>/dev/null)" = 600
 e2e_check "job's task runs in the job's cgroup" grep -q "lanes-e2e-$CLUSTER_TAG/train1/job_$id" "$work/train-cgroup-$id"
@@ -118,8 +118,8 @@ assert got > 0 and d["bytes"] >= got and d["overlimits"] > 0, (got, d)
 # Inference job on infer1: marks (AF41), no cap configured.
 iid=$(cluster_sbatch -J infer-svc -w infer1 -p inference -o /dev/null --wrap 'sleep 300')
 e2e_check "inference job starts" cluster_wait_job "$iid" RUNNING 30
-for _ in $(seq 50); do grep -q "job_$iid" <<<"$(node_nft infer1)" && break; sleep 0.1; done
-e2e_check "infer1 marks af41" bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}infer1 nft list set inet lanes dscp_34 | grep -q job_$iid"
+for _ in $(seq 50); do e2e_nft_holds infer1 set dscp_34 "$E2E_CGROUP_ROOT/infer1/job_$iid" && break; sleep 0.1; done
+e2e_check "infer1 marks af41" e2e_nft_holds infer1 set dscp_34 "$E2E_CGROUP_ROOT/infer1/job_$iid"
 
 # Cancel: everything goes.
 cluster_run_ctl scancel "$id" "$iid"
