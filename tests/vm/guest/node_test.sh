@@ -86,6 +86,17 @@ wait_keyed() {
   for _ in $(seq 120); do grep -q '^cgroup_id=[1-9]' /run/lanes/job_$1 2>/dev/null && return 0; sleep 0.5; done
   return 1
 }
+# The batch step's task runs (its spank hooks are done): a `sleep` in step_batch
+wait_batch_task() {
+  local procs=$SCOPE/job_$1/step_batch/user/task_0/cgroup.procs pid
+  for _ in $(seq 120); do
+    for pid in $(cat "$procs" 2>/dev/null); do
+      [ "$(cat /proc/$pid/comm 2>/dev/null)" = sleep ] && return 0
+    done
+    sleep 0.5
+  done
+  return 1
+}
 # The job's HTB class on lv0 (from its state file): "bytes overlimits"
 class_stats() {
   local minor; minor=$(awk -F= '$1=="minor" { printf "%x", $2 }' /run/lanes/job_$1 2>/dev/null)
@@ -160,7 +171,8 @@ wait_job_state "$jid" GONE
 
 # ---- 5. fail closed: the job's Lanes record is gone before a step launches
 jid=$(sbatch --parsable -o /dev/null --wrap "sleep 300")
-wait_job_state "$jid" RUNNING && wait_keyed "$jid" || fail fail-closed "job $jid not running or not keyed"
+wait_job_state "$jid" RUNNING && wait_keyed "$jid" && wait_batch_task "$jid" ||
+  fail fail-closed "job $jid not running, not keyed or its batch task not started"
 mv /run/lanes/job_$jid /run/lanes/saved_$jid
 err=$(srun --jobid="$jid" --overlap -n1 true 2>&1); rc=$?
 mv /run/lanes/saved_$jid /run/lanes/job_$jid
