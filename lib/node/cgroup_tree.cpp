@@ -117,7 +117,7 @@ public:
     Result<Cgroup2Mount> mount() override {
         if (!mount_) {
             std::ifstream in(mountinfo_path_);
-            if (!in) return fail("lanes: " + mountinfo_path_ + ": cannot read");
+            if (!in) return fail(mountinfo_path_ + ": cannot read");
             std::stringstream ss;
             ss << in.rdbuf();
             auto m = parse_mountinfo_cgroup2(ss.str());
@@ -134,13 +134,13 @@ public:
 
     Result<uint64_t> ensure_dir(const std::string& dir) override {
         if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-            if (errno != ENOENT) return fail("lanes: cgroup mkdir " + dir + ": " + errno_text(errno));
+            if (errno != ENOENT) return fail("cgroup mkdir " + dir + ": " + errno_text(errno));
             // Parents missing: make them, then this one.
             std::string path;
             for (const auto& c : components(dir)) {
                 path += "/" + c;
                 if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
-                    return fail("lanes: cgroup mkdir " + path + ": " + errno_text(errno));
+                    return fail("cgroup mkdir " + path + ": " + errno_text(errno));
             }
         }
         return dir_id(dir);
@@ -148,19 +148,19 @@ public:
 
     Result<uint64_t> dir_id(const std::string& dir) override {
         struct stat st {};
-        if (::stat(dir.c_str(), &st) != 0) return fail("lanes: cgroup " + dir + ": " + errno_text(errno));
+        if (::stat(dir.c_str(), &st) != 0) return fail("cgroup " + dir + ": " + errno_text(errno));
         return static_cast<uint64_t>(st.st_ino);
     }
 
     Result<void> attach(const std::string& dir, pid_t pid) override {
         auto r = write_pid(dir + "/cgroup.procs", pid, false);
-        if (!r) return fail("lanes: attach pid " + std::to_string(pid) + ": " + r.error().message);
+        if (!r) return fail("attach pid " + std::to_string(pid) + ": " + r.error().message);
         return {};
     }
 
     Result<std::vector<pid_t>> pids(const std::string& dir) override {
         auto text = read_small(dir + "/cgroup.procs");
-        if (!text) return fail("lanes: " + text.error().message);
+        if (!text) return fail(text.error().message);
         std::vector<pid_t> out;
         std::istringstream in(*text);
         pid_t p;
@@ -191,12 +191,12 @@ public:
             if (left && !killed) {
                 for (pid_t p : *left) {
                     auto r = write_pid(parent + "/cgroup.procs", p, true);
-                    if (!r) return fail("lanes: cgroup " + dir + ": moving leftover pid: " + r.error().message);
+                    if (!r) return fail("cgroup " + dir + ": moving leftover pid: " + r.error().message);
                 }
             }
             if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return {};
             int err = errno;
-            if (err != EBUSY || attempt >= 250) return fail("lanes: cgroup rmdir " + dir + ": " + errno_text(err));
+            if (err != EBUSY || attempt >= 250) return fail("cgroup rmdir " + dir + ": " + errno_text(err));
             // Exiting tasks leave the cgroup asynchronously.
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
@@ -239,7 +239,7 @@ Result<Cgroup2Mount> parse_mountinfo_cgroup2(std::string_view mountinfo) {
         return Cgroup2Mount{unescape(fields[4]), unescape(fields[3])};
     }
     return fail(
-        "lanes: no cgroup2 mount in /proc/self/mountinfo (Lanes needs the unified hierarchy, "
+        "no cgroup2 mount in /proc/self/mountinfo (Lanes needs the unified hierarchy, "
         "hybrid is fine)");
 }
 
@@ -271,9 +271,9 @@ Result<CgroupPlacement> place_job_cgroup(const std::string& cgroup_root, const C
     } else {
         std::string base = trim_slashes(cgroup_root);
         if (base.empty() || base[0] != '/')
-            return fail("lanes: node.cgroup_root \"" + cgroup_root + "\": must be \"auto\" or an absolute path");
+            return fail("node.cgroup_root \"" + cgroup_root + "\": must be \"auto\" or an absolute path");
         if (!inside(base, mp) || base == mp)
-            return fail("lanes: node.cgroup_root \"" + cgroup_root + "\": not below the cgroup2 mount " + mp);
+            return fail("node.cgroup_root \"" + cgroup_root + "\": not below the cgroup2 mount " + mp);
         p.dir = base + "/" + job;
         p.owned = true;
     }

@@ -216,25 +216,25 @@ JobStateStore::Lock::~Lock() {
 std::string JobStateStore::job_path(uint32_t job_id) const { return dir_ + "/job_" + std::to_string(job_id); }
 
 Result<void> JobStateStore::prepare() {
-    if (dir_.empty() || dir_[0] != '/') return fail("lanes: state_dir \"" + dir_ + "\" must be an absolute path");
+    if (dir_.empty() || dir_[0] != '/') return fail("state_dir \"" + dir_ + "\" must be an absolute path");
     // mkdir -p, the last component 0700.
     for (std::size_t pos = 1; pos != std::string::npos;) {
         pos = dir_.find('/', pos + 1);
         std::string part = dir_.substr(0, pos);
         if (::mkdir(part.c_str(), pos == std::string::npos ? 0700 : 0755) != 0 && errno != EEXIST)
-            return fail("lanes: state_dir " + part + ": " + errno_text(errno));
+            return fail("state_dir " + part + ": " + errno_text(errno));
     }
     struct stat st {};
-    if (::lstat(dir_.c_str(), &st) != 0) return fail("lanes: state_dir " + dir_ + ": " + errno_text(errno));
-    if (!S_ISDIR(st.st_mode)) return fail("lanes: state_dir " + dir_ + ": not a directory");
+    if (::lstat(dir_.c_str(), &st) != 0) return fail("state_dir " + dir_ + ": " + errno_text(errno));
+    if (!S_ISDIR(st.st_mode)) return fail("state_dir " + dir_ + ": not a directory");
     if (st.st_uid != ::geteuid())
-        return fail("lanes: state_dir " + dir_ + ": owned by uid " + std::to_string(st.st_uid) + ", not us");
+        return fail("state_dir " + dir_ + ": owned by uid " + std::to_string(st.st_uid) + ", not us");
     if ((st.st_mode & 07777) != 0700 && ::chmod(dir_.c_str(), 0700) != 0)
-        return fail("lanes: state_dir " + dir_ + ": chmod 0700: " + errno_text(errno));
+        return fail("state_dir " + dir_ + ": chmod 0700: " + errno_text(errno));
     if (lock_fd_ < 0) {
         std::string path = dir_ + "/lock";
         lock_fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (lock_fd_ < 0) return fail("lanes: " + path + ": " + errno_text(errno));
+        if (lock_fd_ < 0) return fail(path + ": " + errno_text(errno));
     }
     return {};
 }
@@ -245,7 +245,7 @@ Result<JobStateStore::Lock> JobStateStore::lock() {
         if (!r) return std::unexpected(r.error());
     }
     while (::flock(lock_fd_, LOCK_EX) != 0) {
-        if (errno != EINTR) return fail("lanes: flock " + dir_ + "/lock: " + errno_text(errno));
+        if (errno != EINTR) return fail("flock " + dir_ + "/lock: " + errno_text(errno));
     }
     return Lock(lock_fd_);
 }
@@ -255,21 +255,21 @@ Result<std::optional<JobState>> JobStateStore::load(uint32_t job_id) const {
     struct stat dir_st {};
     if (::lstat(dir_.c_str(), &dir_st) != 0) {
         if (errno == ENOENT) return std::optional<JobState>{};
-        return fail("lanes: " + dir_ + ": " + errno_text(errno));
+        return fail(dir_ + ": " + errno_text(errno));
     }
     if (!S_ISDIR(dir_st.st_mode) || dir_st.st_uid != ::geteuid() || (dir_st.st_mode & 022) != 0)
-        return fail("lanes: " + dir_ + ": state directory is not a directory owned by uid " +
-                    std::to_string(::geteuid()) + " and writable only by it; refusing to trust it");
+        return fail(dir_ + ": state directory is not a directory owned by uid " + std::to_string(::geteuid()) +
+                    " and writable only by it; refusing to trust it");
     std::string path = job_path(job_id);
     int open_errno = 0;
     auto text = read_file(path, &open_errno);
     if (!text) {
         if (open_errno == ENOENT) return std::optional<JobState>{};
-        return fail("lanes: " + text.error().message);
+        return fail(text.error().message);
     }
     auto st = parse_job_state(*text, path);
     if (!st) return std::unexpected(st.error());
-    if (st->job_id != job_id) return fail("lanes: " + path + ": holds job " + std::to_string(st->job_id));
+    if (st->job_id != job_id) return fail(path + ": holds job " + std::to_string(st->job_id));
     return std::optional<JobState>(std::move(*st));
 }
 
@@ -277,7 +277,7 @@ std::vector<JobState> JobStateStore::load_all(std::vector<std::string>* errors) 
     std::vector<JobState> out;
     DIR* d = ::opendir(dir_.c_str());
     if (!d) {
-        if (errno != ENOENT && errors) errors->push_back("lanes: " + dir_ + ": " + errno_text(errno));
+        if (errno != ENOENT && errors) errors->push_back(dir_ + ": " + errno_text(errno));
         return out;
     }
     while (dirent* e = ::readdir(d)) {
@@ -299,13 +299,13 @@ std::vector<JobState> JobStateStore::load_all(std::vector<std::string>* errors) 
 
 Result<void> JobStateStore::save(const JobState& state) {
     auto r = write_file_atomically(job_path(state.job_id), format_job_state(state), 0600);
-    if (!r) return fail("lanes: " + r.error().message);
+    if (!r) return fail(r.error().message);
     return {};
 }
 
 Result<void> JobStateStore::erase(uint32_t job_id) {
     std::string path = job_path(job_id);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail("lanes: " + path + ": " + errno_text(errno));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(path + ": " + errno_text(errno));
     return {};
 }
 
@@ -322,7 +322,7 @@ std::optional<uint32_t> JobStateStore::minor_owner(uint16_t minor) const {
 Result<void> JobStateStore::claim_minor(uint16_t minor, uint32_t job_id) {
     std::string path = dir_ + "/" + minor_name(minor), target = std::to_string(job_id);
     if (::symlink(target.c_str(), path.c_str()) == 0) return {};
-    if (errno != EEXIST) return fail("lanes: " + path + ": " + errno_text(errno));
+    if (errno != EEXIST) return fail(path + ": " + errno_text(errno));
     auto owner = minor_owner(minor);
     if (owner == job_id) return {};
     // A claim whose job has no state file is stale (a crash between claim and save).
@@ -330,16 +330,16 @@ Result<void> JobStateStore::claim_minor(uint16_t minor, uint32_t job_id) {
         std::string tmp = path + ".tmp";
         ::unlink(tmp.c_str());
         if (::symlink(target.c_str(), tmp.c_str()) == 0 && ::rename(tmp.c_str(), path.c_str()) == 0) return {};
-        return fail("lanes: " + path + ": " + errno_text(errno));
+        return fail(path + ": " + errno_text(errno));
     }
-    return fail("lanes: HTB minor " + std::to_string(minor) + " is held by job " +
+    return fail("HTB minor " + std::to_string(minor) + " is held by job " +
                 (owner ? std::to_string(*owner) : std::string("?")));
 }
 
 Result<void> JobStateStore::release_minor(uint16_t minor, uint32_t job_id) {
     if (minor_owner(minor) != job_id) return {};
     std::string path = dir_ + "/" + minor_name(minor);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail("lanes: " + path + ": " + errno_text(errno));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(path + ": " + errno_text(errno));
     return {};
 }
 

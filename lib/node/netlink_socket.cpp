@@ -36,14 +36,14 @@ Result<void> NetlinkSocket::open(int protocol, std::chrono::milliseconds timeout
                                                      : "netlink";
     if (fd_ >= 0) ::close(fd_);
     fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
-    if (fd_ < 0) return fail(std::string("lanes: ") + what + " socket: " + std::strerror(errno));
+    if (fd_ < 0) return fail(std::string(what) + " socket: " + std::strerror(errno));
     sockaddr_nl sa{};
     sa.nl_family = AF_NETLINK;
     if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
         int err = errno;
         ::close(fd_);
         fd_ = -1;
-        return fail(std::string("lanes: ") + what + " bind: " + std::strerror(err));
+        return fail(std::string(what) + " bind: " + std::strerror(err));
     }
     int one = 1;
     ::setsockopt(fd_, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);

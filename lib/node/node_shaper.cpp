@@ -61,7 +61,7 @@ struct NodeShaper::Impl {
         std::vector<std::string> all;
         bool listed = false, selected = false;
         for (const auto& sel : config.nics) {
-            std::string where = "lanes: [[nodes.nic]] at line " + std::to_string(sel.line);
+            std::string where = "[[nodes.nic]] at line " + std::to_string(sel.line);
             auto match = hostlist_matches(sel.nodes, hostname);
             if (!match) return fail(where + ": nodes: " + match.error().message);
             if (!*match) continue;
@@ -93,7 +93,7 @@ struct NodeShaper::Impl {
             for (const auto& dev : devices) {
                 if (std::any_of(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev; })) continue;
                 if (link_is_down(dev)) {
-                    problem("lanes: NIC " + dev + ": link is down; not shaped until it is up");
+                    problem("NIC " + dev + ": link is down; not shaped until it is up");
                     continue;
                 }
                 NicFacts f;
@@ -105,20 +105,20 @@ struct NodeShaper::Impl {
                 else if (auto sysfs = tc->link_speed_bits(dev)) f.link_speed_bits = *sysfs;
                 else f.link_speed_bits = config.default_link_speed_bits.value_or(0);
                 if (f.link_speed_bits == 0) {
-                    problem("lanes: NIC " + dev +
+                    problem("NIC " + dev +
                             ": link speed unknown (the driver reports none, as virtio "
                             "does); not shaped: set link_speed in its [[nodes.nic]] (" +
-                            where.substr(7) + ") or nodes.default_link_speed");
+                            where + ") or nodes.default_link_speed");
                     continue;
                 }
                 nics.push_back(std::move(f));
             }
         }
-        if (!selected) return fail("lanes: no [[nodes.nic]] selects node " + hostname);
+        if (!selected) return fail("no [[nodes.nic]] selects node " + hostname);
         if (nics.empty()) {
             std::string all_problems;
-            for (const auto& p : problems) all_problems += (all_problems.empty() ? "" : "; ") + p.substr(7);
-            return fail("lanes: no NIC of node " + hostname + " can be shaped: " + all_problems);
+            for (const auto& p : problems) all_problems += (all_problems.empty() ? "" : "; ") + p;
+            return fail("no NIC of node " + hostname + " can be shaped: " + all_problems);
         }
         return {};
     }
@@ -150,7 +150,7 @@ struct NodeShaper::Impl {
 
     Result<void> open() {
         if (config.root_handle_major == 0 || config.root_handle_major == 0xffff)
-            return fail("lanes: node.root_handle_major must be in 1..fffe");
+            return fail("node.root_handle_major must be in 1..fffe");
         auto r = store.prepare();
         if (!r) return r;
         r = prepare_marker();
@@ -606,7 +606,7 @@ struct NodeShaper::Impl {
         }
         r = marker->rebuild(marks);
         if (!r) errors += (errors.empty() ? "" : "; ") + r.error().message;
-        if (!errors.empty()) return fail("lanes: reapply: " + errors);
+        if (!errors.empty()) return fail("reapply: " + errors);
         return {};
     }
 
@@ -645,12 +645,12 @@ struct NodeShaper::Impl {
         for (const auto& [bits, n] : f.ceils) text += "ceil " + std::to_string(bits) + " " + std::to_string(n) + "\n";
         const std::string path = gso_path(dev), tmp = path + ".tmp";
         int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) return fail("lanes: " + tmp + ": " + std::strerror(errno));
+        if (fd < 0) return fail(tmp + ": " + std::strerror(errno));
         bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
         ok = ::close(fd) == 0 && ok && std::rename(tmp.c_str(), path.c_str()) == 0;
         if (!ok) {
             ::unlink(tmp.c_str());
-            return fail("lanes: " + path + ": cannot write");
+            return fail(path + ": cannot write");
         }
         return {};
     }
@@ -853,7 +853,7 @@ Result<JobState> NodeShaper::classify_step_with(const NodeConfig& config, const 
     if (!*st) return fail(job + "no Lanes record on this node (the prolog did not run, or its record was removed)");
     if (!(*st)->unshaped.empty() || !(*st)->cgroup_slurm) return **st;  // nothing to key, or our own cgroup
     auto m = impl->cgroups->mount();
-    if (!m) return fail(job + m.error().message.substr(m.error().message.starts_with("lanes: ") ? 7 : 0));
+    if (!m) return fail(job + m.error().message);
     impl->mount = *m;
     auto dir = impl->slurm_job_dir(job_id);
     if (!dir || !impl->cgroups->exists(*dir))

@@ -168,7 +168,7 @@ public:
         auto r = sock_.open(NETLINK_NETFILTER);
         if (!r) return r;
         ctx_ = nft_ctx_new(NFT_CTX_DEFAULT);
-        if (!ctx_) return fail("lanes: nft: cannot create a libnftables context");
+        if (!ctx_) return fail("nft: cannot create a libnftables context");
         nft_ctx_buffer_output(ctx_);
         nft_ctx_buffer_error(ctx_);
         return {};
@@ -183,12 +183,12 @@ public:
 
     Result<MarkedCgroup> resolve(const std::string& cgroup) override {
         if (cgroup.empty() || cgroup.front() == '/' || cgroup.find("..") != std::string::npos)
-            return fail("lanes: cgroup \"" + cgroup + "\": expected a path relative to the cgroup2 mount " +
+            return fail("cgroup \"" + cgroup + "\": expected a path relative to the cgroup2 mount " +
                         mount_.mount_point);
         std::string dir = mount_.mount_point + (mount_.mount_point.ends_with("/") ? "" : "/") + cgroup;
         struct stat st {};
-        if (::stat(dir.c_str(), &st) != 0) return fail("lanes: cgroup " + dir + ": " + std::strerror(errno));
-        if (!S_ISDIR(st.st_mode)) return fail("lanes: cgroup " + dir + ": not a directory");
+        if (::stat(dir.c_str(), &st) != 0) return fail("cgroup " + dir + ": " + std::strerror(errno));
+        if (!S_ISDIR(st.st_mode)) return fail("cgroup " + dir + ": not a directory");
         return MarkedCgroup{static_cast<uint64_t>(st.st_ino), cgroup_level(mount_, cgroup)};
     }
 
@@ -197,7 +197,7 @@ public:
         const std::string job = "job " + std::to_string(op.job_id);
         if (op.cgroup_id == 0 || op.level == 0) {
             auto where = resolve(op.cgroup);
-            if (!where) return fail("lanes: nft: " + job + ": " + where.error().message.substr(7));
+            if (!where) return fail("nft: " + job + ": " + where.error().message);
             if (op.cgroup_id == 0) op.cgroup_id = where->id;
             if (op.level == 0) op.level = where->level;
         }
@@ -224,7 +224,7 @@ public:
         auto bytes = b.finish();
         auto out = sock_.exchange(bytes.data(), bytes.size(), b.first_seq(), b.last_seq(), false);
         if (out.error == 0) return {};
-        if (out.error != -ENOENT) return fail("lanes: nft: " + job + ": " + netlink_error_text(out));
+        if (out.error != -ENOENT) return fail("nft: " + job + ": " + netlink_error_text(out));
         // Something was already gone (the table after a flush, the set, an element):
         // one element at a time, absent = fine.
         std::vector<std::string> sets{kPrioMap};
@@ -235,7 +235,7 @@ public:
             auto ob = one.finish();
             auto o = sock_.exchange(ob.data(), ob.size(), one.first_seq(), one.last_seq(), false);
             if (o.error != 0 && o.error != -ENOENT)
-                return fail("lanes: nft: " + job + ": " + set + ": " + netlink_error_text(o));
+                return fail("nft: " + job + ": " + set + ": " + netlink_error_text(o));
         }
         return {};
     }
@@ -338,8 +338,7 @@ private:
         auto got = sock_.request(nlmsg_hdr(get), false);
         nlmsg_free(get);
         if (got.error == -ENOENT) return std::optional<MarkerBase>{};
-        if (got.error != 0)
-            return fail("lanes: nft: get map " + table() + " " + kPrioMap + ": " + netlink_error_text(got));
+        if (got.error != 0) return fail("nft: get map " + table() + " " + kPrioMap + ": " + netlink_error_text(got));
 
         nl_msg* m = nfnl_frame((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE, 0, NFPROTO_INET, 0, 0);
         nla_put_string(m, NFTA_RULE_TABLE, kNftTable);
@@ -371,7 +370,7 @@ private:
         });
         nlmsg_free(m);
         if (out.error != 0 && out.error != -ENOENT)
-            return fail("lanes: nft: read chain " + table() + " " + kOutChain + ": " + netlink_error_text(out));
+            return fail("nft: read chain " + table() + " " + kOutChain + ": " + netlink_error_text(out));
         if (!any || foreign) {
             MarkerBase nothing;
             nothing.unclassified = 0xff;  // no DSCP: covers() is false for any wish
@@ -414,7 +413,7 @@ private:
         });
         nlmsg_free(m);
         if (o.error == -ENOENT) return out;
-        if (o.error != 0) return fail("lanes: nft: list " + set + ": " + netlink_error_text(o));
+        if (o.error != 0) return fail("nft: list " + set + ": " + netlink_error_text(o));
         return out;
     }
 
@@ -423,7 +422,7 @@ private:
         auto out = sock_.exchange(bytes.data(), bytes.size(), b.first_seq(), b.last_seq(), false);
         if (out.error == 0) return {};
         if (out.error == -ENOENT || out.error == -EBUSY || out.error == -EEXIST) base_known_ = false;
-        return fail("lanes: nft: " + what + ": " + netlink_error_text(out));
+        return fail("nft: " + what + ": " + netlink_error_text(out));
     }
 
     Result<void> run(const std::string& script, const std::string& what, bool absent_ok) {
@@ -433,7 +432,7 @@ private:
         if (absent_ok && err.find("No such file or directory") != std::string::npos) return {};
         while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
         base_known_ = false;
-        return fail("lanes: nft: " + what + ": " + (err.empty() ? std::string("failed") : err));
+        return fail("nft: " + what + ": " + (err.empty() ? std::string("failed") : err));
     }
 
     Cgroup2Mount mount_;

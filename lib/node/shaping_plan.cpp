@@ -78,7 +78,7 @@ JobDevice resolve_rates(const NetworkDecision& net, const NicFacts& nic) {
 
 Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const JobNetRequest& request, uint16_t minor,
                         const std::optional<JobState>& previous) {
-    const std::string job = "lanes: job " + std::to_string(request.job_id);
+    const std::string job = "job " + std::to_string(request.job_id);
     if (facts.nics.empty()) return fail(job + ": no NIC selected for this node ([[nodes.nic]] in lanes.toml)");
     if (minor < kFirstJobMinor || minor > kLastJobMinor || minor == config.root_handle_major)
         return fail(job + ": HTB minor " + std::to_string(minor) + " out of range");
@@ -108,7 +108,7 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
             if (config.foreign_qdisc == ForeignQdiscAction::Refuse)
                 return fail(job + ": NIC " + nic.device + " has a root qdisc that is not Lanes' (" + root_text(nic) +
                             "); remove it or set node.foreign_qdisc = \"adopt\"");
-            plan.warnings.push_back("lanes: NIC " + nic.device + ": replacing foreign root qdisc " + root_text(nic) +
+            plan.warnings.push_back("NIC " + nic.device + ": replacing foreign root qdisc " + root_text(nic) +
                                     " with Lanes' htb " + handle_text(tc_handle(major, 0)) +
                                     " (node.foreign_qdisc = adopt)");
         }

@@ -95,7 +95,7 @@ public:
     Result<std::vector<std::string>> devices() override {
         std::vector<std::string> out;
         struct if_nameindex* names = if_nameindex();
-        if (!names) return fail(std::string("lanes: if_nameindex: ") + std::strerror(errno));
+        if (!names) return fail(std::string("if_nameindex: ") + std::strerror(errno));
         for (auto* i = names; i->if_index != 0; ++i) out.emplace_back(i->if_name);
         if_freenameindex(names);
         return out;
@@ -103,7 +103,7 @@ public:
 
     Result<int> ifindex(const std::string& device) override {
         unsigned idx = if_nametoindex(device.c_str());
-        if (idx == 0) return fail("lanes: NIC " + device + ": " + std::strerror(errno));
+        if (idx == 0) return fail("NIC " + device + ": " + std::strerror(errno));
         return static_cast<int>(idx);
     }
 
@@ -112,7 +112,7 @@ public:
         unsigned char bin[16];
         int family = addr.find(':') != std::string::npos ? AF_INET6 : AF_INET;
         if (inet_pton(family, addr.c_str(), bin) != 1)
-            return fail("lanes: route_to \"" + prefix + "\": not an IPv4/IPv6 prefix");
+            return fail("route_to \"" + prefix + "\": not an IPv4/IPv6 prefix");
         MsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, 0));
         rtmsg rt{};
         rt.rtm_family = static_cast<unsigned char>(family);
@@ -129,10 +129,10 @@ public:
                     oif = static_cast<int>(nla_get_u32(tb[RTA_OIF]));
             },
             &extack);
-        if (err < 0) return fail("lanes: route_to \"" + prefix + "\": " + describe_error(err, extack));
+        if (err < 0) return fail("route_to \"" + prefix + "\": " + describe_error(err, extack));
         char name[IF_NAMESIZE];
         if (oif == 0 || !if_indextoname(static_cast<unsigned>(oif), name))
-            return fail("lanes: route_to \"" + prefix + "\": no output device");
+            return fail("route_to \"" + prefix + "\": no output device");
         return std::string(name);
     }
 
@@ -168,7 +168,7 @@ public:
         // The kernel reports nothing visible (EINVAL/ENOENT) for the invisible
         // built-in roots (noop on a down device): that is "no root of anyone's".
         if (err < 0 && err != -EINVAL && err != -ENOENT)
-            return fail("lanes: ifindex " + std::to_string(ifindex) + ": root qdisc: " + describe_error(err, extack));
+            return fail("ifindex " + std::to_string(ifindex) + ": root qdisc: " + describe_error(err, extack));
         return root;
     }
 
@@ -207,10 +207,10 @@ public:
                 // Someone (an earlier run) made it: fine if it is ours.
                 auto root = root_qdisc(op.ifindex);
                 if (!root || root->kind != "htb" || root->handle != handle)
-                    return fail("lanes: NIC " + op.device + ": cannot add root htb " + handle_text(handle) + ": " +
+                    return fail("NIC " + op.device + ": cannot add root htb " + handle_text(handle) + ": " +
                                 describe_error(err, extack));
             } else if (err < 0) {
-                return fail("lanes: NIC " + op.device + ": add root htb " + handle_text(handle) + ": " +
+                return fail("NIC " + op.device + ": add root htb " + handle_text(handle) + ": " +
                             describe_error(err, extack));
             }
         }
@@ -222,12 +222,11 @@ public:
 
     Result<void> add_class(const AddClass& op) override {
         auto msg = tc_msg(RTM_NEWTCLASS, NLM_F_CREATE, op.ifindex, op.classid, op.parent);
-        if (!put_htb_class(msg.get(), op.htb)) return fail("lanes: netlink message too large");
+        if (!put_htb_class(msg.get(), op.htb)) return fail("netlink message too large");
         std::string extack;
         int err = rt_request(sock_, msg.get(), false, {}, &extack);
         if (err < 0)
-            return fail("lanes: NIC " + op.device + ": class " + handle_text(op.classid) + ": " +
-                        describe_error(err, extack));
+            return fail("NIC " + op.device + ": class " + handle_text(op.classid) + ": " + describe_error(err, extack));
         return {};
     }
 
@@ -246,8 +245,8 @@ public:
         std::string extack;
         int err = rt_request(sock_, msg.get(), false, {}, &extack);
         if (err < 0)
-            return fail("lanes: NIC " + op.device + ": " + op.kind + " qdisc under class " + handle_text(op.parent) +
-                        ": " + describe_error(err, extack));
+            return fail("NIC " + op.device + ": " + op.kind + " qdisc under class " + handle_text(op.parent) + ": " +
+                        describe_error(err, extack));
         return {};
     }
 
@@ -259,7 +258,7 @@ public:
         std::string extack;
         int err = rt_request(sock_, msg.get(), false, {}, &extack);
         if (err < 0 && err != -ENOENT && err != -ENODEV)
-            return fail("lanes: NIC " + op.device + ": delete class " + handle_text(op.classid) + ": " +
+            return fail("NIC " + op.device + ": delete class " + handle_text(op.classid) + ": " +
                         describe_error(err, extack));
         return {};
     }
@@ -275,7 +274,7 @@ public:
         std::string extack;
         int err = rt_request(sock_, msg.get(), false, {}, &extack);
         if (err < 0 && err != -ENOENT && err != -ENODEV)
-            return fail("lanes: NIC " + op.device + ": delete root htb: " + describe_error(err, extack));
+            return fail("NIC " + op.device + ": delete root htb: " + describe_error(err, extack));
         return {};
     }
 
@@ -312,10 +311,10 @@ public:
             },
             &extack);
         if (err < 0)
-            return fail("lanes: ifindex " + std::to_string(ifindex) + ": class " + handle_text(classid) + ": " +
+            return fail("ifindex " + std::to_string(ifindex) + ": class " + handle_text(classid) + ": " +
                         describe_error(err, extack));
         if (!found)
-            return fail("lanes: ifindex " + std::to_string(ifindex) + ": class " + handle_text(classid) +
+            return fail("ifindex " + std::to_string(ifindex) + ": class " + handle_text(classid) +
                         ": no statistics reported");
         return c;
     }
@@ -332,8 +331,7 @@ public:
                 if (t->tcm_ifindex == ifindex && (t->tcm_handle >> 16) == major) out.push_back(t->tcm_handle);
             },
             &extack);
-        if (err < 0)
-            return fail("lanes: ifindex " + std::to_string(ifindex) + ": classes: " + describe_error(err, extack));
+        if (err < 0) return fail("ifindex " + std::to_string(ifindex) + ": classes: " + describe_error(err, extack));
         std::sort(out.begin(), out.end());
         return out;
     }
@@ -361,9 +359,8 @@ public:
                 if (tb[kIflaGsoIpv4MaxSize]) size.ipv4_max = nla_get_u32(tb[kIflaGsoIpv4MaxSize]);
             },
             &extack);
-        if (err < 0)
-            return fail("lanes: ifindex " + std::to_string(ifindex) + ": link: " + describe_error(err, extack));
-        if (!found) return fail("lanes: ifindex " + std::to_string(ifindex) + ": the kernel reports no gso_max_size");
+        if (err < 0) return fail("ifindex " + std::to_string(ifindex) + ": link: " + describe_error(err, extack));
+        if (!found) return fail("ifindex " + std::to_string(ifindex) + ": the kernel reports no gso_max_size");
         return size;
     }
 
@@ -378,8 +375,8 @@ public:
         std::string extack;
         int err = rt_request(sock_, msg.get(), false, {}, &extack);
         if (err < 0)
-            return fail("lanes: ifindex " + std::to_string(ifindex) + ": set gso_max_size " + std::to_string(size.max) +
-                        ": " + describe_error(err, extack));
+            return fail("ifindex " + std::to_string(ifindex) + ": set gso_max_size " + std::to_string(size.max) + ": " +
+                        describe_error(err, extack));
         return {};
     }
 

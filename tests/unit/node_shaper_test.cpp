@@ -137,7 +137,7 @@ public:
     Result<MarkedCgroup> add_job(const NftEnsureJob& o, bool* rebuilt) override {
         k_.log.push_back(describe(Operation{o}));
         if (o.cgroup_id == 0) return fail("nft: no cgroup id to key the map element");
-        if (k_.fail_nft_add) return fail("lanes: nft: job " + std::to_string(o.job_id) + ": injected failure");
+        if (k_.fail_nft_add) return fail("nft: job " + std::to_string(o.job_id) + ": injected failure");
         *rebuilt = !k_.nft_table;
         if (!k_.nft_table) {
             k_.log.push_back("nft base");
