@@ -56,8 +56,11 @@ lanes_cluster_start() {
     export LANES_CLUSTER_CONF_EXTRA="JobSubmitPlugins=lanes"
     LANES_CLUSTER__STATE_FOR_HOOK=$LANES_CLUSTER_STATE_ROOT
     cluster_hook_pre_start() {
+        local spank_dir
+        spank_dir=$(cluster_plugin_copy_dir) && install -m 0644 -- "$LANES_BUILDDIR/spank/.libs/spank_lanes.so" "$spank_dir/" ||
+            return 1
         printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
-            "$LANES_BUILDDIR/spank/.libs/spank_lanes.so" "$1" "$LANES_CLUSTER__STATE_FOR_HOOK" >"$1/plugstack.conf"
+            "$spank_dir/spank_lanes.so" "$1" "$LANES_CLUSTER__STATE_FOR_HOOK" >"$1/plugstack.conf"
     }
     cluster_start >/dev/null 2>&1 || { cluster_dump_logs; return 1; }
     LANES_CLUSTER_CONF=$CLUSTER_CONF_DIR/lanes.toml

@@ -211,8 +211,11 @@ e2e_start_cluster() {
             cp -- "$1/lanes.toml" /etc/slurm/lanes.toml && cp -- "$1/policy.lua" /etc/slurm/policy.lua &&
                 cp -- /etc/slurm/plugstack.conf "$1/plugstack.conf" || return 1
         else
+            # Every user's srun/sbatch loads spank_lanes: a readable copy.
+            local spank_dir
+            spank_dir=$(cluster_plugin_copy_dir) && install -m 0644 -- "$E2E_SPANK_SO" "$spank_dir/" || return 1
             printf 'required %s config=%s/lanes.toml last_good_config=%s/last-good.toml\n' \
-                "$E2E_SPANK_SO" "$1" "$E2E_STATE_ROOT" >"$1/plugstack.conf"
+                "$spank_dir/${E2E_SPANK_SO##*/}" "$1" "$E2E_STATE_ROOT" >"$1/plugstack.conf"
         fi
         if declare -F e2e_pre_start >/dev/null; then e2e_pre_start "$1"; fi
     }

@@ -69,6 +69,10 @@ slurm_versions__enter() {
         mkdir -p "$root/lanes/ccache"
         mount --bind "$CCACHE_HOST_DIR" "$root/lanes/ccache"
         hostname lanes-root
+        # As Debian installs it: the host name resolves from /etc/hosts. Without
+        # it slurmctld asks DNS for the client host "lanes-root" (srun steps on
+        # 24.11) and, where DNS answers "try again", the step fails.
+        grep -qw lanes-root "$root/etc/hosts" || echo "127.0.1.1 lanes-root" >>"$root/etc/hosts"
         exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root LANES_FULL_BUILD="${LANES_FULL_BUILD:-0}" \
             LANES_TAG_PREFIX="$LANES_TAG_PREFIX" "$@"
     ' slurm-versions "$root" "$@"
