@@ -16,6 +16,7 @@ packages=(
   dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
   prometheus prometheus-node-exporter mmdebstrap zstd curl openssl
   qemu-system-x86 e2fsprogs
+  mariadb-server slurmdbd
 )
 if [[ ${1:-} == --list ]]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()

@@ -57,9 +57,11 @@ usage() {
 
 # What only the host needs (packaging, monitoring, making roots, plotting, the
 # sanitizer and fuzzer toolchain, which is pinned to bookworm's clang) stays
-# out of a root: it builds and tests Lanes, nothing more. Shell patterns.
+# out of a root: it builds and tests Lanes, nothing more (accounting, MariaDB and
+# slurmdbd, only tests/e2e/accounts_test.sh needs, on the host). Shell patterns.
 host_only=(dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion
     prometheus prometheus-node-exporter mmdebstrap zstd gnuplot-nox clang-format
+    mariadb-server slurmdbd
     'clang-[0-9]*' 'libclang-rt-[0-9]*' 'llvm-[0-9]*')
 
 # The runtime root's packages (see the top).
