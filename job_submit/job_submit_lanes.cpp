@@ -9,6 +9,7 @@
 extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
+#include <slurm/slurmdb.h>
 }
 
 #include <dlfcn.h>
@@ -19,6 +20,8 @@ extern "C" {
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,6 +66,13 @@ struct PluginState {
     // exported way to read a job record's current values (the record's layout
     // is private to slurmctld). Resolved at init; null outside slurmctld.
     job_desc_msg_t* (*copy_job_record)(void*) = nullptr;
+    // slurmctld's association cache (src/common/assoc_mgr.h; the same
+    // signatures and lock struct in 22.05, 24.11 and 26.05): the user's default
+    // account for a job submitted without -A. Null outside slurmctld.
+    int (*fill_in_user)(void*, slurmdb_user_rec_t*, int, slurmdb_user_rec_t**, bool) = nullptr;
+    void (*assoc_lock)(void*) = nullptr;
+    void (*assoc_unlock)(void*) = nullptr;
+    void** acct_db_conn = nullptr;
 
     // Reloads happen here, once a second, never in job_submit: parsing lanes.toml
     // and compiling the policy must not run under slurmctld's job write lock.
@@ -201,9 +211,44 @@ std::string check_slurm_conf(const lanes::Config& config) {
     if (!rule.empty() && !(conf->accounting_storage_enforce & kEnforceAssociations))
         return config.path + ": " + rule +
                " decides by account, but slurm.conf's AccountingStorageEnforce does not include "
-               "associations, so any user may name any account with -A; set "
+               "associations, so Slurm accepts any account a user names with -A (Lanes resolves only a job "
+               "without -A, to the user's default account) and the rule would trust what the user typed; set "
                "AccountingStorageEnforce=associations (with slurmdbd) or remove the account rules";
     return "";
+}
+
+// assoc_mgr_lock_t (src/common/assoc_mgr.h, unchanged 22.05..26.05): one
+// lock_level_t (NO_LOCK, READ_LOCK, WRITE_LOCK) per cache.
+struct AssocMgrLocks {
+    int assoc, file, qos, res, tres, user, wckey;
+};
+constexpr int kReadLock = 1;
+
+// The account Slurm gives a job submitted without -A: the user's default
+// account in slurmctld's association cache, read as Slurm's job_submit/lua
+// does, but copied while the read lock (assoc + user) is held (the record's
+// strings belong to the cache). "" when there is no cache (no accounting, or
+// not in slurmctld) or the user has no association. A linear scan of the cached
+// users, no I/O: it runs under slurmctld's job write lock, which Slurm takes
+// before the assoc_mgr locks, as here.
+std::string default_account(const PluginState& state, uint32_t uid) {
+    if (!state.fill_in_user || !state.assoc_lock || !state.assoc_unlock) return "";
+    slurmdb_user_rec_t user;
+    std::memset(&user, 0, sizeof user);
+    user.uid = uid;
+    AssocMgrLocks locks{};
+    locks.assoc = kReadLock;
+    locks.user = kReadLock;
+    char buffer[256] = "";
+    state.assoc_lock(&locks);
+    // enforce = 0: with the locks held Slurm does not load a missing cache, and
+    // only with enforce unset does it answer "nothing" instead of walking it.
+    if (state.fill_in_user(state.acct_db_conn ? *state.acct_db_conn : nullptr, &user, 0, nullptr, true) ==
+            SLURM_SUCCESS &&
+        user.default_acct)
+        std::snprintf(buffer, sizeof buffer, "%s", user.default_acct);  // no allocation under the lock
+    state.assoc_unlock(&locks);
+    return buffer;
 }
 
 lanes::SysSeconds now_seconds() {
@@ -220,6 +265,11 @@ extern "C" int init(void) noexcept {
         state->validate_operator = reinterpret_cast<bool (*)(uid_t)>(dlsym(RTLD_DEFAULT, "validate_operator"));
         state->copy_job_record =
             reinterpret_cast<job_desc_msg_t* (*)(void*)>(dlsym(RTLD_DEFAULT, "copy_job_record_to_job_desc"));
+        state->fill_in_user = reinterpret_cast<int (*)(void*, slurmdb_user_rec_t*, int, slurmdb_user_rec_t**, bool)>(
+            dlsym(RTLD_DEFAULT, "assoc_mgr_fill_in_user"));
+        state->assoc_lock = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "assoc_mgr_lock"));
+        state->assoc_unlock = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "assoc_mgr_unlock"));
+        state->acct_db_conn = static_cast<void**>(dlsym(RTLD_DEFAULT, "acct_db_conn"));
         state->signals = std::make_shared<lanes::SignalMonitor>(log_sink);
         lanes::ClassifierOptions options;
         options.signals = state->signals;
@@ -254,6 +304,24 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         auto& state = *g_state;
         auto now = now_seconds();
         auto job = lanes::job_view_from_desc(*job_desc, submit_uid, state.user_names, now);
+        if (job.account.empty()) {
+            // No -A: decide on the account Slurm will charge (#11.10), not on "".
+            job.account = default_account(state, job.uid);
+            if (job.account.empty()) {
+                std::string rule = account_rule_of(*state.classifier->config());
+                if (!rule.empty()) {
+                    std::string text = "lanes: job " + lanes::printable(job.name, 256) + " of user " + job.user +
+                                       " names no account (-A) and the user's default account is unknown to "
+                                       "slurmctld (no association in slurmdbd); " +
+                                       rule + " decides by account, so the job is refused; submit with -A";
+                    add_err_msg(err_msg, text);
+                    slurm_info("lanes: JobName=%s UserId=%s(%u): rejected: no account and no default account for %s",
+                               lanes::printable(job.name, 256).c_str(), job.user.c_str(), job.uid, rule.c_str());
+                    lanes::strip_lanes_env(*job_desc);
+                    return ESLURM_INVALID_ACCOUNT;
+                }
+            }
+        }
         Decision decision = state.classifier->classify(job, now, is_admin(submit_uid));
         if (decision.verdict == Decision::Verdict::Reject) {
             std::string text = decision.reason.empty() ? "lanes: job rejected by policy" : decision.reason;
