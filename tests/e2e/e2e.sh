@@ -58,6 +58,32 @@ e2e_nft_holds() {
     [[ -n $after ]] || after='([^0-9]|$)'
     grep -qE "(/${dir##*/}\"|(^|[^0-9])$ino)$after" <<<"$listing"
 }
+# e2e_start_monitoring DIR [GLOBAL_YAML [SCRAPE_YAML]]: on train1's loopback,
+# prometheus-node-exporter (the textfile collector only, reading DIR/textfile)
+# on :9100 and prometheus on :9090 scraping it every second (as job "node";
+# data and logs in DIR). GLOBAL_YAML adds top-level lines (e.g. rule_files),
+# SCRAPE_YAML more scrape_configs entries. Appends both PIDs to the caller's
+# mon_pids array; the caller stops them.
+e2e_start_monitoring() {
+    local dir=$1 global=${2:-} scrape=${3:-} ns=/run/netns/${CLUSTER_PREFIX}train1
+    mkdir -p "$dir/textfile"
+    nsenter --net="$ns" -- prometheus-node-exporter --web.listen-address=127.0.0.1:9100 \
+        --collector.disable-defaults --collector.textfile --collector.textfile.directory="$dir/textfile" \
+        >"$dir/node-exporter.log" 2>&1 &
+    mon_pids+=($!)
+    printf 'global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n%s\nscrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ["127.0.0.1:9100"]\n%s\n' \
+        "$global" "$scrape" >"$dir/prometheus.yml"
+    nsenter --net="$ns" -- prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+        --web.listen-address=127.0.0.1:9090 --log.level=warn >"$dir/prometheus.log" 2>&1 &
+    mon_pids+=($!)
+}
+# e2e_prom_query PROMQL: the HTTP API's JSON answer (from inside train1's namespace).
+e2e_prom_query() {
+    cluster_run_node train1 python3 -c '
+import sys, urllib.parse, urllib.request
+url = "http://127.0.0.1:9090/api/v1/query?" + urllib.parse.urlencode({"query": sys.argv[1]})
+print(urllib.request.urlopen(url, timeout=5).read().decode())' "$1" 2>/dev/null
+}
 e2e_finish() {
     if ((E2E_FAILED)); then
         cluster_dump_logs 2>&1 | tail -80

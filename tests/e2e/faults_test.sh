@@ -18,7 +18,9 @@ cgroup_root=$E2E_CGROUP_ROOT
 node_state() {
     local node=$1
     cluster_run_node "$node" tc class show dev eth0 | grep -E 'class htb 1a4e:' | grep -vE '1a4e:(1|fffe) ' || true
-    cluster_run_node "$node" nft list table inet lanes 2>/dev/null | grep -E 'job_[0-9]+' || true  # elements by cgroup path
+    # Any element is a job's: nft prints it as its cgroup path or, when it
+    # cannot resolve the id (a cgroup removed during its walk), as the id.
+    cluster_run_node "$node" nft list table inet lanes 2>/dev/null | grep -E 'job_[0-9]+|elements = ' || true
     ls "$state_root/$node" 2>/dev/null | grep '^job_' || true
     ls "$cgroup_root/$node" 2>/dev/null | grep '^job_' || true
 }

@@ -46,10 +46,6 @@ prom_file=$mon/textfile/lanes.prom
     done
 ) &
 mon_pids+=($!)
-nsenter --net="$train_ns" -- prometheus-node-exporter --web.listen-address=127.0.0.1:9100 \
-    --collector.disable-defaults --collector.textfile --collector.textfile.directory="$mon/textfile" \
-    >"$mon/node-exporter.log" 2>&1 &
-mon_pids+=($!)
 # The inference service on infer1 and its measured clients on train1 (bounded).
 cluster_run_node infer1 "$PROBE" serve --listen "$infer_ip:7100" --exit-after 150 >"$mon/serve.log" 2>&1 &
 mon_pids+=($!)
@@ -57,28 +53,12 @@ sleep 0.3
 nsenter --net="$train_ns" -- "$PROBE" load --connect "$infer_ip:7100" --rate 200 --duration 120 \
     --connections 2 --metrics 127.0.0.1:9101 --json >"$mon/load.json" 2>"$mon/load.err" &
 mon_pids+=($!)
-cat >"$mon/prometheus.yml" <<YAML
-global:
-  scrape_interval: 1s
-scrape_configs:
-  - job_name: node
+e2e_start_monitoring "$mon" "" '  - job_name: probe
     static_configs:
-      - targets: ["127.0.0.1:9100"]
-  - job_name: probe
-    static_configs:
-      - targets: ["127.0.0.1:9101"]
-YAML
-nsenter --net="$train_ns" -- prometheus --config.file="$mon/prometheus.yml" --storage.tsdb.path="$mon/data" \
-    --web.listen-address=127.0.0.1:9090 --log.level=warn >"$mon/prometheus.log" 2>&1 &
-mon_pids+=($!)
+      - targets: ["127.0.0.1:9101"]'
 PROM=http://127.0.0.1:9090
 
-query() {  # PROMQL -> the API's JSON answer
-    cluster_run_node train1 python3 -c '
-import sys, urllib.parse, urllib.request
-url = "http://127.0.0.1:9090/api/v1/query?" + urllib.parse.urlencode({"query": sys.argv[1]})
-print(urllib.request.urlopen(url, timeout=5).read().decode())' "$1" 2>/dev/null
-}
+query() { e2e_prom_query "$1"; }  # PROMQL -> the API's JSON answer
 value() {  # PROMQL -> the first series' value, or nothing
     query "$1" | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' 2>/dev/null
 }

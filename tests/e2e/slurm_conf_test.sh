@@ -4,7 +4,8 @@
 # reload: without PrologFlags=Alloc (the nodes could not trust the decision),
 # or with account rules in lanes.toml while AccountingStorageEnforce lacks
 # associations (anyone could name any account with -A), slurmctld does not
-# start and says why; a reload that adds account rules is refused. Also the
+# start and says why (a slurmd without PrologFlags=Alloc does not start
+# either); a reload that adds account rules is refused. Also the
 # messages of #11.14/15 on the live cluster: a percentage --lanes-cap, no
 # "0Mbit" hint, no TRES line, one log line per error of a broken reload.
 source "$LANES_SRCDIR/tests/e2e/e2e.sh"
@@ -80,5 +81,22 @@ out=$(cluster_run_as "$user" sbatch --parsable --hold --lanes-class=plain --lane
 e2e_check "--lanes-cap=2Gbit asks for a percentage ($out)" grep -q 'as a percentage' <<<"$out"
 out=$(cluster_run_as "$user" sbatch --parsable --hold --lanes-cap=0 -o /dev/null --wrap true 2>&1)
 e2e_check "--lanes-cap=0 says zero, not 0Mbit ($out)" bash -c 'grep -q "is zero" <<<"$1" && ! grep -q 0Mbit <<<"$1"' _ "$out"
-rm -f "$good" "$out_file"
+
+# 6. A slurmd whose slurm.conf lacks PrologFlags=Alloc (slurmctld's has it):
+#    spank_lanes refuses at slurmd start and slurmd exits, saying why, so no
+#    job is ever launched on that node without the trusted decision. The same
+#    slurmd with the cluster's slurm.conf registers again.
+noalloc=$CLUSTER_CONF_DIR/slurm-noalloc.conf
+sed '/^PrologFlags=/d' "$CLUSTER_CONF" >"$noalloc"
+conf_saved=$CLUSTER_CONF
+cluster__kill_pids 10 "${CLUSTER_SLURMD_PID[train1]}"
+CLUSTER_CONF=$noalloc cluster__start_slurmd train1
+slurmd_gone() { ! cluster__alive "${CLUSTER_SLURMD_PID[train1]}"; }
+e2e_check "slurmd without PrologFlags=Alloc does not keep running" e2e_wait_until 30 slurmd_gone
+e2e_check "slurmd's log says spank_lanes refused and why" \
+    grep -q 'lanes: slurm.conf lacks PrologFlags=Alloc: spank_lanes needs it .*slurmd not started' \
+    "$(cluster_log train1)" "$CLUSTER_LOG_DIR/slurmd-train1.out"
+CLUSTER_CONF=$conf_saved
+e2e_check "with PrologFlags=Alloc the same node registers again" cluster_restart_slurmd train1
+rm -f "$good" "$out_file" "$noalloc"
 e2e_finish

@@ -15,10 +15,14 @@ infer_ip6=${CLUSTER_NODE_IP6[infer1]}
 
 node_tc() { cluster_run_node "$1" tc class show dev eth0; }
 node_nft() { cluster_run_node "$1" nft list table inet lanes 2>/dev/null; }
-leftovers() {  # prints anything of job $2 left on node $1
-    local node=$1 id=$2
+# Job ID's cgroup id on NODE (its dir's inode), taken while the job runs: nft
+# lists an element by id when the dir went away during its walk.
+cg_id() { stat -c %i "$cgroup_root/$1/job_$2" 2>/dev/null || echo none; }
+leftovers() {  # prints anything of job $2 (cgroup id $3, if known) left on node $1
+    local node=$1 id=$2 re="job_$id\\b"
+    [[ -n ${3:-} && $3 != none ]] && re+="|(^|[^0-9])$3([^0-9]|\$)"
     node_tc "$node" | grep -E "class htb 1a4e:" | grep -v -E '1a4e:(1|fffe) ' || true
-    node_nft "$node" | grep -E "job_$id\\b" || true
+    node_nft "$node" | sed -E 's/packets [0-9]+ bytes [0-9]+//' | grep -E "$re" || true
     ls "$state_root/$node/job_$id" 2>/dev/null || true
     ls -d "$cgroup_root/$node/job_$id" 2>/dev/null || true
 }
@@ -120,14 +124,15 @@ iid=$(cluster_sbatch -J infer-svc -w infer1 -p inference -o /dev/null --wrap 'sl
 e2e_check "inference job starts" cluster_wait_job "$iid" RUNNING 30
 for _ in $(seq 50); do e2e_nft_holds infer1 set dscp_34 "$E2E_CGROUP_ROOT/infer1/job_$iid" && break; sleep 0.1; done
 e2e_check "infer1 marks af41" e2e_nft_holds infer1 set dscp_34 "$E2E_CGROUP_ROOT/infer1/job_$iid"
+cgid=$(cg_id train1 "$id") icgid=$(cg_id infer1 "$iid")
 
 # Cancel: everything goes.
 cluster_run_ctl scancel "$id" "$iid"
 cluster_wait_job "$id" CANCELLED 30 >/dev/null
 cluster_wait_job "$iid" CANCELLED 30 >/dev/null
-for _ in $(seq 50); do [[ -z $(leftovers train1 "$id")$(leftovers infer1 "$iid") ]] && break; sleep 0.2; done
-e2e_check "after scancel nothing of the training job is left ($(leftovers train1 "$id"))" test -z "$(leftovers train1 "$id")"
-e2e_check "after scancel nothing of the inference job is left" test -z "$(leftovers infer1 "$iid")"
+for _ in $(seq 50); do [[ -z $(leftovers train1 "$id" "$cgid")$(leftovers infer1 "$iid" "$icgid") ]] && break; sleep 0.2; done
+e2e_check "after scancel nothing of the training job is left ($(leftovers train1 "$id" "$cgid"))" test -z "$(leftovers train1 "$id" "$cgid")"
+e2e_check "after scancel nothing of the inference job is left" test -z "$(leftovers infer1 "$iid" "$icgid")"
 
 # A class without network settings: nothing is shaped, and tasks launch normally.
 pid=$(cluster_sbatch --lanes-class=plain -J plain-job -w train2 -p training -o "$work/plain-%j.out" \
@@ -139,10 +144,12 @@ e2e_check "its step ran on train2" grep -qx train2 "$work/plain-$pid.out"
 tid=$(cluster_sbatch -J train-timeout -t 1 -w train2 -p training -o /dev/null --wrap 'sleep 300')
 e2e_check "time-limited job starts" cluster_wait_job "$tid" RUNNING 30
 # RUNNING can be reported while the node's prolog is still applying the class.
-for _ in $(seq 50); do grep -q "job_$tid" <<<"$(node_nft train2)" && break; sleep 0.1; done
-e2e_check "time-limited job has its class while running" grep -q "job_$tid" <<<"$(node_nft train2)"
+tmarked() { e2e_nft_holds train2 map prio "$E2E_CGROUP_ROOT/train2/job_$tid" ' : 1a4e:'; }
+for _ in $(seq 50); do tmarked && break; sleep 0.1; done
+e2e_check "time-limited job has its class while running" tmarked
+tcgid=$(cg_id train2 "$tid")
 e2e_check "job times out" cluster_wait_job "$tid" TIMEOUT 150
-for _ in $(seq 50); do [[ -z $(leftovers train2 "$tid") ]] && break; sleep 0.2; done
-e2e_check "after time limit nothing is left" test -z "$(leftovers train2 "$tid")"
+for _ in $(seq 50); do [[ -z $(leftovers train2 "$tid" "$tcgid") ]] && break; sleep 0.2; done
+e2e_check "after time limit nothing is left" test -z "$(leftovers train2 "$tid" "$tcgid")"
 
 e2e_finish

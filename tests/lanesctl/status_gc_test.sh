@@ -21,6 +21,7 @@ for cmd in ip nsenter tc nft python3; do
 done
 BUILDDIR=${LANES_BUILDDIR:-.}
 SRCDIR=${LANES_SRCDIR:-.}
+. "$SRCDIR/tests/net/nft_holds.sh"
 LANESCTL=$BUILDDIR/lanesctl/lanesctl
 PLANT=$BUILDDIR/tests/lanesctl/plant_state
 [ -x "$LANESCTL" ] && [ -x "$PLANT" ] || { echo "FAIL: $LANESCTL or $PLANT not built"; exit 1; }
@@ -137,6 +138,8 @@ assert d['dry_run'] is True, d
 " || fail "gc --dry-run content: $json"
 [ "$(ctl status --json | py 'print(len(d["jobs"]))')" = 4 ] || fail "gc --dry-run removed something"
 
+id101=$(cg_id "${CG[101]}")
+nft_holds $NS "table inet lanes" "${CG[101]}" || fail "job 101 not marked before gc"
 # ---- gc: the dead ones go, kernel objects included
 out=$(ctl gc) || fail "gc: $out"
 echo "$out" | grep -q "^removed job 101 (training): shaped in an earlier boot" || fail "gc output: $out"
@@ -145,9 +148,9 @@ echo "$out" | grep -q "^kept job 102 (inference): slurmstepd pid" || fail "gc ou
 echo "$out" | grep -q "^kept job 103 (batch): cgroup .* has processes" || fail "gc output: $out"
 [ "$(ctl status --json | py 'print([j["job_id"] for j in d["jobs"]])')" = "[102, 103, 104]" ] || fail "after gc"
 $NA tc class show dev "$DEV" | grep -q "1a4e:65 " && fail "tc class of job 101 still there"
-$NA nft list table inet lanes | grep -q "job_101" && fail "nft chain of job 101 still there"
+nft_holds $NS "table inet lanes" "${CG[101]}" "$id101" && fail "nft chain of job 101 still there"
 [ -e "$TMP/state/job_101" ] && fail "state file of job 101 still there"
-$NA nft list table inet lanes | grep -q "job_102" || fail "nft chain of job 102 removed"
+nft_holds $NS "table inet lanes" "${CG[102]}" || fail "nft chain of job 102 removed"
 
 # ---- reapply: after `nft flush ruleset` the running jobs' marks come back
 out=$(ctl reapply) || fail "reapply with everything in place: $out"
@@ -162,9 +165,9 @@ echo "$json" | py "
 assert d['reapplied'] is True and d['jobs'] == 3, d
 assert 'missing' in d['missing'] or 'marks' in d['missing'], d
 " || fail "reapply --json: $json"
-$NA nft list table inet lanes | grep -q "job_102" || fail "job 102 not re-marked: $($NA nft list table inet lanes)"
-$NA nft list table inet lanes | grep -q "job_103" || fail "job 103 not re-marked"
-$NA nft list table inet lanes | grep -q "job_104" || fail "job 104 not re-marked"
+nft_holds $NS "table inet lanes" "${CG[102]}" || fail "job 102 not re-marked: $($NA nft list table inet lanes)"
+nft_holds $NS "table inet lanes" "${CG[103]}" || fail "job 103 not re-marked"
+nft_holds $NS "table inet lanes" "${CG[104]}" || fail "job 104 not re-marked"
 out=$(ctl reapply) || fail "second reapply: $out"
 echo "$out" | grep -q "nothing to reapply" || fail "second reapply: $out"
 

@@ -53,6 +53,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
+. "$(dirname "${BASH_SOURCE[0]}")/nft_holds.sh"
+
 tool() { $NA "$TOOL" --state "$STATE" --nic "$DEV" --speed "$SPEED" --cgroup-root "$CGROOT" "$@"; }
 
 fail() { echo "FAIL: $*"; exit 1; }

@@ -32,11 +32,13 @@ new remove 33 || fail "remove 33"
 NEWSTATE=$STATE_ROOT/state2
 old apply 34 --rate 50Mbit --dscp CS1 >/dev/null || fail "apply 34"
 m34=$(old list | awk '$1 == 34 {print $3}')
+id34=$(cg_id "$CGROOT/job_34")
+nft_holds ${P}a "set inet lanes dscp_8" "$CGROOT/job_34" || fail "job 34 not marked"
 $NA "$TOOL" --state "$NEWSTATE" --nic "$DEV" --speed "$SPEED" --cgroup-root "$CGROOT" --major 1a4e remove 34 \
   || fail "remove 34 with another state_dir"
 [ -e "$STATE/job_34" ] && fail "job 34's state left in the old state dir"
 $NA tc class show dev "$DEV" classid 1a4e:$m34 | grep -q . && fail "job 34's class left behind"
-$NA nft list set inet lanes dscp_8 2>/dev/null | grep -q "job_34" && fail "job 34's mark left behind"
+nft_holds ${P}a "set inet lanes dscp_8" "$CGROOT/job_34" "$id34" && fail "job 34's mark left behind"
 [ -d "$CGROOT/job_34" ] && fail "job 34's cgroup left behind"
 tool remove-all || fail "remove-all"
 echo "PASS"

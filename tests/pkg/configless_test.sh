@@ -100,7 +100,7 @@ e2e_check "and not the controller's" test ! -e "$E2E_STATE_ROOT/train1/job_$id"
 e2e_check "train1 shapes the job: HTB class with the class's rate and ceil" \
     bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}train1 tc class show dev eth0 | grep -qE 'rate 40Mbit ceil 60Mbit'"
 e2e_check "train1 marks the job: its cgroup is an element of the nft marks" \
-    bash -c "nsenter --net=/run/netns/${CLUSTER_PREFIX}train1 nft list table inet lanes | grep -q '/job_$id\"'"
+    e2e_nft_holds train1 map prio "$E2E_CGROUP_ROOT/train1/job_$id" ' : 1a4e:'
 cluster_run_ctl scancel "$id"
 e2e_check "job is cancelled" cluster_wait_job "$id" CANCELLED 30
 for _ in $(seq 50); do [[ ! -e $E2E_STATE_ROOT/configless-train1/job_$id ]] && break; sleep 0.2; done

@@ -55,32 +55,9 @@ e2e_check "promtool check metrics finds nothing to lint in the textfile" bash -c
 e2e_check "no temporary files are left in the textfile dir" \
     bash -c "[ \"\$(ls '$mon/textfile')\" = lanes.prom ]"
 
-# node_exporter: the textfile collector only, on train1's loopback.
-nsenter --net="/run/netns/${CLUSTER_PREFIX}train1" -- prometheus-node-exporter \
-    --web.listen-address=127.0.0.1:9100 --collector.disable-defaults --collector.textfile \
-    --collector.textfile.directory="$mon/textfile" >"$mon/node-exporter.log" 2>&1 &
-mon_pids+=($!)
-cat >"$mon/prometheus.yml" <<YAML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files: ["$LANES_SRCDIR/contrib/prometheus/lanes-alerts.yml"]
-scrape_configs:
-  - job_name: node
-    static_configs:
-      - targets: ["127.0.0.1:9100"]
-YAML
-nsenter --net="/run/netns/${CLUSTER_PREFIX}train1" -- prometheus --config.file="$mon/prometheus.yml" \
-    --storage.tsdb.path="$mon/data" --web.listen-address=127.0.0.1:9090 >"$mon/prometheus.log" 2>&1 &
-mon_pids+=($!)
-
-# query PROMQL: the HTTP API's JSON answer (from inside train1's namespace).
-query() {
-    cluster_run_node train1 python3 -c '
-import json, sys, urllib.parse, urllib.request
-url = "http://127.0.0.1:9090/api/v1/query?" + urllib.parse.urlencode({"query": sys.argv[1]})
-print(urllib.request.urlopen(url, timeout=5).read().decode())' "$1" 2>/dev/null
-}
+# node_exporter (the textfile collector only) and prometheus, with Lanes' alert rules.
+e2e_start_monitoring "$mon" "rule_files: [\"$LANES_SRCDIR/contrib/prometheus/lanes-alerts.yml\"]"
+query() { e2e_prom_query "$1"; }
 q="sum by (class, hpc_job, job) (lanes_job_bytes_total{hpc_job=\"$id\"})"
 answer=""
 for _ in $(seq 60); do
