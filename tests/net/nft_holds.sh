@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nft_holds NETNS WHAT DIR [ID]: `nft list WHAT` in NETNS (WHAT e.g. "table inet
 # lanes" or "set inet lanes dscp_8") holds the cgroup DIR. nft prints a
 # cgroupsv2 element as its path, or as the cgroup id (the dir's inode) when it
