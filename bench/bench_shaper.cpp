@@ -93,6 +93,10 @@ public:
         Timer t{"tc: add leaf qdisc"};
         return in_->add_leaf_qdisc(o);
     }
+    Result<void> delete_leaf_qdisc(const DeleteLeafQdisc& o) override {
+        Timer t{"tc: delete leaf qdisc"};
+        return in_->delete_leaf_qdisc(o);
+    }
     Result<void> delete_class(const DeleteClass& o) override {
         Timer t{"tc: delete class"};
         return in_->delete_class(o);

@@ -1108,6 +1108,7 @@ struct Parser {
                 else config.node.gso_burst_us = static_cast<uint32_t>(us);
             }
         }
+        if (auto v = r.integer("parked_classes", 0, 4096)) config.node.parked_classes = static_cast<uint32_t>(*v);
         if (const toml::node* n = r.get("nic")) {
             const toml::array* arr = n->as_array();
             if (!arr || !arr->is_array_of_tables()) {

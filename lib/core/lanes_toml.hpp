@@ -124,6 +124,9 @@ struct NodeConfig {
     // Bound the burst a capped NIC puts on the wire: GSO/TSO packets at most what
     // the lowest ceil of a job on that NIC sends in this time (nullopt = "off").
     std::optional<uint32_t> gso_burst_us = 250;
+    // How many HTB classes of ended jobs a node keeps per root, parked, for the
+    // next jobs to take over (0 = delete every class at job end).
+    uint32_t parked_classes = 16;
     // A task Lanes should classify and cannot: "fail" its launch (default), or
     // "warn" and let it run unclassified.
     bool classify_failure_warns = false;

@@ -20,6 +20,18 @@ namespace lanes {
 namespace {
 
 constexpr const char* kHeader = "lanes-job-state 1";
+constexpr const char* kParkedHeader = "lanes-parked-class 1";
+
+std::vector<std::string_view> split_words(std::string_view v) {
+    std::vector<std::string_view> out;
+    while (!v.empty()) {
+        std::size_t sp = v.find(' ');
+        if (sp != 0) out.push_back(v.substr(0, sp));
+        if (sp == std::string_view::npos) break;
+        v = v.substr(sp + 1);
+    }
+    return out;
+}
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -85,6 +97,12 @@ std::string minor_name(uint16_t minor) {
     return buf;
 }
 
+std::string parked_name(uint16_t minor) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "parked/%04x", minor);
+    return buf;
+}
+
 }  // namespace
 
 std::string format_job_state(const JobState& s) {
@@ -111,6 +129,9 @@ std::string format_job_state(const JobState& s) {
     if (!s.unshaped.empty()) line("unshaped", s.unshaped);
     for (const auto& d : s.devices)
         line("device", d.device + " " + std::to_string(d.rate_bits) + " " + std::to_string(d.ceil_bits));
+    for (const auto& [dev, b] : s.counter_base)
+        line("counter_base", dev + " " + std::to_string(b.bytes) + " " + std::to_string(b.packets) + " " +
+                                 std::to_string(b.drops) + " " + std::to_string(b.overlimits));
     return out;
 }
 
@@ -195,6 +216,12 @@ Result<JobState> parse_job_state(std::string_view text, const std::string& origi
                 d.device = v.substr(0, a);
                 s.devices.push_back(std::move(d));
             }
+        } else if (key == "counter_base") {
+            auto words = split_words(v);
+            CounterBase b;
+            ok = words.size() == 5 && parse_uint(words[1], b.bytes) && parse_uint(words[2], b.packets) &&
+                 parse_uint(words[3], b.drops) && parse_uint(words[4], b.overlimits);
+            if (ok) s.counter_base[std::string(words[0])] = b;
         } else {
             return bad("unknown key \"" + std::string(key) + "\"");
         }
@@ -203,6 +230,49 @@ Result<JobState> parse_job_state(std::string_view text, const std::string& origi
     if (!saw_header) return fail(origin + ": empty");
     if (!saw_job || !saw_minor) return fail(origin + ": job_id or minor missing");
     return s;
+}
+
+std::string format_parked_class(const ParkedClass& p) {
+    std::string out = std::string(kParkedHeader) + "\n";
+    out += "minor=" + std::to_string(p.minor) + "\n";
+    out += "root_major=" + std::to_string(p.root_major) + "\n";
+    for (const auto& d : p.devices) out += "device=" + d + "\n";
+    return out;
+}
+
+Result<ParkedClass> parse_parked_class(std::string_view text, const std::string& origin) {
+    ParkedClass p;
+    bool saw_header = false;
+    int lineno = 0;
+    while (!text.empty()) {
+        std::size_t nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+        ++lineno;
+        auto bad = [&](const std::string& what) { return fail(origin + ":" + std::to_string(lineno) + ": " + what); };
+        if (!saw_header) {
+            if (line != kParkedHeader) return bad("not a Lanes parked class record");
+            saw_header = true;
+            continue;
+        }
+        if (line.empty()) continue;
+        std::size_t eq = line.find('=');
+        if (eq == std::string_view::npos) return bad("expected key=value");
+        std::string_view key = line.substr(0, eq), v = line.substr(eq + 1);
+        bool ok = true;
+        if (key == "minor") ok = parse_uint(v, p.minor) && p.minor >= kFirstJobMinor && p.minor <= kLastJobMinor;
+        else if (key == "root_major") ok = parse_uint(v, p.root_major) && p.root_major != 0 && p.root_major != 0xffff;
+        else if (key == "device") {
+            ok = !v.empty() && v.find(' ') == std::string_view::npos;
+            p.devices.emplace_back(v);
+        } else return bad("unknown key \"" + std::string(key) + "\"");
+        if (!ok) return bad("bad value for " + std::string(key) + ": \"" + std::string(v) + "\"");
+    }
+    if (!saw_header) return fail(origin + ": empty");
+    if (p.minor == 0 || p.root_major == 0 || p.devices.empty())
+        return fail(origin + ": minor, root_major or device missing");
+    std::sort(p.devices.begin(), p.devices.end());
+    return p;
 }
 
 JobStateStore::~JobStateStore() {
@@ -340,6 +410,67 @@ Result<void> JobStateStore::release_minor(uint16_t minor, uint32_t job_id) {
     if (minor_owner(minor) != job_id) return {};
     std::string path = dir_ + "/" + minor_name(minor);
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(path + ": " + errno_text(errno));
+    return {};
+}
+
+}  // namespace lanes
+
+namespace lanes {
+
+Result<void> JobStateStore::save_parked(const ParkedClass& parked) {
+    const std::string dir = dir_ + "/parked";
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return fail(dir + ": " + errno_text(errno));
+    auto r = write_file_atomically(dir_ + "/" + parked_name(parked.minor), format_parked_class(parked), 0600);
+    if (!r) return fail(r.error().message);
+    return {};
+}
+
+std::vector<ParkedClass> JobStateStore::load_parked(std::vector<std::string>* errors) const {
+    std::vector<ParkedClass> out;
+    const std::string dir = dir_ + "/parked";
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return out;
+    while (dirent* e = ::readdir(d)) {
+        std::string_view name = e->d_name;
+        uint16_t minor = 0;
+        if (name.size() != 4 || std::from_chars(name.data(), name.data() + 4, minor, 16).ptr != name.data() + 4)
+            continue;  // "." and tmp files
+        const std::string path = dir + "/" + std::string(name);
+        int open_errno = 0;
+        auto text = read_file(path, &open_errno);
+        Result<ParkedClass> p = text ? parse_parked_class(*text, path) : std::unexpected(text.error());
+        if (p && p->minor != minor) p = fail(path + ": holds minor " + std::to_string(p->minor));
+        if (p) out.push_back(std::move(*p));
+        else if (open_errno != ENOENT && errors) errors->push_back(p.error().message);
+    }
+    ::closedir(d);
+    std::sort(out.begin(), out.end(), [](const ParkedClass& a, const ParkedClass& b) { return a.minor < b.minor; });
+    return out;
+}
+
+Result<void> JobStateStore::erase_parked(uint16_t minor) {
+    const std::string path = dir_ + "/" + parked_name(minor);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(path + ": " + errno_text(errno));
+    return {};
+}
+
+bool JobStateStore::is_parked(uint16_t minor) const {
+    return ::access((dir_ + "/" + parked_name(minor)).c_str(), F_OK) == 0;
+}
+
+uint32_t JobStateStore::shaped_jobs() const {
+    int open_errno = 0;
+    auto text = read_file(dir_ + "/shaped_jobs", &open_errno);
+    uint32_t n = 0;
+    if (!text) return 0;
+    std::string_view v = *text;
+    while (!v.empty() && v.back() == '\n') v.remove_suffix(1);
+    return parse_uint(v, n) ? n : 0;
+}
+
+Result<void> JobStateStore::set_shaped_jobs(uint32_t count) {
+    auto r = write_file_atomically(dir_ + "/shaped_jobs", std::to_string(count) + "\n", 0600);
+    if (!r) return fail(r.error().message);
     return {};
 }
 

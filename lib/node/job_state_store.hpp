@@ -3,6 +3,8 @@
 //   job_<id>        key=value text, one JobState (format_job_state)
 //   minor_<hex>     symlink -> "<job id>": who holds an HTB minor (atomic claim)
 //   lock            flock'ed by every prolog/epilog/gc for its whole duration
+//   parked/<hex>    one ParkedClass per file (dir 0700, files 0600)
+//   shaped_jobs     how many jobs with HTB classes the node has (the pool drains at 0)
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,8 @@ namespace lanes {
 std::string format_job_state(const JobState& state);
 // `origin` names the file in messages.
 Result<JobState> parse_job_state(std::string_view text, const std::string& origin);
+std::string format_parked_class(const ParkedClass& parked);
+Result<ParkedClass> parse_parked_class(std::string_view text, const std::string& origin);
 
 class JobStateStore {
 public:
@@ -53,6 +57,17 @@ public:
     std::optional<uint32_t> minor_owner(uint16_t minor) const;
     Result<void> claim_minor(uint16_t minor, uint32_t job_id);    // fails if held by another
     Result<void> release_minor(uint16_t minor, uint32_t job_id);  // only if held by job_id
+
+    // The parked pool. load_parked: every record, by minor; unreadable ones are
+    // reported in `errors` and skipped.
+    Result<void> save_parked(const ParkedClass& parked);  // tmp + rename
+    std::vector<ParkedClass> load_parked(std::vector<std::string>* errors = nullptr) const;
+    Result<void> erase_parked(uint16_t minor);  // absent = success
+    bool is_parked(uint16_t minor) const;
+
+    // Jobs with HTB classes on this node (0 when the file is missing or bad).
+    uint32_t shaped_jobs() const;
+    Result<void> set_shaped_jobs(uint32_t count);
 
     const std::string& dir() const { return dir_; }
     std::string job_path(uint32_t job_id) const;

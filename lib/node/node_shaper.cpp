@@ -225,6 +225,7 @@ struct NodeShaper::Impl {
             }
             Result<void> operator()(const AddClass& o) { return self.tc->add_class(o); }
             Result<void> operator()(const AddLeafQdisc& o) { return self.tc->add_leaf_qdisc(o); }
+            Result<void> operator()(const DeleteLeafQdisc& o) { return self.tc->delete_leaf_qdisc(o); }
             Result<void> operator()(const DeleteClass& o) { return self.tc->delete_class(o); }
             Result<void> operator()(const DeleteRoot& o) { return self.tc->delete_root(o); }
             Result<void> operator()(const EnsureCgroup& o) {
@@ -362,22 +363,6 @@ struct NodeShaper::Impl {
             if (!place) return std::unexpected(place.error());
         }
 
-        uint16_t minor = 0;
-        bool claimed = false;
-        if (*previous) {
-            minor = (*previous)->minor;
-        } else {
-            auto m = allocate_minor(req.job_id, config.root_handle_major, [&](uint16_t candidate) {
-                auto owner = store.minor_owner(candidate);
-                return owner && *owner != req.job_id && ::access(store.job_path(*owner).c_str(), F_OK) == 0;
-            });
-            if (!m) return std::unexpected(m.error());
-            minor = *m;
-            auto c = store.claim_minor(minor, req.job_id);
-            if (!c) return std::unexpected(c.error());
-            claimed = true;
-        }
-
         // A root of ours under an older root_handle (lanes.toml changed while jobs
         // run on it): new jobs join it until it is idle, then it is replaced.
         NodeConfig effective = config;
@@ -411,6 +396,34 @@ struct NodeShaper::Impl {
             effective.foreign_qdisc = ForeignQdiscAction::Adopt;  // EnsureRoot replaces it
             replaced_idle_root = true;
         }
+        // The class: the job's own on a re-apply, else a parked one on the same
+        // NICs under the same root (a change, not a create: see ParkedClass), else
+        // a new minor.
+        uint16_t minor = 0;
+        bool claimed = false;
+        bool took_parked = false;
+        if (*previous) {
+            minor = (*previous)->minor;
+        } else {
+            auto parked = take_parked(req.job_id, effective.root_handle_major);
+            if (!parked) return std::unexpected(parked.error());
+            if (*parked) {
+                minor = **parked;
+                took_parked = true;
+            } else {
+                auto m = allocate_minor(req.job_id, effective.root_handle_major, [&](uint16_t candidate) {
+                    if (store.is_parked(candidate)) return true;
+                    auto owner = store.minor_owner(candidate);
+                    return owner && *owner != req.job_id && ::access(store.job_path(*owner).c_str(), F_OK) == 0;
+                });
+                if (!m) return std::unexpected(m.error());
+                minor = *m;
+                auto c = store.claim_minor(minor, req.job_id);
+                if (!c) return std::unexpected(c.error());
+            }
+            claimed = true;
+        }
+
         NodeFacts facts{nics, leaf_kind, place->dir, place->parent, place->key, place->owned};
         facts.cgroup_slurm = !place->owned && req.cgroup.empty();
         facts.cgroup_pending = facts.cgroup_slurm && !cgroups->exists(place->dir);
@@ -436,6 +449,7 @@ struct NodeShaper::Impl {
             if (claimed) (void)store.release_minor(minor, req.job_id);
             return std::unexpected(r.error());
         }
+        if (took_parked) (void)store.erase_parked(minor);  // the job's state names it now
         for (const auto& op : plan->operations) {
             say(LogLevel::Debug, job + ": " + describe(op));
             r = execute(op, state);
@@ -458,10 +472,13 @@ struct NodeShaper::Impl {
             }
             return fail(job + ": " + r.error().message);
         }
+        if (took_parked) record_counter_base(state);
         r = store.save(state);
         if (!r) return std::unexpected(r.error());
+        if (!*previous) (void)store.set_shaped_jobs(store.shaped_jobs() + 1);
         say(LogLevel::Info, job + ": class " + req.class_name + " shaped as " +
-                                nft_priority(tc_handle(effective.root_handle_major, minor)) + " on " +
+                                nft_priority(tc_handle(effective.root_handle_major, minor)) +
+                                (took_parked ? " (a parked class)" : "") + " on " +
                                 std::to_string(state.devices.size()) + " NIC(s), cgroup " + state.cgroup +
                                 (facts.cgroup_pending ? " (Slurm's; keyed by the job's first step)" : ""));
         return state;
@@ -522,17 +539,105 @@ struct NodeShaper::Impl {
             return {};
         }
         JobState state = **st;
-        auto plan = plan_remove(state, config.root_handle_major);
-        auto r = execute_all_best_effort(plan.operations, state);
-        if (!r) return fail("JobId=" + std::to_string(job_id) + ": remove: " + r.error().message);
-        r = store.erase(job_id);
+        const bool shaped = !state.devices.empty();
+        const uint32_t shaped_left = shaped ? std::max(store.shaped_jobs(), 1u) - 1 : store.shaped_jobs();
+        const bool parked = shaped_left > 0 && park(state);
+        if (!parked) {
+            auto plan = plan_remove(state, config.root_handle_major);
+            auto r = execute_all_best_effort(plan.operations, state);
+            if (!r) return fail("JobId=" + std::to_string(job_id) + ": remove: " + r.error().message);
+        }
+        auto r = store.erase(job_id);
         if (!r) return r;
         (void)store.release_minor(state.minor, job_id);
+        if (shaped) (void)store.set_shaped_jobs(shaped_left);
+        if (shaped_left == 0) drain_parked();
         if (auto g = gso_account(state, -1); !g)
             say(LogLevel::Error, "JobId=" + std::to_string(job_id) + ": " + g.error().message);
-        say(LogLevel::Info, "JobId=" + std::to_string(job_id) + ": shaping removed");
+        say(LogLevel::Info, "JobId=" + std::to_string(job_id) + ": shaping removed" +
+                                (parked ? " (class " + nft_priority(tc_handle(state.root_major, state.minor)) +
+                                              " parked for the next job)"
+                                        : ""));
         drop_unused_old_root(state);
         return {};
+    }
+
+    // ---- the parked pool (ParkedClass, node.parked_classes) ---------------------
+    // At a job's end its class is parked instead of deleted while other jobs still
+    // run and the pool has room; a new job on the same NICs takes one over. The
+    // pool is deleted when the node's last shaped job ends, and by remove_all().
+
+    // Park `state`'s classes (its nft element is removed first). false = not
+    // parked (pool full, another root, a NIC gone, a kernel error): delete instead.
+    bool park(const JobState& state) {
+        if (config.parked_classes == 0 || state.devices.empty() || state.root_major != config.root_handle_major)
+            return false;
+        if (store.load_parked().size() >= config.parked_classes) return false;
+        ParkedClass p{state.minor, state.root_major, {}};
+        std::map<std::string, int> ifindex;
+        for (const auto& dev : state.devices) {
+            auto idx = tc->ifindex(dev.device);
+            if (!idx) return false;
+            ifindex[dev.device] = *idx;
+            p.devices.push_back(dev.device);
+        }
+        std::sort(p.devices.begin(), p.devices.end());
+        if (!store.save_parked(p)) return false;
+        JobState scratch = state;
+        auto r = execute_all_best_effort(plan_park(state, ifindex).operations, scratch);
+        if (!r) {
+            say(LogLevel::Error, "JobId=" + std::to_string(state.job_id) + ": parking its class failed (" +
+                                     r.error().message + "); deleting it");
+            (void)store.erase_parked(p.minor);
+            return false;
+        }
+        return true;
+    }
+
+    // A parked class on exactly this node's NICs under `major`, claimed for
+    // `job_id`; nullopt when there is none.
+    Result<std::optional<uint16_t>> take_parked(uint32_t job_id, uint16_t major) {
+        if (config.parked_classes == 0) return std::optional<uint16_t>{};
+        std::vector<std::string> want;
+        for (const auto& nic : nics) want.push_back(nic.device);
+        std::sort(want.begin(), want.end());
+        for (const auto& p : store.load_parked()) {
+            if (p.root_major != major || p.devices != want || p.minor == major) continue;
+            if (!store.claim_minor(p.minor, job_id)) {
+                (void)store.erase_parked(p.minor);  // a job holds it: the record is stale
+                continue;
+            }
+            return std::optional<uint16_t>(p.minor);
+        }
+        return std::optional<uint16_t>{};
+    }
+
+    // HTB counts over a class's life: a job that took a parked class over counts
+    // from what it held then.
+    void record_counter_base(JobState& state) {
+        for (const auto& dev : state.devices) {
+            auto idx = tc->ifindex(dev.device);
+            auto c = idx ? tc->class_counters(*idx, tc_handle(state.root_major, state.minor))
+                         : Result<ClassCounters>(std::unexpected(idx.error()));
+            if (!c) {
+                say(LogLevel::Error, "JobId=" + std::to_string(state.job_id) + ": counters of its class on " +
+                                         dev.device + " count from the class's creation: " + c.error().message);
+                continue;
+            }
+            state.counter_base[dev.device] = CounterBase{c->bytes, c->packets, c->drops, c->overlimits};
+        }
+    }
+
+    // Every parked class and its record.
+    void drain_parked() {
+        for (const auto& p : store.load_parked()) {
+            JobState none;
+            for (const auto& dev : p.devices) {
+                auto r = execute(DeleteClass{dev, 0, tc_handle(p.root_major, p.minor)}, none);
+                if (!r) say(LogLevel::Error, r.error().message);
+            }
+            (void)store.erase_parked(p.minor);
+        }
     }
 
     Result<Reapplied> check_locked() {
@@ -923,11 +1028,27 @@ Result<std::map<std::string, ClassCounters>> NodeShaper::counters(uint32_t job_i
     for (const auto& dev : (*st)->devices) {
         auto idx = impl_->tc->ifindex(dev.device);
         if (!idx) return std::unexpected(idx.error());
-        auto c = impl_->tc->class_counters(*idx, tc_handle(impl_->config.root_handle_major, (*st)->minor));
+        const uint16_t major = (*st)->root_major ? (*st)->root_major : impl_->config.root_handle_major;
+        auto c = impl_->tc->class_counters(*idx, tc_handle(major, (*st)->minor));
         if (!c) return std::unexpected(c.error());
+        // A class taken over from the pool: only what this job sent.
+        if (auto base = (*st)->counter_base.find(dev.device); base != (*st)->counter_base.end()) {
+            auto since = [](uint64_t now, uint64_t then) { return now >= then ? now - then : now; };
+            c->bytes = since(c->bytes, base->second.bytes);
+            c->packets = since(c->packets, base->second.packets);
+            c->drops = since(c->drops, base->second.drops);
+            c->overlimits = since(c->overlimits, base->second.overlimits);
+        }
         out[dev.device] = *c;
     }
     return out;
+}
+
+std::vector<ParkedClass> NodeShaper::parked() const {
+    std::vector<std::string> errors;
+    auto all = impl_->store.load_parked(&errors);
+    for (const auto& e : errors) impl_->say(LogLevel::Error, e);
+    return all;
 }
 
 Result<std::vector<uint32_t>> NodeShaper::reconcile(const std::function<bool(const JobState&)>& job_alive) {
@@ -942,6 +1063,13 @@ Result<std::vector<uint32_t>> NodeShaper::reconcile(const std::function<bool(con
         else errors += (errors.empty() ? "" : "; ") + r.error().message;
     }
     impl_->drop_stale_claims();
+    // The count of shaped jobs from the records themselves (a crash may have
+    // left it off); no job left: the pool goes.
+    uint32_t shaped = 0;
+    for (const auto& st : impl_->store.load_all())
+        if (!st.devices.empty()) ++shaped;
+    if (shaped != impl_->store.shaped_jobs()) (void)impl_->store.set_shaped_jobs(shaped);
+    if (shaped == 0) impl_->drain_parked();
     if (!errors.empty()) return fail(errors);
     return removed;
 }
@@ -954,6 +1082,8 @@ Result<void> NodeShaper::remove_all() {
         if (!r) errors += (errors.empty() ? "" : "; ") + r.error().message;
     };
     for (const auto& st : impl_->store.load_all()) note(impl_->remove_locked(st.job_id));
+    impl_->drain_parked();
+    (void)impl_->store.set_shaped_jobs(0);
     impl_->drop_stale_claims();
     impl_->gso_restore_all();
     note(impl_->marker->remove_all());

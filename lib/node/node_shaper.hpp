@@ -13,7 +13,9 @@
 //   slurm_spank_task_init_privileged  NodeShaper::attach_task(config, job, getpid())
 //                                     in the forked task, before exec: no netlink,
 //                                     no nft, reads the job's state file only.
-//   slurm_spank_job_epilog            open() + remove()  (absent job = success)
+//   slurm_spank_job_epilog            open() + remove()  (absent job = success): the
+//                                     job's class is parked for the next job while
+//                                     other jobs run (node.parked_classes), else deleted
 //   slurmd start / lanesctl gc        reconcile(alive)   lanesctl gc --all: remove_all()
 //   lanesctl reapply                  reapply()          (after nft flush ruleset)
 //   every prolog                      apply() notices a missing table and re-marks
@@ -39,7 +41,8 @@
 // attach before exec.
 //
 // State: state_dir (0700) holds job_<id> files (0600, small key=value text), the
-// minor claims (minor_<hex> -> job id symlinks) and the lock file. The state file is
+// minor claims (minor_<hex> -> job id symlinks), the parked pool (parked/<hex>) and
+// the lock file. The state file is
 // written before the kernel objects are made and removed after they are gone, so a
 // crash leaves at worst a state file whose objects are partly missing: remove() and
 // reconcile() clean those, since removing an absent object is success.
@@ -124,7 +127,11 @@ public:
     // All jobs with state files, by job id.
     std::vector<JobState> list() const;
 
-    // Per device of the job's class. Fails if the job is unknown.
+    // The parked pool: classes of ended jobs kept for the next ones (ParkedClass).
+    std::vector<ParkedClass> parked() const;
+
+    // Per device of the job's class, counted from when the job got it (a class
+    // taken over from the pool has a baseline). Fails if the job is unknown.
     Result<std::map<std::string, ClassCounters>> counters(uint32_t job_id);
 
     // Remove every job for which job_alive(state) is false (node_facts.hpp

@@ -96,6 +96,7 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
     st.cgroup_owned = facts.cgroup_owned;
     st.cgroup_slurm = facts.cgroup_slurm;
     if (previous && previous->cgroup == st.cgroup) st.cgroup_id = previous->cgroup_id;
+    if (previous) st.counter_base = previous->counter_base;
 
     if (facts.cgroup_owned) plan.operations.push_back(EnsureCgroup{facts.cgroup_dir});
 
@@ -180,6 +181,26 @@ Plan plan_remove(const JobState& state, uint16_t major) {
     return plan;
 }
 
+Plan plan_park(const JobState& state, const std::map<std::string, int>& ifindex) {
+    Plan plan;
+    plan.state = state;
+    const uint16_t major = state.root_major;
+    const uint32_t classid = tc_handle(major, state.minor);
+    plan.operations.push_back(NftRemoveJob{state.job_id, state.cgroup_id, state.dscp_marked});
+    for (const auto& dev : state.devices) {
+        auto idx = ifindex.find(dev.device);
+        const int index = idx == ifindex.end() ? 0 : idx->second;
+        plan.operations.push_back(AddClass{dev.device, index, classid, tc_handle(major, kParentMinor),
+                                           htb_params(kParkedRateBits, kParkedRateBits, kDefaultClassPrio)});
+        plan.operations.push_back(DeleteLeafQdisc{dev.device, index, classid});
+    }
+    if (state.cgroup_owned) {
+        std::string parent = state.cgroup.substr(0, state.cgroup.find_last_of('/'));
+        plan.operations.push_back(RemoveCgroup{state.cgroup, parent});
+    }
+    return plan;
+}
+
 std::vector<Operation> plan_remove_all(const std::vector<JobState>& jobs, const std::vector<NicFacts>& nics,
                                        uint16_t major) {
     std::vector<Operation> ops;
@@ -210,6 +231,9 @@ std::string describe(const Operation& op) {
         std::string operator()(const AddLeafQdisc& o) const {
             return "tc: " + o.device + ": qdisc " + o.kind + " " + handle_text(o.handle) + " parent " +
                    handle_text(o.parent) + " limit " + std::to_string(o.limit);
+        }
+        std::string operator()(const DeleteLeafQdisc& o) const {
+            return "tc: " + o.device + ": delete the qdisc under class " + handle_text(o.parent);
         }
         std::string operator()(const DeleteClass& o) const {
             return "tc: " + o.device + ": delete class " + handle_text(o.classid);

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -72,6 +73,16 @@ struct JobDevice {
     bool operator==(const JobDevice&) const = default;
 };
 
+// A class's counters when a job took it over from the parked pool (HTB counts
+// over a class's whole life): what the job's own counters are measured from.
+struct CounterBase {
+    uint64_t bytes = 0;
+    uint64_t packets = 0;
+    uint64_t drops = 0;
+    uint64_t overlimits = 0;
+    bool operator==(const CounterBase&) const = default;
+};
+
 // Everything Lanes created for one job; persisted in state_dir/job_<id> (0600).
 struct JobState {
     uint32_t job_id = 0;
@@ -95,7 +106,22 @@ struct JobState {
     // What teardown needs even if lanes.toml changed since the prolog:
     uint16_t root_major = 0;             // HTB root M the job's classes hang from
     std::optional<uint8_t> dscp_marked;  // the DSCP set the job's element is in
+    // Per device, when the job's class was a parked one (absent: a new class).
+    std::map<std::string, CounterBase> counter_base;
     bool operator==(const JobState&) const = default;
+};
+
+// The HTB class of an ended job, kept for the next job (state_dir/parked/):
+// no nft element points at it, its rate and ceil are the parked minimum
+// (kParkedRateBits), its leaf qdisc is empty. Creating or deleting an HTB class
+// makes the kernel walk every class of the qdisc (tc_bind_tclass), changing one
+// does not: a job that takes a parked class over keeps setup and teardown flat
+// however many jobs share the NIC.
+struct ParkedClass {
+    uint16_t minor = 0;
+    uint16_t root_major = 0;
+    std::vector<std::string> devices;  // the class exists on each (sorted)
+    bool operator==(const ParkedClass&) const = default;
 };
 
 // ---- operations ---------------------------------------------------------------
@@ -145,6 +171,11 @@ struct AddLeafQdisc {  // create or replace the qdisc under a job's class
     std::string kind;     // "fq_codel" or "pfifo"
     uint32_t limit = 0;   // packets (pfifo) / fq_codel limit
 };
+struct DeleteLeafQdisc {  // the qdisc under a class; HTB grafts an empty default one
+    std::string device;
+    int ifindex = 0;
+    uint32_t parent = 0;  // the class
+};
 struct DeleteClass {  // absent is fine; deleting it deletes its leaf qdisc
     std::string device;
     int ifindex = 0;
@@ -177,8 +208,8 @@ struct NftRemoveJob {  // one nft transaction; absent is fine
     std::optional<uint8_t> dscp;
 };
 
-using Operation = std::variant<EnsureRoot, AddClass, AddLeafQdisc, DeleteClass, DeleteRoot, EnsureCgroup, RemoveCgroup,
-                               NftEnsureJob, NftRemoveJob>;
+using Operation = std::variant<EnsureRoot, AddClass, AddLeafQdisc, DeleteLeafQdisc, DeleteClass, DeleteRoot,
+                               EnsureCgroup, RemoveCgroup, NftEnsureJob, NftRemoveJob>;
 
 // A human line per operation (logs, lanesctl --dry-run, test failure messages).
 std::string describe(const Operation& op);
@@ -234,6 +265,13 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
 // Uses the state's own root major (`major` only for states written before it was
 // kept).
 Plan plan_remove(const JobState& state, uint16_t major);
+
+// Epilog into the pool: the same as plan_remove(), except that each class is
+// changed to the parked minimum and its leaf qdisc (with whatever the job left
+// queued) deleted, instead of the class being deleted. The job's nft element
+// goes first. `ifindex`: of each of the state's devices.
+Plan plan_park(const JobState& state, const std::map<std::string, int>& ifindex);
+inline constexpr uint64_t kParkedRateBits = 8000;  // HTB's minimum; nothing is sent there
 
 // The marks of a job as its state says (rebuild after a flushed ruleset).
 NftEnsureJob nft_job_of(const JobState& state);

@@ -250,6 +250,20 @@ public:
         return {};
     }
 
+    Result<void> delete_leaf_qdisc(const DeleteLeafQdisc& op) override {
+        int ifindex = op.ifindex;
+        if (ifindex == 0) ifindex = static_cast<int>(if_nametoindex(op.device.c_str()));
+        if (ifindex == 0) return {};
+        auto msg = tc_msg(RTM_DELQDISC, 0, ifindex, 0, op.parent);
+        std::string extack;
+        int err = rt_request(sock_, msg.get(), false, {}, &extack);
+        // Nothing of ours there (HTB's own default pfifo has no handle): nothing to delete.
+        if (err < 0 && err != -ENOENT && err != -ENODEV && err != -EINVAL)
+            return fail("NIC " + op.device + ": delete the qdisc under class " + handle_text(op.parent) + ": " +
+                        describe_error(err, extack));
+        return {};
+    }
+
     Result<void> delete_class(const DeleteClass& op) override {
         int ifindex = op.ifindex;
         if (ifindex == 0) ifindex = static_cast<int>(if_nametoindex(op.device.c_str()));

@@ -60,8 +60,9 @@ public:
     virtual Result<void> ensure_root(const EnsureRoot& op) = 0;
     virtual Result<void> add_class(const AddClass& op) = 0;
     virtual Result<void> add_leaf_qdisc(const AddLeafQdisc& op) = 0;
-    virtual Result<void> delete_class(const DeleteClass& op) = 0;  // absent = success
-    virtual Result<void> delete_root(const DeleteRoot& op) = 0;    // absent/not ours = success
+    virtual Result<void> delete_leaf_qdisc(const DeleteLeafQdisc& op) = 0;  // absent = success
+    virtual Result<void> delete_class(const DeleteClass& op) = 0;           // absent = success
+    virtual Result<void> delete_root(const DeleteRoot& op) = 0;             // absent/not ours = success
     virtual Result<ClassCounters> class_counters(int ifindex, uint32_t classid) = 0;
     // classids of the HTB classes under root major `major` on the device.
     virtual Result<std::vector<uint32_t>> classes(int ifindex, uint16_t major) = 0;

@@ -89,6 +89,12 @@ public:
         k_.leaves[o.ifindex][o.parent] = o.kind;
         return {};
     }
+    Result<void> delete_leaf_qdisc(const DeleteLeafQdisc& o) override {
+        k_.log.push_back(describe(Operation{o}));
+        int idx = o.ifindex ? o.ifindex : k_.ifindex[o.device];
+        k_.leaves[idx].erase(o.parent);
+        return {};
+    }
     Result<void> delete_class(const DeleteClass& o) override {
         k_.log.push_back(describe(Operation{o}));
         int idx = o.ifindex ? o.ifindex : k_.ifindex[o.device];
@@ -557,6 +563,113 @@ TEST_F(NodeShaperTest, ReconcileRemovesDeadJobs) {
     EXPECT_EQ(job_files(), 0);
 }
 
+// ---- the parked pool --------------------------------------------------------------
+
+int count_log(const std::vector<std::string>& log, const std::string& what) {
+    int n = 0;
+    for (const auto& l : log) n += l.find(what) != std::string::npos;
+    return n;
+}
+
+TEST_F(NodeShaperTest, AnEndedJobsClassIsParkedAndTakenOverByTheNextJob) {
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(7, kGbit)));
+    ASSERT_TRUE(s->apply(req(8, 2 * kGbit, 34)));
+    const uint32_t c7 = tc_handle(0x1a4e, 7);
+    k_.log.clear();
+    ASSERT_TRUE(s->remove(7));
+    // Job 8 still runs: 7's class stays, at the parked minimum, with no leaf and
+    // no nft element; nothing was created or deleted (no class walk in the kernel).
+    EXPECT_EQ(count_log(k_.log, "delete class"), 0) << ::testing::PrintToString(k_.log);
+    for (int idx : {2, 3}) {
+        ASSERT_TRUE(k_.classes[idx].count(c7));
+        EXPECT_EQ(k_.classes[idx][c7].rate_bits, kParkedRateBits);
+        EXPECT_EQ(k_.classes[idx][c7].ceil_bits, kParkedRateBits);
+        EXPECT_FALSE(k_.leaves[idx].count(c7));
+    }
+    EXPECT_FALSE(k_.nft_jobs.count(7));
+    EXPECT_FALSE(k_.dirs.count("/sys/fs/cgroup/unified/lanes/job_7"));
+    EXPECT_EQ(job_files(), 2);  // job_8 and its claim
+    ASSERT_EQ(s->parked().size(), 1u);
+    EXPECT_EQ(s->parked()[0], (ParkedClass{7, 0x1a4e, {"eth0", "eth1"}}));
+
+    // The next job takes it over: its own rate, prio and leaf; counters from now.
+    k_.log.clear();
+    auto nine = s->apply(req(9, 3 * kGbit));
+    ASSERT_TRUE(nine) << nine.error().message;
+    EXPECT_EQ(nine->minor, 7);
+    EXPECT_EQ(count_log(k_.log, "delete class"), 0);
+    for (int idx : {2, 3}) {
+        EXPECT_EQ(k_.classes[idx][c7].rate_bits, 3 * kGbit);
+        EXPECT_EQ(k_.leaves[idx][c7], "pfifo");
+    }
+    EXPECT_TRUE(s->parked().empty());
+    EXPECT_EQ(nine->counter_base.at("eth0").bytes, 7000u);  // the fake's constant counters
+    auto c9 = s->counters(9);
+    ASSERT_TRUE(c9);
+    EXPECT_EQ(c9->at("eth0").bytes, 0u);
+    EXPECT_EQ(c9->at("eth1").packets, 0u);
+    EXPECT_EQ(s->counters(8)->at("eth0").bytes, 8000u);  // a class of its own: as the kernel counts
+
+    // The last job's end deletes its class and the pool: nothing of a job is left.
+    ASSERT_TRUE(s->remove(9));
+    ASSERT_EQ(s->parked().size(), 1u);
+    ASSERT_TRUE(s->remove(8));
+    EXPECT_TRUE(s->parked().empty());
+    for (int idx : {2, 3}) EXPECT_EQ(k_.classes[idx].size(), 2u);  // root and default class
+    EXPECT_EQ(job_files(), 0);
+}
+
+TEST_F(NodeShaperTest, ThePoolIsBoundedAndZeroDeletesEveryClass) {
+    config_.parked_classes = 1;
+    auto s = open();
+    for (uint32_t j : {11u, 12u, 13u, 14u}) ASSERT_TRUE(s->apply(req(j, kGbit)));
+    ASSERT_TRUE(s->remove(11));
+    ASSERT_TRUE(s->remove(12));  // the pool is full: deleted
+    ASSERT_EQ(s->parked().size(), 1u);
+    EXPECT_EQ(s->parked()[0].minor, 11);
+    EXPECT_FALSE(k_.classes[2].count(tc_handle(0x1a4e, 12)));
+    EXPECT_EQ(k_.classes[2].size(), 5u);  // root, default, jobs 13 and 14, parked 11
+
+    config_.parked_classes = 0;
+    auto off = open();
+    ASSERT_TRUE(off->remove(13));
+    EXPECT_FALSE(k_.classes[2].count(tc_handle(0x1a4e, 13)));
+    auto fifteen = off->apply(req(15, kGbit));  // the pool is not used at all
+    ASSERT_TRUE(fifteen);
+    EXPECT_EQ(fifteen->minor, 15);
+    EXPECT_TRUE(fifteen->counter_base.empty());
+    ASSERT_TRUE(off->remove_all());
+    EXPECT_TRUE(k_.roots.empty());
+    EXPECT_TRUE(off->parked().empty());
+}
+
+TEST_F(NodeShaperTest, APoolOnOtherNicsIsNotTakenAndReconcileDrainsAnIdleNode) {
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(11, kGbit)));
+    ASSERT_TRUE(s->apply(req(12, kGbit)));
+    ASSERT_TRUE(s->remove(11));
+    ASSERT_EQ(s->parked().size(), 1u);
+    // A node shaping eth0 only (lanes.toml changed): the eth0+eth1 class is not its.
+    config_.nics[0].device = "eth0";
+    auto narrow = open();
+    auto three = narrow->apply(req(13, kGbit));
+    ASSERT_TRUE(three);
+    EXPECT_EQ(three->minor, 13);
+    // A new minor never lands on a parked one: job 65535 maps to minor 11 first.
+    auto far = narrow->apply(req(11 + 0xfffc, kGbit));
+    ASSERT_TRUE(far);
+    EXPECT_NE(far->minor, 11);
+    EXPECT_EQ(narrow->parked().size(), 1u);
+    // Every job dead (slurmd restart): reconcile removes them and the pool.
+    auto removed = narrow->reconcile([](const JobState&) { return false; });
+    ASSERT_TRUE(removed);
+    EXPECT_EQ(removed->size(), 3u);
+    EXPECT_TRUE(narrow->parked().empty());
+    EXPECT_FALSE(k_.classes[3].count(tc_handle(0x1a4e, 11)));
+    EXPECT_EQ(k_.classes[2].size(), 2u);
+}
+
 TEST_F(NodeShaperTest, SlurmCgroupDirIsUsedOnAUnifiedNode) {
     k_.scopes = {"/sys/fs/cgroup/system.slice/slurmstepd.scope"};
     k_.dirs.insert("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7");
@@ -739,6 +852,7 @@ TEST(NodeShaperStateFile, RoundTripAndErrors) {
     s.cgroup_level = 3;
     s.root_major = 0x1b00;
     s.dscp_marked = 46;
+    s.counter_base["eth0"] = CounterBase{123456789012ull, 99, 3, 4};
     auto text = format_job_state(s);
     auto back = parse_job_state(text, "job_4000000000");
     ASSERT_TRUE(back) << back.error().message;
@@ -766,11 +880,37 @@ TEST(NodeShaperStateFile, RoundTripAndErrors) {
         {"lanes-job-state 1\njob_id=7\nminor=7\nrate=150%\n", "bad value for rate"},
         {"lanes-job-state 1\njob_id=7\nminor=7\ndevice=eth0 5\n", "bad value for device"},
         {"lanes-job-state 1\njob_id=7\nminor=7\nnoequals\n", "expected key=value"},
+        {"lanes-job-state 1\njob_id=7\nminor=7\ncounter_base=eth0 1 2 3\n", "bad value for counter_base"},
     };
     for (const auto& b : bad) {
         auto r = parse_job_state(b.text, "f");
         ASSERT_FALSE(r) << b.text;
         EXPECT_NE(r.error().message.find(b.says), std::string::npos) << r.error().message;
+    }
+}
+
+TEST(NodeShaperStateFile, ParkedClassRecordRoundTripsAndBadOnesAreNamed) {
+    ParkedClass p{0x1234, 0x1a4e, {"eth0", "ib0"}};
+    auto back = parse_parked_class(format_parked_class(p), "parked/1234");
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, p);
+    struct Bad {
+        const char* text;
+        const char* says;
+    } bad[] = {
+        {"", "empty"},
+        {"lanes-job-state 1\n", "not a Lanes parked class record"},
+        {"lanes-parked-class 1\nminor=1\nroot_major=6734\ndevice=eth0\n", ":2: bad value for minor"},
+        {"lanes-parked-class 1\nminor=7\nroot_major=65535\ndevice=eth0\n", ":3: bad value for root_major"},
+        {"lanes-parked-class 1\nminor=7\nroot_major=6734\n", "device missing"},
+        {"lanes-parked-class 1\nminor=7\nroot_major=6734\ndevice=eth 0\n", "bad value for device"},
+        {"lanes-parked-class 1\nminor=7\njob_id=9\n", "unknown key \"job_id\""},
+    };
+    for (const auto& b : bad) {
+        auto r = parse_parked_class(b.text, "parked/0007");
+        ASSERT_FALSE(r) << b.text;
+        EXPECT_NE(r.error().message.find(b.says), std::string::npos) << r.error().message;
+        EXPECT_NE(r.error().message.find("parked/0007"), std::string::npos) << r.error().message;
     }
 }
 

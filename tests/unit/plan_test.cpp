@@ -118,6 +118,29 @@ TEST(Plan, OperationOrderCgroupFirstMarksLast) {
     EXPECT_EQ(std::get<RemoveCgroup>(r.operations[3]).parent, "/sys/fs/cgroup/unified/lanes");
 }
 
+TEST(Plan, ParkingChangesTheClassAndEmptiesItsLeafInsteadOfDeleting) {
+    NodeConfig config;
+    auto p = plan_apply(config, facts_for(7, {nic("eth0", 25 * kGbit), nic("eth1", 25 * kGbit)}),
+                        request(7, bits(kGbit), {}, 8), 7, {});
+    ASSERT_TRUE(p);
+    auto r = plan_park(p->state, {{"eth0", 2}, {"eth1", 3}});
+    ASSERT_EQ(r.operations.size(), 6u);
+    EXPECT_TRUE(std::holds_alternative<NftRemoveJob>(r.operations[0]));  // stop marking first
+    EXPECT_TRUE(ops_of<DeleteClass>(r).empty());
+    auto changes = ops_of<AddClass>(r);
+    ASSERT_EQ(changes.size(), 2u);
+    EXPECT_EQ(changes[1].ifindex, 3);
+    EXPECT_EQ(changes[0].classid, tc_handle(0x1a4e, 7));
+    EXPECT_EQ(changes[0].htb.rate_bits, kParkedRateBits);
+    EXPECT_EQ(changes[0].htb.ceil_bits, kParkedRateBits);
+    EXPECT_EQ(changes[0].htb.prio, 7u);
+    auto leaves = ops_of<DeleteLeafQdisc>(r);
+    ASSERT_EQ(leaves.size(), 2u);
+    EXPECT_EQ(leaves[0].parent, tc_handle(0x1a4e, 7));
+    EXPECT_TRUE(std::holds_alternative<RemoveCgroup>(r.operations.back()));
+    for (const auto& op : r.operations) EXPECT_FALSE(describe(op).empty());
+}
+
 TEST(Plan, SlurmJobDirNotYetMadeGetsClassesButNoMarks) {
     // PrologFlags=Contain: the prolog runs before slurmstepd makes job_<id>; the
     // job's first step adds the marks (NodeShaper::classify_step).
