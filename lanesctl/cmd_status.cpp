@@ -49,6 +49,7 @@ int run_status(const Options& options, const Context& context) {
         job.state = std::move(state);
         report.jobs.push_back(std::move(job));
     }
+    report.parked = (*shaper)->parked();
     int rc = kExitOk;
     if (!options.prometheus_file.empty()) {
         // node_exporter never reads half a file.

@@ -29,6 +29,8 @@ std::string rpad(const std::string& s, size_t width) {
 
 json::Value u64(uint64_t v) { return json::Value(static_cast<int64_t>(v)); }
 
+std::string parked_class_name(const ParkedClass& p) { return hex_minor(p.root_major) + ":" + hex_minor(p.minor); }
+
 }  // namespace
 
 namespace {
@@ -63,12 +65,27 @@ std::string format_status_parsable(const StatusReport& report, bool header) {
 
 }  // namespace
 
+// "parked: 1a4e:41 (eth0), 1a4e:42 (eth0)": no job's traffic goes there.
+static std::string parked_line(const StatusReport& report) {
+    if (report.parked.empty()) return {};
+    std::string out = "parked classes (no job; kept for the next jobs, nodes.parked_classes): ";
+    for (size_t i = 0; i < report.parked.size(); ++i) {
+        const auto& p = report.parked[i];
+        out += (i ? ", " : "") + parked_class_name(p) + " (";
+        for (size_t d = 0; d < p.devices.size(); ++d) out += (d ? " " : "") + p.devices[d];
+        out += ")";
+    }
+    return out + "\n";
+}
+
 std::string format_status_human(const StatusReport& report, TableStyle style) {
     if (style.parsable) return format_status_parsable(report, style.header);
     std::string out;
     if (!style.header) {
         // Rows only: nothing at all when no job is shaped (squeue -h prints nothing too).
-        const std::string table = format_status_human(report, {});
+        StatusReport rows = report;
+        rows.parked.clear();
+        const std::string table = format_status_human(rows, {});
         auto first = table.find('\n');
         if (report.jobs.empty() || first == std::string::npos) return out;
         auto second = table.find('\n', first + 1);
@@ -86,7 +103,7 @@ std::string format_status_human(const StatusReport& report, TableStyle style) {
     }
     if (report.jobs.empty()) {
         out += "no jobs shaped\n";
-        return out;
+        return out + parked_line(report);
     }
     out += pad("JOB", 10) + pad("CLASS", 12) + pad("DEVICE", 10) + rpad("RATE", 9) + rpad("CEIL", 9) + "  " +
            pad("DSCP", 5) + rpad("BYTES", 14) + rpad("PACKETS", 11) + rpad("DROPS", 8) + rpad("OVERLIM", 9) +
@@ -109,7 +126,7 @@ std::string format_status_human(const StatusReport& report, TableStyle style) {
                    rpad(std::to_string(c.backlog), 9) + "\n";
         }
     }
-    return out;
+    return out + parked_line(report);
 }
 
 json::Value status_json(const StatusReport& report) {
@@ -147,8 +164,14 @@ json::Value status_json(const StatusReport& report) {
             {"devices", std::move(devices)},
         });
     }
-    return json::Object{
-        {"node", report.node}, {"leaf_qdisc", report.leaf_qdisc}, {"nics", std::move(nics)}, {"jobs", std::move(jobs)}};
+    json::Array parked;
+    for (const auto& p : report.parked) {
+        json::Array devices;
+        for (const auto& d : p.devices) devices.push_back(d);
+        parked.push_back(json::Object{{"class", parked_class_name(p)}, {"devices", std::move(devices)}});
+    }
+    return json::Object{{"node", report.node},       {"leaf_qdisc", report.leaf_qdisc}, {"nics", std::move(nics)},
+                        {"jobs", std::move(jobs)}, {"parked", std::move(parked)}};
 }
 
 std::string prometheus_label(std::string_view value) {
@@ -195,6 +218,11 @@ std::string prometheus_text(const StatusReport& report) {
         "# HELP lanes_jobs_unreadable Jobs whose counters could not be read.\n"
         "# TYPE lanes_jobs_unreadable gauge\n";
     out += "lanes_jobs_unreadable{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(errors) + "\n";
+    out +=
+        "# HELP lanes_parked_classes HTB classes of ended jobs kept for the next jobs (nodes.parked_classes).\n"
+        "# TYPE lanes_parked_classes gauge\n";
+    out += "lanes_parked_classes{node=\"" + prometheus_label(report.node) + "\"} " +
+           std::to_string(report.parked.size()) + "\n";
     for (const auto& m : metrics) {
         out += std::string("# HELP ") + m.name + " " + m.help + "\n# TYPE " + m.name + " " + m.type + "\n";
         for (const auto& job : report.jobs) {

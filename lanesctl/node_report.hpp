@@ -27,6 +27,7 @@ struct StatusReport {
     std::string leaf_qdisc;  // "fq_codel" / "pfifo"
     std::vector<NicFacts> nics;
     std::vector<JobStatus> jobs;  // by job id
+    std::vector<ParkedClass> parked;  // classes of ended jobs kept for the next ones
 };
 
 // How a table is printed: `header` false drops the node line and the column
@@ -41,7 +42,8 @@ std::string format_status_human(const StatusReport& report, TableStyle style = {
 // {"node", "leaf_qdisc", "nics": [{"device","link_speed_bits","lanes_root"}],
 //  "jobs": [{"job_id","class","minor","dscp","dscp_value","cgroup","error",
 //            "devices": [{"device","rate_bits","ceil_bits","bytes","packets","drops",
-//                         "overlimits","backlog_bytes"}]}]}
+//                         "overlimits","backlog_bytes"}]}],
+//  "parked": [{"class": "1a4e:41", "devices": ["eth0"]}]}
 json::Value status_json(const StatusReport& report);
 // node_exporter textfile collector format: HELP/TYPE once per metric, then samples
 // lanes_job_bytes_total{hpc_job="7",class="training",device="eth0"} 123 ...

@@ -147,7 +147,15 @@ echo "$out" | grep -q "^kept job 104 (training): no process on this node, but al
 echo "$out" | grep -q "^kept job 102 (inference): slurmstepd pid" || fail "gc output: $out"
 echo "$out" | grep -q "^kept job 103 (batch): cgroup .* has processes" || fail "gc output: $out"
 [ "$(ctl status --json | py 'print([j["job_id"] for j in d["jobs"]])')" = "[102, 103, 104]" ] || fail "after gc"
-$NA tc class show dev "$DEV" | grep -q "1a4e:65 " && fail "tc class of job 101 still there"
+# Jobs 102-104 still run, so 101's class is parked for the next job (nodes.parked_classes):
+# the parked minimum, no nft element, listed as parked, not as a job.
+$NA tc class show dev "$DEV" classid 1a4e:65 | grep -q "rate 8Kbit ceil 8Kbit" ||
+  fail "tc class of job 101 neither gone nor parked: $($NA tc class show dev "$DEV" classid 1a4e:65)"
+ctl status | grep -q "^parked classes .*: 1a4e:65 ($DEV)$" || fail "status does not list the parked class: $(ctl status)"
+ctl status --json | py "assert d['parked'] == [{'class': '1a4e:65', 'devices': ['$DEV']}], d" ||
+  fail "status --json parked: $(ctl status --json)"
+ctl status --prometheus "$prom" && grep -q '^lanes_parked_classes{node=".*"} 1$' "$prom" ||
+  fail "lanes_parked_classes: $(grep parked "$prom")"
 nft_holds $NS "table inet lanes" "${CG[101]}" "$id101" && fail "nft chain of job 101 still there"
 [ -e "$TMP/state/job_101" ] && fail "state file of job 101 still there"
 nft_holds $NS "table inet lanes" "${CG[102]}" || fail "nft chain of job 102 removed"
@@ -186,6 +194,7 @@ echo "$out" | grep -q "^removed lanes qdiscs on $DEV" || fail "gc --all: $out"
 $NA tc qdisc show dev "$DEV" | grep -q "htb 1a4e:" && fail "root qdisc left after gc --all"
 $NA nft list tables | grep -q "inet lanes" && fail "nft table left after gc --all"
 ls "$TMP/state" | grep -q '^job_' && fail "state files left after gc --all"
+[ -z "$(ls "$TMP/state/parked")" ] || fail "parked records left after gc --all: $(ls "$TMP/state/parked")"
 
 # ---- runtime errors are exit 3
 $NA "$LANESCTL" --config "$TMP/missing.toml" status >/dev/null 2>&1

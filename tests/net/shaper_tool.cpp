@@ -10,6 +10,7 @@
 //   shaper_tool [options] churn N                      (N x apply+remove, leak report)
 // options: --state DIR --nic DEV --speed BITS [--adopt] [--major HEX] [--cgroup-root PATH]
 //          [--unclassified-dscp D|keep] [--unclassified-ceil RATE] [--gso-burst US|off]
+//          [--parked N] (nodes.parked_classes)
 // apply also takes --cgroup REL (the job's dir, relative to the cgroup2 mount)
 #include <dirent.h>
 #include <sys/stat.h>
@@ -104,6 +105,10 @@ int main(int argc, char** argv) {
             if (!v) return usage();
             if (std::string(v) == "off") config.gso_burst_us.reset();
             else config.gso_burst_us = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+        } else if (a == "--parked") {
+            const char* v = next();
+            if (!v) return usage();
+            config.parked_classes = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
         } else if (a == "--unclassified-ceil") {
             const char* v = next();
             if (!v) return usage();
