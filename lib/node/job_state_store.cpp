@@ -458,6 +458,16 @@ bool JobStateStore::is_parked(uint16_t minor) const {
     return ::access((dir_ + "/" + parked_name(minor)).c_str(), F_OK) == 0;
 }
 
+std::size_t JobStateStore::parked_count() const {
+    std::size_t n = 0;
+    DIR* d = ::opendir((dir_ + "/parked").c_str());
+    if (!d) return 0;
+    while (dirent* e = ::readdir(d))
+        if (std::strlen(e->d_name) == 4) ++n;
+    ::closedir(d);
+    return n;
+}
+
 uint32_t JobStateStore::shaped_jobs() const {
     int open_errno = 0;
     auto text = read_file(dir_ + "/shaped_jobs", &open_errno);

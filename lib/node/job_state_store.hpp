@@ -64,6 +64,7 @@ public:
     std::vector<ParkedClass> load_parked(std::vector<std::string>* errors = nullptr) const;
     Result<void> erase_parked(uint16_t minor);  // absent = success
     bool is_parked(uint16_t minor) const;
+    std::size_t parked_count() const;  // records, unparsed (cheap: the pool's bound)
 
     // Jobs with HTB classes on this node (0 when the file is missing or bad).
     uint32_t shaped_jobs() const;

@@ -572,11 +572,11 @@ struct NodeShaper::Impl {
     bool park(const JobState& state) {
         if (config.parked_classes == 0 || state.devices.empty() || state.root_major != config.root_handle_major)
             return false;
-        if (store.load_parked().size() >= config.parked_classes) return false;
+        if (store.parked_count() >= config.parked_classes) return false;
         ParkedClass p{state.minor, state.root_major, {}};
         std::map<std::string, int> ifindex;
         for (const auto& dev : state.devices) {
-            auto idx = tc->ifindex(dev.device);
+            auto idx = ifindex_of(dev.device);
             if (!idx) return false;
             ifindex[dev.device] = *idx;
             p.devices.push_back(dev.device);
@@ -616,7 +616,7 @@ struct NodeShaper::Impl {
     // from what it held then.
     void record_counter_base(JobState& state) {
         for (const auto& dev : state.devices) {
-            auto idx = tc->ifindex(dev.device);
+            auto idx = ifindex_of(dev.device);
             auto c = idx ? tc->class_counters(*idx, tc_handle(state.root_major, state.minor))
                          : Result<ClassCounters>(std::unexpected(idx.error()));
             if (!c) {
@@ -626,6 +626,14 @@ struct NodeShaper::Impl {
             }
             state.counter_base[dev.device] = CounterBase{c->bytes, c->packets, c->drops, c->overlimits};
         }
+    }
+
+    // A selected NIC's index as refreshed by this prolog/epilog's open(), else
+    // the kernel's.
+    Result<int> ifindex_of(const std::string& device) {
+        for (const auto& nic : nics)
+            if (nic.device == device && nic.ifindex > 0) return nic.ifindex;
+        return tc->ifindex(device);
     }
 
     // Every parked class and its record.
