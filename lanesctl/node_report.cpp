@@ -170,8 +170,11 @@ json::Value status_json(const StatusReport& report) {
         for (const auto& d : p.devices) devices.push_back(d);
         parked.push_back(json::Object{{"class", parked_class_name(p)}, {"devices", std::move(devices)}});
     }
-    return json::Object{{"node", report.node},       {"leaf_qdisc", report.leaf_qdisc}, {"nics", std::move(nics)},
-                        {"jobs", std::move(jobs)}, {"parked", std::move(parked)}};
+    return json::Object{{"node", report.node},
+                        {"leaf_qdisc", report.leaf_qdisc},
+                        {"nics", std::move(nics)},
+                        {"jobs", std::move(jobs)},
+                        {"parked", std::move(parked)}};
 }
 
 std::string prometheus_label(std::string_view value) {

@@ -26,7 +26,7 @@ struct StatusReport {
     std::string node;
     std::string leaf_qdisc;  // "fq_codel" / "pfifo"
     std::vector<NicFacts> nics;
-    std::vector<JobStatus> jobs;  // by job id
+    std::vector<JobStatus> jobs;      // by job id
     std::vector<ParkedClass> parked;  // classes of ended jobs kept for the next ones
 };
 

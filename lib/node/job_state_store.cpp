@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 namespace lanes {
 namespace {
@@ -91,6 +92,41 @@ Result<std::string> read_file(const std::string& path, int* open_errno) {
     return text;
 }
 
+enum class PairVerdict { Ok, BadValue, UnknownKey };
+
+// A "<header>\nkey=value\n..." record (empty lines allowed): on_pair for each
+// pair; what is wrong is named with origin:line.
+Result<void> read_record(std::string_view text, const std::string& origin, std::string_view header,
+                         const std::string& not_header,
+                         const std::function<PairVerdict(std::string_view, std::string_view)>& on_pair) {
+    bool saw_header = false;
+    int lineno = 0;
+    while (!text.empty()) {
+        std::size_t nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+        ++lineno;
+        auto bad = [&](const std::string& what) { return fail(origin + ":" + std::to_string(lineno) + ": " + what); };
+        if (!saw_header) {
+            if (line != header) return bad(not_header);
+            saw_header = true;
+            continue;
+        }
+        if (line.empty()) continue;
+        std::size_t eq = line.find('=');
+        if (eq == std::string_view::npos) return bad("expected key=value");
+        std::string_view key = line.substr(0, eq), v = line.substr(eq + 1);
+        switch (on_pair(key, v)) {
+            case PairVerdict::Ok: break;
+            case PairVerdict::UnknownKey: return bad("unknown key \"" + std::string(key) + "\"");
+            case PairVerdict::BadValue:
+                return bad("bad value for " + std::string(key) + ": \"" + std::string(v) + "\"");
+        }
+    }
+    if (!saw_header) return fail(origin + ": empty");
+    return {};
+}
+
 std::string minor_name(uint16_t minor) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "minor_%04x", minor);
@@ -137,23 +173,8 @@ std::string format_job_state(const JobState& s) {
 
 Result<JobState> parse_job_state(std::string_view text, const std::string& origin) {
     JobState s;
-    bool saw_header = false, saw_job = false, saw_minor = false;
-    int lineno = 0;
-    while (!text.empty()) {
-        std::size_t nl = text.find('\n');
-        std::string_view line = text.substr(0, nl);
-        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-        ++lineno;
-        auto bad = [&](const std::string& what) { return fail(origin + ":" + std::to_string(lineno) + ": " + what); };
-        if (!saw_header) {
-            if (line != kHeader) return bad("not a Lanes job state file (expected \"" + std::string(kHeader) + "\")");
-            saw_header = true;
-            continue;
-        }
-        if (line.empty()) continue;
-        std::size_t eq = line.find('=');
-        if (eq == std::string_view::npos) return bad("expected key=value");
-        std::string_view key = line.substr(0, eq), v = line.substr(eq + 1);
+    bool saw_job = false, saw_minor = false;
+    auto on_pair = [&](std::string_view key, std::string_view v) {
         bool ok = true;
         if (key == "job_id") {
             ok = parse_uint(v, s.job_id);
@@ -223,11 +244,13 @@ Result<JobState> parse_job_state(std::string_view text, const std::string& origi
                  parse_uint(words[3], b.drops) && parse_uint(words[4], b.overlimits);
             if (ok) s.counter_base[std::string(words[0])] = b;
         } else {
-            return bad("unknown key \"" + std::string(key) + "\"");
+            return PairVerdict::UnknownKey;
         }
-        if (!ok) return bad("bad value for " + std::string(key) + ": \"" + std::string(v) + "\"");
-    }
-    if (!saw_header) return fail(origin + ": empty");
+        return ok ? PairVerdict::Ok : PairVerdict::BadValue;
+    };
+    auto read = read_record(text, origin, kHeader,
+                            "not a Lanes job state file (expected \"" + std::string(kHeader) + "\")", on_pair);
+    if (!read) return std::unexpected(read.error());
     if (!saw_job || !saw_minor) return fail(origin + ": job_id or minor missing");
     return s;
 }
@@ -242,33 +265,22 @@ std::string format_parked_class(const ParkedClass& p) {
 
 Result<ParkedClass> parse_parked_class(std::string_view text, const std::string& origin) {
     ParkedClass p;
-    bool saw_header = false;
-    int lineno = 0;
-    while (!text.empty()) {
-        std::size_t nl = text.find('\n');
-        std::string_view line = text.substr(0, nl);
-        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-        ++lineno;
-        auto bad = [&](const std::string& what) { return fail(origin + ":" + std::to_string(lineno) + ": " + what); };
-        if (!saw_header) {
-            if (line != kParkedHeader) return bad("not a Lanes parked class record");
-            saw_header = true;
-            continue;
-        }
-        if (line.empty()) continue;
-        std::size_t eq = line.find('=');
-        if (eq == std::string_view::npos) return bad("expected key=value");
-        std::string_view key = line.substr(0, eq), v = line.substr(eq + 1);
+    auto on_pair = [&](std::string_view key, std::string_view v) {
         bool ok = true;
-        if (key == "minor") ok = parse_uint(v, p.minor) && p.minor >= kFirstJobMinor && p.minor <= kLastJobMinor;
-        else if (key == "root_major") ok = parse_uint(v, p.root_major) && p.root_major != 0 && p.root_major != 0xffff;
-        else if (key == "device") {
+        if (key == "minor") {
+            ok = parse_uint(v, p.minor) && p.minor >= kFirstJobMinor && p.minor <= kLastJobMinor;
+        } else if (key == "root_major") {
+            ok = parse_uint(v, p.root_major) && p.root_major != 0 && p.root_major != 0xffff;
+        } else if (key == "device") {
             ok = !v.empty() && v.find(' ') == std::string_view::npos;
             p.devices.emplace_back(v);
-        } else return bad("unknown key \"" + std::string(key) + "\"");
-        if (!ok) return bad("bad value for " + std::string(key) + ": \"" + std::string(v) + "\"");
-    }
-    if (!saw_header) return fail(origin + ": empty");
+        } else {
+            return PairVerdict::UnknownKey;
+        }
+        return ok ? PairVerdict::Ok : PairVerdict::BadValue;
+    };
+    auto read = read_record(text, origin, kParkedHeader, "not a Lanes parked class record", on_pair);
+    if (!read) return std::unexpected(read.error());
     if (p.minor == 0 || p.root_major == 0 || p.devices.empty())
         return fail(origin + ": minor, root_major or device missing");
     std::sort(p.devices.begin(), p.devices.end());

@@ -171,6 +171,11 @@ PY
 )
 e2e_check "each of the 200 jobs was shaped while it ran (not: ${unshaped:-none})" test -z "$unshaped"
 e2e_pass "(figure, not asserted) up to $most jobs shaped at once on one node, as the jobs saw it"
+# Jobs that ended while others ran parked their class; later ones took those over
+# (how many depends on the overlap). Whatever happened, the last job's end
+# takes the pool along: wait_clean sees no class but the root's.
+taken=$(cat "$(cluster_log train1)" "$(cluster_log infer1)" 2>/dev/null | grep -c "(a parked class)")
+e2e_pass "(figure, not asserted) $taken job(s) took over a parked class"
 e2e_check "no Lanes state left after 200 jobs" wait_clean 100
 
 e2e_finish
