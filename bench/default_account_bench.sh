@@ -9,15 +9,10 @@
 #
 #   bash bench/default_account_bench.sh [JOBS=200] [USERS=2000]
 # Needs root and a built tree (LANES_BUILDDIR, default ./build).
-set -uo pipefail
-export TZ=UTC
-src=$(cd "$(dirname "$0")/.." && pwd)
-export LANES_SRCDIR=${LANES_SRCDIR:-$src}
-export LANES_BUILDDIR=${LANES_BUILDDIR:-$src/build}
+# shellcheck source=bench/e2e_bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/e2e_bench.sh"
 jobs=${1:-200}
 users=${2:-2000}
-source "$LANES_SRCDIR/tests/e2e/e2e.sh"
-e2e_require_root
 
 member=$(LANES_CLUSTER_USER=lanesml cluster_test_user) || exit 1
 cluster_hook_accounting() {

@@ -7,14 +7,9 @@
 #
 #   bash bench/job_submit_compare.sh [JOBS=300]
 # Needs root and a built tree (LANES_BUILDDIR, default ./build).
-set -uo pipefail
-export TZ=UTC
-src=$(cd "$(dirname "$0")/.." && pwd)
-export LANES_SRCDIR=${LANES_SRCDIR:-$src}
-export LANES_BUILDDIR=${LANES_BUILDDIR:-$src/build}
+# shellcheck source=bench/e2e_bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/e2e_bench.sh"
 jobs=${1:-300}
-source "$LANES_SRCDIR/tests/e2e/e2e.sh"
-e2e_require_root
 
 # job_submit/lua doing what the e2e policy + lanes.toml do: inference by name to
 # the inference partition, training to training and deferred out of the peak

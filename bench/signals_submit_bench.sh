@@ -8,14 +8,9 @@
 #
 #   bash bench/signals_submit_bench.sh [JOBS=200]
 # Needs root and a built tree (LANES_BUILDDIR, default ./build).
-set -uo pipefail
-export TZ=UTC
-src=$(cd "$(dirname "$0")/.." && pwd)
-export LANES_SRCDIR=${LANES_SRCDIR:-$src}
-export LANES_BUILDDIR=${LANES_BUILDDIR:-$src/build}
+# shellcheck source=bench/e2e_bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/e2e_bench.sh"
 jobs=${1:-200}
-source "$LANES_SRCDIR/tests/e2e/e2e.sh"
-e2e_require_root
 T=$(mktemp -d /tmp/lsigbench.XXXXXX)
 echo 0 >"$T/value"
 
