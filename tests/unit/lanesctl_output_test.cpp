@@ -159,6 +159,8 @@ lanes::ctl::StatusReport status_report() {
     broken.state.devices.push_back(lanes::JobDevice{"eth0", 1'000'000, 1'000'000});
     broken.error = "lanes: eth0: no such device";
     report.jobs.push_back(broken);
+    report.parked.push_back(lanes::ParkedClass{0x41, 0x1a4e, {"eth0"}});
+    report.parked.push_back(lanes::ParkedClass{0x42, 0x1a4e, {"eth0", "eth1"}});
     return report;
 }
 
@@ -171,6 +173,17 @@ TEST(LanesctlStatusOutput, Human) {
                          "     5     1500\n"))
         << text;
     EXPECT_TRUE(contains(text, "9         inf\"erence  error: lanes: eth0: no such device\n")) << text;
+    // Parked classes carry no job: one line after the table.
+    EXPECT_TRUE(contains(text,
+                         "no such device\nparked classes (no job; kept for the next jobs, nodes.parked_classes): "
+                         "1a4e:41 (eth0), 1a4e:42 (eth0 eth1)\n"))
+        << text;
+    lanes::ctl::StatusReport idle;
+    idle.node = "n";
+    idle.parked.push_back(lanes::ParkedClass{7, 0x1a4e, {"eth0"}});
+    EXPECT_EQ(lanes::ctl::format_status_human(idle),
+              "node n: no NICs selected\nno jobs shaped\n"
+              "parked classes (no job; kept for the next jobs, nodes.parked_classes): 1a4e:7 (eth0)\n");
     lanes::ctl::StatusReport empty;
     empty.node = "n";
     EXPECT_EQ(lanes::ctl::format_status_human(empty), "node n: no NICs selected\nno jobs shaped\n");
@@ -183,6 +196,7 @@ TEST(LanesctlStatusOutput, NoheaderAndParsable) {
     EXPECT_FALSE(contains(rows, "node gpu1")) << rows;
     EXPECT_FALSE(contains(rows, "CLASS")) << rows;
     EXPECT_TRUE(contains(rows, "9         inf\"erence  error:")) << rows;
+    EXPECT_FALSE(contains(rows, "parked")) << rows;  // rows are jobs only
     lanes::ctl::StatusReport empty;
     empty.node = "n";
     EXPECT_EQ(lanes::ctl::format_status_human(empty, TableStyle{false, false}), "");
@@ -216,7 +230,8 @@ TEST(LanesctlStatusOutput, Json) {
         R"("overlimits":5,"backlog_bytes":1500}]},)"
         R"({"job_id":9,"class":"inf\"erence","minor":"0","dscp":null,"dscp_value":null,"cgroup":"",)"
         R"("error":"lanes: eth0: no such device","devices":[{"device":"eth0","rate_bits":1000000,)"
-        R"("ceil_bits":1000000,"bytes":null,"packets":null,"drops":null,"overlimits":null,"backlog_bytes":null}]}]})");
+        R"("ceil_bits":1000000,"bytes":null,"packets":null,"drops":null,"overlimits":null,"backlog_bytes":null}]}],)"
+        R"("parked":[{"class":"1a4e:41","devices":["eth0"]},{"class":"1a4e:42","devices":["eth0","eth1"]}]})");
 }
 
 TEST(LanesctlStatusOutput, Prometheus) {
@@ -235,6 +250,7 @@ TEST(LanesctlStatusOutput, Prometheus) {
         text, "lanes_job_ceil_bytes_per_second{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 3125000000\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs{node=\"gpu1\"} 2\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs_unreadable{node=\"gpu1\"} 1\n"));
+    EXPECT_TRUE(contains(text, "# TYPE lanes_parked_classes gauge\nlanes_parked_classes{node=\"gpu1\"} 2\n"));
     // The job without counters has no samples (not zeros that would reset rates).
     EXPECT_FALSE(contains(text, "hpc_job=\"9\""));
     // Every metric family has exactly one HELP and one TYPE, before its samples.

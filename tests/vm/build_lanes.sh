@@ -5,7 +5,7 @@
 #   spank_lanes.so job_submit_lanes.so lanesctl
 #   build_lanes.sh SRCDIR OUTDIR
 # The root is kept in the cache (keyed on this script) and builds go through
-# ccache, so a warm run only recompiles what changed.
+# ccache, so a warm run only recompiles what changed; builds in it take turns.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 src=$(cd "${1:?usage: build_lanes.sh SRCDIR OUTDIR}" && pwd)
@@ -20,6 +20,12 @@ packages+=,libgtest-dev,libgmock-dev,nlohmann-json3-dev,libcurl4-openssl-dev
 # compile steps below: editing those does not rebuild it.
 key=$( (echo "$packages"; cat "$VM_DIR/lib.sh") | sha256sum | cut -c1-16)
 root=$LANES_VM_CACHE/buildroot-$key
+# One build at a time in the shared root: two test runs on one machine (two
+# clones, or CI beside a developer) would otherwise replace each other's
+# sources mid-build. The lock goes with this process.
+mkdir -p "$LANES_VM_CACHE"
+exec 9>"$root.lock"
+flock 9
 if [ ! -f "$root/.lanes-ready" ]; then
   vm_log "building the $VM_SUITE build root $key"
   vm_mmdebstrap "$root" "$packages"
