@@ -74,13 +74,18 @@ wait_for "job 21 tightened" 30 ceil_is 21 200Mbit
 grep -q "JobId=21 (training) on $DEV: ceil 1Gbit -> 200Mbit" "$T/agent.log" || fail "no shift line: $(cat "$T/agent.log")"
 echo "ok: busy: job 21 ceil 200Mbit, job 22 1Gbit"
 
-# A job that starts while busy is tightened; one that ends is not re-created.
+# A job that starts while busy is tightened; one that ends is left alone: jobs
+# 21 and 22 still run, so its class is parked (nodes.parked_classes: the
+# parked minimum, a record in the state dir), and the agent, which changes
+# only the classes of jobs with state files, neither re-creates nor re-raises it.
 tool apply 23 --class training --rate 100Mbit --ceil 1Gbit >/dev/null || fail "apply 23"
 wait_for "job 23 tightened" 20 ceil_is 23 200Mbit
 tool remove 23 || fail "remove 23"
 sleep 2.5
-[ -z "$(ceil_of 23)" ] || fail "the agent re-created job 23's class after its epilog"
-echo "ok: a new job is tightened, an ended one stays gone"
+[ "$(ceil_of 23)" = 8Kbit ] && [ -f "$STATE/parked/0017" ] ||
+  fail "the agent changed job 23's class after its epilog (ceil now '$(ceil_of 23)', parked is 8Kbit): $(ls "$STATE/parked")"
+grep -q "JobId=23 .*200Mbit -> \|JobId=23 .* -> 1Gbit" "$T/agent.log" && fail "the agent shifted job 23 after its epilog: $(grep JobId=23 "$T/agent.log")"
+echo "ok: a new job is tightened, an ended one's parked class is left alone"
 
 echo 0 >"$T/value"
 wait_for "job 21 back to normal" 30 ceil_is 21 1Gbit
