@@ -195,8 +195,12 @@ std::string format_rate(const Rate& rate, RateStyle style) {
     if (!rate.is_relative())
         return style == RateStyle::Bits ? std::to_string(rate.bits_per_second) : format_rate(rate.bits_per_second);
     char buf[32];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, rate.percent, std::chars_format::general, 6);
-    if (ec != std::errc()) return "?%";  // not reached: 32 bytes hold any double at 6 digits
+    // The machine form (job env, state files) is read back: the shortest text
+    // that gives the same double. People get 6 significant digits.
+    auto [end, ec] = style == RateStyle::Bits
+                         ? std::to_chars(buf, buf + sizeof buf, rate.percent)
+                         : std::to_chars(buf, buf + sizeof buf, rate.percent, std::chars_format::general, 6);
+    if (ec != std::errc()) return "?%";  // not reached: 32 bytes hold any double's shortest form
     return std::string(buf, end) + "%";
 }
 

@@ -177,6 +177,14 @@ TEST(Units, FormatRateStyles) {
         ASSERT_TRUE(parsed) << parsed.error().message;
         EXPECT_EQ(*parsed, r);
     }
+    // A percentage with more digits than people read (the fuzzer's
+    // "5.888...8%") still reads back exactly from the machine form.
+    Rate many;
+    many.percent = 5.888888888888889;
+    EXPECT_EQ(lanes::format_rate(many), "5.88889%");
+    auto back = lanes::decode_rate(lanes::encode_rate(many));
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, many);
 }
 
 TEST(Units, ParseDscpAccepts) {
