@@ -604,7 +604,10 @@ struct NodeShaper::Impl {
         for (const auto& p : store.load_parked()) {
             if (p.root_major != major || p.devices != want || p.minor == major) continue;
             if (!store.claim_minor(p.minor, job_id)) {
-                (void)store.erase_parked(p.minor);  // a job holds it: the record is stale
+                // A running job holds it: the record is stale. Any other failure
+                // keeps the record, so the drain still deletes the class.
+                auto owner = store.minor_owner(p.minor);
+                if (owner && ::access(store.job_path(*owner).c_str(), F_OK) == 0) (void)store.erase_parked(p.minor);
                 continue;
             }
             return std::optional<uint16_t>(p.minor);
