@@ -164,7 +164,10 @@ std::string format_job_state(const JobState& s) {
     if (!s.boot_id.empty()) line("boot_id", s.boot_id);
     if (!s.unshaped.empty()) line("unshaped", s.unshaped);
     for (const auto& d : s.devices)
-        line("device", d.device + " " + std::to_string(d.rate_bits) + " " + std::to_string(d.ceil_bits));
+        line("device", d.device + " " + std::to_string(d.rate_bits) + " " + std::to_string(d.ceil_bits) +
+                           (d.ceil_now_bits ? " " + std::to_string(d.ceil_now_bits) : ""));
+    if (!s.ceil_cause.empty()) line("ceil_cause", s.ceil_cause);
+    for (const auto& d : s.pending_devices) line("pending_device", d);
     for (const auto& [dev, b] : s.counter_base)
         line("counter_base", dev + " " + std::to_string(b.bytes) + " " + std::to_string(b.packets) + " " +
                                  std::to_string(b.drops) + " " + std::to_string(b.overlimits));
@@ -229,14 +232,20 @@ Result<JobState> parse_job_state(std::string_view text, const std::string& origi
             s.unshaped = v;
             ok = !v.empty();
         } else if (key == "device") {
+            // "<dev> <rate> <ceil> [<ceil in force>]"
+            auto words = split_words(v);
             JobDevice d;
-            std::size_t a = v.find(' '), b = a == std::string_view::npos ? a : v.find(' ', a + 1);
-            ok = a != std::string_view::npos && b != std::string_view::npos && a > 0 &&
-                 parse_uint(v.substr(a + 1, b - a - 1), d.rate_bits) && parse_uint(v.substr(b + 1), d.ceil_bits);
+            ok = (words.size() == 3 || words.size() == 4) && parse_uint(words[1], d.rate_bits) &&
+                 parse_uint(words[2], d.ceil_bits) && (words.size() == 3 || parse_uint(words[3], d.ceil_now_bits));
             if (ok) {
-                d.device = v.substr(0, a);
+                d.device = words[0];
                 s.devices.push_back(std::move(d));
             }
+        } else if (key == "ceil_cause") {
+            s.ceil_cause = v;
+        } else if (key == "pending_device") {
+            ok = !v.empty() && v.find(' ') == std::string_view::npos;
+            if (ok) s.pending_devices.emplace_back(v);
         } else if (key == "counter_base") {
             auto words = split_words(v);
             CounterBase b;

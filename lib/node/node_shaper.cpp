@@ -48,9 +48,14 @@ struct NodeShaper::Impl {
     // the NICs that work): logged, and shown by lanesctl check --node.
     std::vector<std::string> problems;
 
+    // Selected NICs that are down or of unknown speed now: a job applied now
+    // records them as pending (JobState.pending_devices).
+    std::vector<std::string> unready;
+    bool quiet_problems = false;  // converge() re-selects every run: no log per run
+
     void problem(const std::string& what) {
         problems.push_back(what);
-        say(LogLevel::Error, what);
+        if (!quiet_problems) say(LogLevel::Error, what);
     }
 
     // Shape what matches: a selector that matches no interface, a NIC whose link
@@ -94,6 +99,7 @@ struct NodeShaper::Impl {
                 if (std::any_of(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev; })) continue;
                 if (link_is_down(dev)) {
                     problem("NIC " + dev + ": link is down; not shaped until it is up");
+                    unready.push_back(dev);
                     continue;
                 }
                 NicFacts f;
@@ -109,6 +115,7 @@ struct NodeShaper::Impl {
                             ": link speed unknown (the driver reports none, as virtio "
                             "does); not shaped: set link_speed in its [[nodes.nic]] (" +
                             where + ") or nodes.default_link_speed");
+                    unready.push_back(dev);
                     continue;
                 }
                 nics.push_back(std::move(f));
@@ -123,7 +130,8 @@ struct NodeShaper::Impl {
         return {};
     }
 
-    static bool link_is_down(const std::string& dev) {
+    bool link_is_down(const std::string& dev) {
+        if (auto down = tc->link_down(dev)) return *down;
         std::ifstream in("/sys/class/net/" + dev + "/operstate");
         std::string state;
         return in && std::getline(in, state) && state == "down";
@@ -336,6 +344,12 @@ struct NodeShaper::Impl {
         if (!previous) return std::unexpected(previous.error());
         auto r = refresh_nic_facts();
         if (!r) return fail(job + ": " + r.error().message);
+        // The cheap half of converge(): other jobs are shaped here but a NIC has
+        // no root of ours (a `tc qdisc del`, a recreated NIC): the full converge()
+        // runs once this job is applied.
+        const bool root_lost =
+            store.shaped_jobs() > (*previous ? 1u : 0u) &&
+            std::any_of(nics.begin(), nics.end(), [](const NicFacts& n) { return n.root_handle == 0; });
 
         Result<CgroupPlacement> place;
         if (!req.cgroup.empty()) {
@@ -438,6 +452,7 @@ struct NodeShaper::Impl {
         for (const auto& w : plan->warnings) say(LogLevel::Error, w);
         JobState state = plan->state;
         state.boot_id = current_boot_id();  // a later boot knows this job is gone
+        state.pending_devices = unready;    // converge() shapes them once they are up
         if (!place->owned) {
             auto id = cgroups->dir_id(place->dir);
             if (id) state.cgroup_id = *id;
@@ -481,6 +496,10 @@ struct NodeShaper::Impl {
                                 (took_parked ? " (a parked class)" : "") + " on " +
                                 std::to_string(state.devices.size()) + " NIC(s), cgroup " + state.cgroup +
                                 (facts.cgroup_pending ? " (Slurm's; keyed by the job's first step)" : ""));
+        if (root_lost) {
+            auto rep = converge_locked(false);
+            if (!rep) say(LogLevel::Error, job + ": converge: " + rep.error().message);
+        }
         return state;
     }
 
@@ -651,79 +670,206 @@ struct NodeShaper::Impl {
         }
     }
 
-    Result<Reapplied> check_locked() {
-        Reapplied out;
-        auto jobs = store.load_all();
+    // ---- converge: the one reconciler (converge_plan.hpp) ----------------------
+
+    // This node's NICs chosen again (a NIC that came up, renamed, recreated): the
+    // problems of this selection replace the old ones, without a log line per run.
+    void reselect_nics() {
+        nics.clear();
+        problems.clear();
+        unready.clear();
+        quiet_problems = true;
+        auto r = select_nics();
+        quiet_problems = false;
+        if (!r) problems.push_back(r.error().message);
+    }
+
+    static std::string repair_text(const Repair& r) {
+        return r.object + " " + r.cause + (r.job_id ? " JobId=" + std::to_string(r.job_id) : std::string()) +
+               (r.device.empty() ? std::string() : " on " + r.device) + ": " + r.detail;
+    }
+
+    Result<ConvergeReport> converge_locked(bool dry_run) {
+        ConvergeReport out;
+        reselect_nics();
+        std::vector<std::string> errors;
+        auto jobs = store.load_all(&errors);
         out.jobs = jobs.size();
-        std::vector<NftEnsureJob> marks;
+        for (auto& e : errors) out.problems.push_back(std::move(e));
+        for (const auto& p : problems) out.problems.push_back(p);
+
+        // tc, NIC by NIC.
+        std::vector<NicObserved> observed;
+        for (auto& nic : nics) {
+            auto idx = tc->ifindex(nic.device);
+            if (!idx) {
+                out.problems.push_back(idx.error().message);
+                continue;
+            }
+            nic.ifindex = *idx;
+            auto snap = tc->snapshot(nic.ifindex);
+            if (!snap) return fail("converge: NIC " + nic.device + ": " + snap.error().message);
+            nic.root_kind = snap->root.kind;
+            nic.root_handle = snap->root.handle;
+            nic.has_our_root = snap->root.kind == "htb" && snap->root.handle == tc_handle(config.root_handle_major, 0);
+            nic.has_foreign_root_qdisc = !nic.has_our_root && snap->root.handle != 0;
+            observed.push_back(NicObserved{nic, std::move(*snap)});
+        }
+        for (const auto& n : nics) out.nics.push_back(n.device);
+        ConvergePlan tcplan = plan_converge_tc(config, jobs, observed, leaf_kind);
+        for (auto& p : tcplan.problems) out.problems.push_back(std::move(p));
+
+        // nftables: every keyed job's marks.
+        std::vector<NftEnsureJob> wanted;
         for (const auto& st : jobs) {
+            if (!st.unshaped.empty() || st.cgroup_id == 0) continue;
             JobState s = st;
             if (s.root_major == 0) s.root_major = config.root_handle_major;
-            if (s.cgroup_id) marks.push_back(nft_job_of(s));
+            wanted.push_back(nft_job_of(s));
         }
-        auto c = marker->check(marks);
-        if (!c) return std::unexpected(c.error());
-        auto add = [&](const std::string& what) { out.what += (out.what.empty() ? "" : "; ") + what; };
-        if (!c->base_ok && !jobs.empty()) add("nft table inet lanes missing or incomplete");
-        if (!c->jobs_missing.empty()) add(std::to_string(c->jobs_missing.size()) + " job(s) without their nft marks");
-        for (const auto& st : jobs) {
-            const uint16_t major = st.root_major ? st.root_major : config.root_handle_major;
-            for (const auto& dev : st.devices) {
-                auto idx = tc->ifindex(dev.device);
-                if (!idx) continue;  // the NIC is gone
-                auto cls = tc->class_counters(*idx, tc_handle(major, st.minor));
-                if (!cls) {
-                    add("job " + std::to_string(st.job_id) + ": no HTB class " +
-                        nft_priority(tc_handle(major, st.minor)) + " on " + dev.device);
-                    break;
-                }
+        NftConverge nftplan;
+        if (!wanted.empty()) {
+            auto c = marker->check(wanted);
+            if (!c) return fail("converge: nft: " + c.error().message);
+            nftplan = plan_converge_nft(wanted, *c);
+        }
+
+        // The GSO bound of NICs with capped jobs (a recreated NIC has its own again).
+        std::vector<std::pair<Repair, std::pair<int, GsoSize>>> gso_fixes;
+        if (config.gso_burst_us) {
+            for (const auto& nic : nics) {
+                auto f = load_gso(nic.device);
+                if (!f || f->ceils.empty()) continue;
+                auto now = tc->gso_size(nic.ifindex);
+                if (!now || now->max == f->set) continue;
+                GsoSize want{f->set, f->orig.ipv4_max ? std::min(f->set, f->orig.ipv4_max) : 0};
+                gso_fixes.push_back({Repair{"gso_max_size", "changed", 0, nic.device,
+                                            "gso_max_size " + std::to_string(now->max) + ", desired " +
+                                                std::to_string(f->set) + " (node.gso_burst)"},
+                                     {nic.ifindex, want}});
             }
         }
-        out.needed = !out.what.empty();
+
+        if (dry_run) {
+            for (const auto& step : tcplan.steps) out.repairs.push_back(step.repair);
+            for (const auto& r : nftplan.repairs) out.repairs.push_back(r);
+            for (const auto& g : gso_fixes) out.repairs.push_back(g.first);
+            return out;
+        }
+
+        // Desired state first (a NIC that came up): then the kernel.
+        for (const auto& grown : tcplan.changed_jobs) {
+            auto before =
+                std::find_if(jobs.begin(), jobs.end(), [&](const JobState& j) { return j.job_id == grown.job_id; });
+            JobState added;  // only the new devices, for the GSO count
+            added.job_id = grown.job_id;
+            for (const auto& d : grown.devices)
+                if (before == jobs.end() || std::none_of(before->devices.begin(), before->devices.end(),
+                                                         [&](const JobDevice& o) { return o.device == d.device; }))
+                    added.devices.push_back(d);
+            JobState next = before != jobs.end() ? *before : grown;
+            next.devices = grown.devices;
+            next.pending_devices = grown.pending_devices;
+            if (auto r = store.save(next); !r) {
+                out.problems.push_back(r.error().message);
+                continue;
+            }
+            if (auto g = gso_account(added, +1); !g) out.problems.push_back("node.gso_burst: " + g.error().message);
+        }
+        for (const auto& step : tcplan.steps) {
+            JobState scratch;
+            Result<void> r;
+            for (const auto& op : step.operations) {
+                r = execute(op, scratch);
+                if (!r) break;
+            }
+            if (!r) {
+                out.problems.push_back("cannot repair " + repair_text(step.repair) + ": " + r.error().message);
+                continue;
+            }
+            out.repairs.push_back(step.repair);
+        }
+        if (nftplan.rebuild) {
+            if (auto r = marker->rebuild(nftplan.marks); !r) out.problems.push_back("nft: " + r.error().message);
+            else
+                for (const auto& rep : nftplan.repairs) out.repairs.push_back(rep);
+        } else {
+            for (std::size_t i = 0; i < nftplan.marks.size(); ++i) {
+                bool rebuilt = false;
+                auto r = marker->add_job(nftplan.marks[i], &rebuilt);
+                if (!r) out.problems.push_back("nft: " + r.error().message);
+                else out.repairs.push_back(nftplan.repairs[i]);
+            }
+        }
+        for (const auto& [rep, fix] : gso_fixes) {
+            if (auto r = tc->set_gso_size(fix.first, fix.second); !r) out.problems.push_back(r.error().message);
+            else out.repairs.push_back(rep);
+        }
+        for (const auto& rep : out.repairs)
+            say(rep.cause == "link_up" ? LogLevel::Info : LogLevel::Error, "converge: repaired " + repair_text(rep));
         return out;
     }
 
-    Result<void> reapply_locked() {
-        auto jobs = store.load_all();
-        std::vector<NftEnsureJob> marks;
-        std::string errors;
-        auto r = refresh_nic_facts();
-        if (!r) return r;
-        for (auto& st : jobs) {
-            if (st.root_major == 0) st.root_major = config.root_handle_major;
-            // The job's classes again (each operation replaces what is there).
-            NodeConfig effective = config;
-            effective.root_handle_major = st.root_major;
-            std::vector<NicFacts> facts_nics;
-            for (const auto& dev : st.devices)
-                for (auto nic : nics)
-                    if (nic.device == dev.device) {
-                        nic.has_our_root = nic.root_kind == "htb" && nic.root_handle == tc_handle(st.root_major, 0);
-                        nic.has_foreign_root_qdisc = false;
-                        facts_nics.push_back(nic);
-                    }
-            if (!facts_nics.empty()) {
-                JobNetRequest req{st.job_id, st.class_name, st.net, {}};
-                NodeFacts facts{facts_nics,    leaf_kind, st.cgroup, st.cgroup.substr(0, st.cgroup.find_last_of('/')),
-                                st.cgroup_key, false};
-                auto plan = plan_apply(effective, facts, req, st.minor, std::nullopt);
-                if (plan) {
-                    for (const auto& op : plan->operations) {
-                        if (std::holds_alternative<NftEnsureJob>(op) || std::holds_alternative<EnsureCgroup>(op))
-                            continue;
-                        JobState scratch = st;
-                        auto e = execute(op, scratch);
-                        if (!e) errors += (errors.empty() ? "" : "; ") + e.error().message;
-                    }
-                    (void)refresh_nic_facts();
+    static Reapplied reapplied_of(const ConvergeReport& rep) {
+        Reapplied out;
+        out.jobs = rep.jobs;
+        out.needed = !rep.repairs.empty();
+        for (const auto& r : rep.repairs)
+            out.what += (out.what.empty() ? "" : "; ") + r.object + " " + r.cause +
+                        (r.job_id ? " (JobId=" + std::to_string(r.job_id) + ")" : std::string()) +
+                        (r.device.empty() ? std::string() : " on " + r.device);
+        return out;
+    }
+
+    // ---- ceil shifts (set_ceils) ------------------------------------------------
+    Result<std::vector<CeilSet>> set_ceils_locked(const std::vector<CeilChange>& changes, const std::string& why) {
+        std::string cause = why;
+        for (char& c : cause)
+            if (c == '\n' || c == '\r') c = ' ';
+        std::vector<CeilSet> out;
+        std::map<uint32_t, JobState> touched;
+        for (const auto& ch : changes) {
+            CeilSet done{ch.job_id, ch.device, 0, 0, ""};
+            const std::string job = "JobId=" + std::to_string(ch.job_id);
+            auto it = touched.find(ch.job_id);
+            if (it == touched.end()) {
+                auto st = store.load(ch.job_id);
+                if (!st || !*st || !(*st)->unshaped.empty()) {
+                    done.error = job + ": no shaped job on this node (it ended?)";
+                    out.push_back(done);
+                    continue;
                 }
+                it = touched.emplace(ch.job_id, **st).first;
+                if (it->second.root_major == 0) it->second.root_major = config.root_handle_major;
             }
-            if (st.cgroup_id) marks.push_back(nft_job_of(st));
+            JobState& st = it->second;
+            auto dev = std::find_if(st.devices.begin(), st.devices.end(),
+                                    [&](const JobDevice& d) { return d.device == ch.device; });
+            if (dev == st.devices.end()) {
+                done.error = job + ": no class on NIC " + ch.device;
+                out.push_back(done);
+                continue;
+            }
+            done.from_bits = dev->ceil_in_force();
+            const uint64_t to = std::clamp(ch.ceil_bits, dev->rate_bits, dev->ceil_bits);
+            dev->ceil_now_bits = to == dev->ceil_bits ? 0 : to;
+            done.to_bits = dev->ceil_in_force();
+            const bool shifted = std::any_of(st.devices.begin(), st.devices.end(),
+                                             [](const JobDevice& d) { return d.ceil_now_bits != 0; });
+            st.ceil_cause = shifted ? (cause.empty() ? "shift" : cause) : "";
+            // Desired state first, then the kernel: a crash in between leaves the
+            // next converge() to apply it.
+            if (auto r = store.save(st); !r) {
+                done.error = r.error().message;
+                out.push_back(done);
+                continue;
+            }
+            auto idx = ifindex_of(dev->device);
+            auto r = idx ? tc->add_class(plan_job_class(st, *dev, *idx)) : Result<void>(std::unexpected(idx.error()));
+            if (!r) done.error = job + ": " + r.error().message;
+            out.push_back(done);
         }
-        r = marker->rebuild(marks);
-        if (!r) errors += (errors.empty() ? "" : "; ") + r.error().message;
-        if (!errors.empty()) return fail("reapply: " + errors);
-        return {};
+        return out;
     }
 
     // ---- the GSO/TSO burst bound (node.gso_burst) ------------------------------
@@ -1113,23 +1259,32 @@ Result<void> NodeShaper::remove_all() {
 }
 
 Result<NodeShaper::Reapplied> NodeShaper::check() {
-    auto lock = impl_->store.lock();
-    if (!lock) return std::unexpected(lock.error());
-    return impl_->check_locked();
+    auto rep = converge(true);
+    if (!rep) return std::unexpected(rep.error());
+    return Impl::reapplied_of(*rep);
 }
 
-Result<NodeShaper::Reapplied> NodeShaper::reapply(bool only_if_needed) {
+Result<NodeShaper::Reapplied> NodeShaper::reapply(bool /*only_if_needed: converge never touches what is in place*/) {
+    auto rep = converge(false);
+    if (!rep) return std::unexpected(rep.error());
+    if (!rep->problems.empty()) {
+        std::string all;
+        for (const auto& p : rep->problems) all += (all.empty() ? "" : "; ") + p;
+        if (rep->repairs.empty() && rep->nics.empty()) return fail("reapply: " + all);
+    }
+    return Impl::reapplied_of(*rep);
+}
+
+Result<ConvergeReport> NodeShaper::converge(bool dry_run) {
     auto lock = impl_->store.lock();
     if (!lock) return std::unexpected(lock.error());
-    auto found = impl_->check_locked();
-    if (!found) return found;
-    if (only_if_needed && !found->needed) return found;
-    auto r = impl_->reapply_locked();
-    if (!r) return std::unexpected(r.error());
-    if (found->needed)
-        impl_->say(LogLevel::Error,
-                   "reapplied the shaping of " + std::to_string(found->jobs) + " job(s): " + found->what);
-    return found;
+    return impl_->converge_locked(dry_run);
+}
+
+Result<std::vector<CeilSet>> NodeShaper::set_ceils(const std::vector<CeilChange>& changes, const std::string& cause) {
+    auto lock = impl_->store.lock();
+    if (!lock) return std::unexpected(lock.error());
+    return impl_->set_ceils_locked(changes, cause);
 }
 
 const std::vector<NicFacts>& NodeShaper::nics() const { return impl_->nics; }

@@ -17,10 +17,24 @@
 //                                     job's class is parked for the next job while
 //                                     other jobs run (node.parked_classes), else deleted
 //   slurmd start / lanesctl gc        reconcile(alive)   lanesctl gc --all: remove_all()
-//   lanesctl reapply                  reapply()          (after nft flush ruleset)
-//   every prolog                      apply() notices a missing table and re-marks
-//                                     every job from its state file
+//   lanes-agent (on a netlink event), converge()         (the one reconciler: every
+//     lanesctl reconcile / reapply                       job's desired state against
+//     (lanes-reconcile.timer)                            the kernel, repairs the drift)
+//   lanes-agent (signal windows)      set_ceils()        (a busy_ceil shift: recorded
+//                                                        in the job's desired state)
+//   every prolog / epilog             the cheap part of converge(): a missing nft
+//                                     table or root qdisc of ours found while
+//                                     applying/removing runs the full converge()
 //   lanesctl status                   list() + counters()
+//
+// One desired state, one writer: the job's state file (JobState) is everything
+// the kernel should show for the job: its class on every selected NIC (NICs down
+// at its prolog in pending_devices until they come up), the ceil in force
+// (JobDevice.ceil_now_bits with JobState.ceil_cause while a signal's shift holds),
+// its nft elements (cgroup_id, dscp_marked, root_major:minor) and, from its
+// ceils, the NIC's GSO bound (gso_<dev>). Every writer changes that state and runs
+// the executor below under flock(state_dir/lock); nothing outside lib/node
+// writes tc or nftables.
 //
 // Concurrency: apply/remove/reconcile/remove_all/classify_step hold
 // flock(state_dir/lock) while they change things, so prologs, steps and epilogs
@@ -60,10 +74,39 @@
 #include "core/lanes_toml.hpp"
 #include "core/log.hpp"
 #include "core/result.hpp"
+#include "node/converge_plan.hpp"  // Repair
 #include "node/shaping_plan.hpp"
 #include "node/traffic_control.hpp"  // ClassCounters
 
 namespace lanes {
+
+// ---- the reconciler's API (lanes-agent, lanesctl reconcile, the timer) -----------
+//
+// What converge() did (or, dry run, would do). Repair (converge_plan.hpp) names
+// the object ("root_qdisc", "class", "leaf_qdisc", "nft_table", "nft_element",
+// "gso_max_size", "pending_nic"), the cause ("missing", "changed", "link_up"),
+// the job (0: the node's) and the device.
+struct ConvergeReport {
+    std::vector<Repair> repairs;        // empty: the kernel matched every job's desired state
+    std::size_t jobs = 0;               // jobs with state files
+    std::vector<std::string> problems;  // what could not be repaired (and why), NIC selection problems
+    std::vector<std::string> nics;      // the NICs selected now (re-selected by this call)
+};
+
+// A signal's ceil shift of one running job on one NIC (lanes-agent).
+struct CeilChange {
+    uint32_t job_id = 0;
+    std::string device;
+    uint64_t ceil_bits = 0;  // the ceil to hold; the job's own ceil there = the shift ends
+};
+// What set_ceils() did with one change.
+struct CeilSet {
+    uint32_t job_id = 0;
+    std::string device;
+    uint64_t from_bits = 0;  // the ceil in force before
+    uint64_t to_bits = 0;    // the ceil in force now (clamped to [rate, own ceil])
+    std::string error;       // "" = done; else why not (job gone, NIC not the job's, netlink)
+};
 
 class PacketMarker;
 class CgroupTree;
@@ -143,10 +186,10 @@ public:
 
     // After `nft flush ruleset` (Debian's nftables.conf starts with it; `systemctl
     // reload nftables`) or a `tc qdisc del`, every running job's marks/classes are
-    // gone. check() compares the kernel with the state files (cheap: a few
-    // netlink dumps, no change); reapply() puts back the nft table with every
-    // job's marks (one transaction) and every job's tc classes. With `only_if_needed`
-    // nothing is touched when check() finds everything in place.
+    // gone. check() is converge(dry_run = true) (a few netlink dumps, no change);
+    // reapply() is converge(): it puts back what differs from the desired state,
+    // a shifted ceil included. `only_if_needed` is kept for callers: converge
+    // never touches what is in place.
     struct Reapplied {
         bool needed = false;   // something was missing
         std::size_t jobs = 0;  // jobs with state files
@@ -155,7 +198,24 @@ public:
     Result<Reapplied> check();
     Result<Reapplied> reapply(bool only_if_needed);
 
-    // The NICs selected for this node, as seen at open().
+    // The one reconciler. Under the lock: re-selects this node's NICs (a NIC that
+    // came up, was renamed or recreated is picked up, with its new index), dumps
+    // tc on each (root, classes, qdiscs), checks the nft table and elements and the
+    // GSO bounds, compares all of it with every job's desired state and repairs
+    // exactly what differs (converge_plan.hpp). Idempotent: a second call right
+    // after reports no repair. Never touches objects Lanes does not own. A repair
+    // that fails is reported in `problems`; the call fails only when the kernel
+    // cannot be read or the lock not taken. `dry_run`: report, change nothing.
+    Result<ConvergeReport> converge(bool dry_run = false);
+
+    // A ceil shift (and its end): records the ceil in each job's desired state
+    // (JobDevice.ceil_now_bits, JobState.ceil_cause = `cause`) and applies it (one
+    // RTM_NEWTCLASS per job and NIC, under the job's own root major), under the
+    // lock. A change for a job that ended meanwhile is reported, never applied (an
+    // epilog's removal is never undone). Fails only when the lock cannot be taken.
+    Result<std::vector<CeilSet>> set_ceils(const std::vector<CeilChange>& changes, const std::string& cause);
+
+    // The NICs selected for this node, as seen at open() (or the last converge()).
     const std::vector<NicFacts>& nics() const;
     // What open() skipped and why (selector matching no interface, link down,
     // link speed unknown): shaping goes on with the rest.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/shaping_plan.hpp"
 
+#include "node/converge_plan.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -113,26 +115,24 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
                                     " with Lanes' htb " + handle_text(tc_handle(major, 0)) +
                                     " (node.foreign_qdisc = adopt)");
         }
-        const uint64_t link = nic.link_speed_bits;
-        EnsureRoot root;
-        root.device = nic.device;
-        root.ifindex = nic.ifindex;
-        root.major = major;
-        root.parent = htb_params(link, link, 0);
-        // Traffic in no job's cgroup (ssh, slurmd, a process started outside srun):
-        // its guaranteed rate and its cap, node.unclassified_rate/_ceil.
-        const uint64_t ufloor = std::clamp(config.unclassified_rate.resolve(link), std::min(kMinFloorBits, link), link);
-        const uint64_t uceil = std::clamp(config.unclassified_ceil.resolve(link), ufloor, link);
-        root.fallback = htb_params(ufloor, uceil, kDefaultClassPrio);
+        EnsureRoot root = plan_root(config, nic, major);
         root.root_exists = nic.has_our_root;
         root.replace_foreign = nic.has_foreign_root_qdisc;
         plan.operations.push_back(std::move(root));
 
         JobDevice dev = resolve_rates(request.net, nic);
+        // A shift in force (lanes-agent) outlives a re-apply of the same request.
+        if (previous)
+            for (const auto& old : previous->devices)
+                if (old.device == dev.device && old.ceil_bits == dev.ceil_bits && old.ceil_now_bits &&
+                    old.ceil_now_bits >= dev.rate_bits && old.ceil_now_bits < dev.ceil_bits) {
+                    dev.ceil_now_bits = old.ceil_now_bits;
+                    st.ceil_cause = previous->ceil_cause;
+                }
         const uint32_t classid = tc_handle(major, minor);
         plan.operations.push_back(
             AddClass{nic.device, nic.ifindex, classid, tc_handle(major, kParentMinor),
-                     htb_params(dev.rate_bits, dev.ceil_bits, htb_prio_for_rank(request.net.rank))});
+                     htb_params(dev.rate_bits, dev.ceil_in_force(), htb_prio_for_rank(request.net.rank))});
         plan.operations.push_back(AddLeafQdisc{nic.device, nic.ifindex, classid, tc_handle(minor, 0),
                                                facts.leaf_qdisc_kind, kLeafLimitPackets});
         st.devices.push_back(std::move(dev));
@@ -160,6 +160,31 @@ Result<Plan> plan_apply(const NodeConfig& config, const NodeFacts& facts, const 
     if (!facts.cgroup_pending) plan.operations.push_back(mark);
     plan.unchanged = previous && *previous == st;
     return plan;
+}
+
+EnsureRoot plan_root(const NodeConfig& config, const NicFacts& nic, uint16_t major) {
+    const uint64_t link = nic.link_speed_bits;
+    EnsureRoot root;
+    root.device = nic.device;
+    root.ifindex = nic.ifindex;
+    root.major = major;
+    root.parent = htb_params(link, link, 0);
+    // Traffic in no job's cgroup (ssh, slurmd, a process started outside srun):
+    // its guaranteed rate and its cap, node.unclassified_rate/_ceil.
+    const uint64_t ufloor = std::clamp(config.unclassified_rate.resolve(link), std::min(kMinFloorBits, link), link);
+    const uint64_t uceil = std::clamp(config.unclassified_ceil.resolve(link), ufloor, link);
+    root.fallback = htb_params(ufloor, uceil, kDefaultClassPrio);
+    return root;
+}
+
+AddClass plan_job_class(const JobState& job, const JobDevice& dev, int ifindex) {
+    return AddClass{dev.device, ifindex, tc_handle(job.root_major, job.minor), tc_handle(job.root_major, kParentMinor),
+                    htb_params(dev.rate_bits, dev.ceil_in_force(), htb_prio_for_rank(job.net.rank))};
+}
+
+AddLeafQdisc plan_job_leaf(const JobState& job, const JobDevice& dev, int ifindex, const std::string& leaf_kind) {
+    return AddLeafQdisc{dev.device, ifindex,          tc_handle(job.root_major, job.minor), tc_handle(job.minor, 0),
+                        leaf_kind,  kLeafLimitPackets};
 }
 
 NftEnsureJob nft_job_of(const JobState& state) {

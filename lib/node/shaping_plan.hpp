@@ -69,7 +69,11 @@ struct NicFacts {
 struct JobDevice {
     std::string device;
     uint64_t rate_bits = 0;
-    uint64_t ceil_bits = 0;
+    uint64_t ceil_bits = 0;  // the job's own ceil (its class's)
+    // The ceil in force now when a signal's shift holds (lanes-agent, busy_ceil):
+    // 0 = none, ceil_bits applies. Kept across reapply/converge (JobState.ceil_cause).
+    uint64_t ceil_now_bits = 0;
+    uint64_t ceil_in_force() const { return ceil_now_bits ? ceil_now_bits : ceil_bits; }
     bool operator==(const JobDevice&) const = default;
 };
 
@@ -108,6 +112,13 @@ struct JobState {
     std::optional<uint8_t> dscp_marked;  // the DSCP set the job's element is in
     // Per device, when the job's class was a parked one (absent: a new class).
     std::map<std::string, CounterBase> counter_base;
+    // Why a device's ceil_now_bits differs from its ceil ("window busy-hours:
+    // inference p99 above 80ms"); "" = no shift in force.
+    std::string ceil_cause;
+    // Selected NICs the job could not be shaped on at its prolog (link down,
+    // speed unknown): NodeShaper::converge() gives the job its class there once
+    // the NIC is up (and drops the name from here).
+    std::vector<std::string> pending_devices;
     bool operator==(const JobState&) const = default;
 };
 

@@ -394,10 +394,97 @@ public:
         return {};
     }
 
+    std::optional<bool> link_down(const std::string& device) override {
+        unsigned idx = if_nametoindex(device.c_str());
+        if (idx == 0) return std::nullopt;
+        MsgPtr msg(nlmsg_alloc_simple(RTM_GETLINK, 0));
+        ifinfomsg ifi{};
+        ifi.ifi_family = AF_UNSPEC;
+        ifi.ifi_index = static_cast<int>(idx);
+        nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO);
+        nla_put_u32(msg.get(), IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+        std::optional<bool> down;
+        int err = rt_request(
+            sock_, msg.get(), false,
+            [&](nlmsghdr* h) {
+                if (h->nlmsg_type != RTM_NEWLINK) return;
+                auto* info = static_cast<ifinfomsg*>(nlmsg_data(h));
+                nlattr* tb[kIflaMax + 1];
+                if (nlmsg_parse(h, sizeof(ifinfomsg), tb, kIflaMax, nullptr) != 0) return;
+                const bool admin_down = (info->ifi_flags & IFF_UP) == 0;
+                const bool oper_down = tb[IFLA_OPERSTATE] && nla_get_u8(tb[IFLA_OPERSTATE]) == kIfOperDown;
+                down = admin_down || oper_down;
+            },
+            nullptr);
+        if (err < 0) return std::nullopt;
+        return down;
+    }
+
+    Result<TcSnapshot> snapshot(int ifindex) override {
+        TcSnapshot snap;
+        auto root = root_qdisc(ifindex);
+        if (!root) return std::unexpected(root.error());
+        snap.root = *root;
+        // Qdiscs: the kernel dumps every device's; keep this one's, not the root.
+        auto qmsg = tc_msg(RTM_GETQDISC, 0, ifindex, 0, 0);
+        std::string extack;
+        int err = rt_request(
+            sock_, qmsg.get(), true,
+            [&](nlmsghdr* h) {
+                if (h->nlmsg_type != RTM_NEWQDISC) return;
+                auto* t = static_cast<tcmsg*>(nlmsg_data(h));
+                if (t->tcm_ifindex != ifindex || t->tcm_parent == TC_H_ROOT) return;
+                ObservedQdisc q;
+                q.handle = t->tcm_handle;
+                q.parent = t->tcm_parent;
+                nlattr* tb[TCA_MAX + 1];
+                if (nlmsg_parse(h, sizeof(tcmsg), tb, TCA_MAX, nullptr) == 0 && tb[TCA_KIND])
+                    q.kind = nla_get_string(tb[TCA_KIND]);
+                snap.qdiscs.push_back(std::move(q));
+            },
+            &extack);
+        if (err < 0) return fail("ifindex " + std::to_string(ifindex) + ": qdiscs: " + describe_error(err, extack));
+        // Classes of this device (the kernel filters a class dump by tcm_ifindex).
+        auto cmsg = tc_msg(RTM_GETTCLASS, 0, ifindex, 0, 0);
+        err = rt_request(
+            sock_, cmsg.get(), true,
+            [&](nlmsghdr* h) {
+                if (h->nlmsg_type != RTM_NEWTCLASS) return;
+                auto* t = static_cast<tcmsg*>(nlmsg_data(h));
+                if (t->tcm_ifindex != ifindex) return;
+                ObservedClass c;
+                c.classid = t->tcm_handle;
+                c.parent = t->tcm_parent;
+                nlattr* tb[TCA_MAX + 1];
+                if (nlmsg_parse(h, sizeof(tcmsg), tb, TCA_MAX, nullptr) != 0) return;
+                if (tb[TCA_KIND]) c.kind = nla_get_string(tb[TCA_KIND]);
+                if (c.kind == "htb" && tb[TCA_OPTIONS]) {
+                    nlattr* ob[TCA_HTB_MAX + 1];
+                    if (nla_parse_nested(ob, TCA_HTB_MAX, tb[TCA_OPTIONS], nullptr) == 0) {
+                        if (ob[TCA_HTB_PARMS] && nla_len(ob[TCA_HTB_PARMS]) >= static_cast<int>(sizeof(tc_htb_opt))) {
+                            tc_htb_opt opt{};
+                            nla_memcpy(&opt, ob[TCA_HTB_PARMS], sizeof opt);
+                            c.rate_bits = uint64_t{opt.rate.rate} * 8;
+                            c.ceil_bits = uint64_t{opt.ceil.rate} * 8;
+                            c.prio = opt.prio;
+                            c.quantum = opt.quantum;
+                        }
+                        if (ob[TCA_HTB_RATE64]) c.rate_bits = nla_get_u64(ob[TCA_HTB_RATE64]) * 8;
+                        if (ob[TCA_HTB_CEIL64]) c.ceil_bits = nla_get_u64(ob[TCA_HTB_CEIL64]) * 8;
+                    }
+                }
+                snap.classes.push_back(std::move(c));
+            },
+            &extack);
+        if (err < 0) return fail("ifindex " + std::to_string(ifindex) + ": classes: " + describe_error(err, extack));
+        return snap;
+    }
+
 private:
     // Linux 6.3 added IFLA_GSO_IPV4_MAX_SIZE (63); Debian 12's headers predate it.
     static constexpr int kIflaGsoIpv4MaxSize = 63;
     static constexpr int kIflaMax = 70;
+    static constexpr uint8_t kIfOperDown = 2;  // IF_OPER_DOWN (linux/if.h clashes with net/if.h)
     NetlinkSocket sock_;
 };
 

@@ -42,6 +42,31 @@ struct GsoSize {
     bool operator==(const GsoSize&) const = default;
 };
 
+// What one NIC's tc shows (NodeShaper::converge() compares it with the jobs'
+// desired state): its root, every class (HTB parameters decoded) and every
+// qdisc below the root.
+struct ObservedClass {
+    uint32_t classid = 0;
+    uint32_t parent = 0;
+    std::string kind;  // "htb"
+    uint64_t rate_bits = 0;
+    uint64_t ceil_bits = 0;
+    uint32_t prio = 0;
+    uint32_t quantum = 0;
+    bool operator==(const ObservedClass&) const = default;
+};
+struct ObservedQdisc {
+    uint32_t handle = 0;
+    uint32_t parent = 0;
+    std::string kind;
+    bool operator==(const ObservedQdisc&) const = default;
+};
+struct TcSnapshot {
+    RootQdisc root;
+    std::vector<ObservedClass> classes;
+    std::vector<ObservedQdisc> qdiscs;  // not the root
+};
+
 class TrafficControl {
 public:
     virtual ~TrafficControl() = default;
@@ -69,6 +94,15 @@ public:
     // GSO/TSO packet size of the device (rtnetlink link attributes).
     virtual Result<GsoSize> gso_size(int ifindex) = 0;
     virtual Result<void> set_gso_size(int ifindex, const GsoSize& size) = 0;
+    // Whether the device is down (administratively, or operstate "down"), asked
+    // over netlink in this process's network namespace (sysfs shows the one it
+    // was mounted in). nullopt: unknown (the caller reads sysfs).
+    virtual std::optional<bool> link_down(const std::string& /*device*/) { return std::nullopt; }
+    // Root, classes and qdiscs of the device: two netlink dumps. (Not pure
+    // virtual so that older fakes still build; they cannot converge.)
+    virtual Result<TcSnapshot> snapshot(int ifindex) {
+        return fail("ifindex " + std::to_string(ifindex) + ": this TrafficControl cannot dump classes");
+    }
 };
 
 // The real one. Fails if the netlink socket cannot be opened.

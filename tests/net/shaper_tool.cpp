@@ -8,6 +8,9 @@
 //   shaper_tool [options] counters JOB                 (device bytes packets drops overlimits backlog)
 //   shaper_tool [options] list | remove-all | gc ALIVE_JOB... | check | reapply
 //   shaper_tool [options] churn N                      (N x apply+remove, leak report)
+//   shaper_tool [options] converge [--dry-run]         (one line per repair: object cause job device;
+//                                                       then "repairs N jobs N"; problems on stderr)
+//   shaper_tool [options] set-ceil JOB DEV RATE [CAUSE] (NodeShaper::set_ceils, as lanes-agent)
 // options: --state DIR --nic DEV --speed BITS [--adopt] [--major HEX] [--cgroup-root PATH]
 //          [--unclassified-dscp D|keep] [--unclassified-ceil RATE] [--gso-burst US|off]
 //          [--parked N] (nodes.parked_classes)
@@ -224,6 +227,43 @@ int main(int argc, char** argv) {
             return 1;
         }
         std::printf("%s %zu %s\n", r->needed ? "missing" : "ok", r->jobs, r->what.c_str());
+        return 0;
+    }
+    if (cmd == "converge") {
+        const bool dry = args.size() > 1 && args[1] == "--dry-run";
+        auto r = s.converge(dry);
+        if (!r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        for (const auto& rep : r->repairs)
+            std::printf("%s %s %u %s\n", rep.object.c_str(), rep.cause.c_str(), rep.job_id,
+                        rep.device.empty() ? "-" : rep.device.c_str());
+        for (const auto& p : r->problems) std::fprintf(stderr, "problem: %s\n", p.c_str());
+        std::printf("repairs %zu jobs %zu\n", r->repairs.size(), r->jobs);
+        return 0;
+    }
+    if (cmd == "set-ceil") {
+        if (args.size() < 4) return usage();
+        auto rate = rate_arg(args[3].c_str());
+        if (!rate) {
+            std::fprintf(stderr, "%s\n", rate.error().message.c_str());
+            return 2;
+        }
+        CeilChange change{static_cast<uint32_t>(std::stoul(args[1])), args[2], rate->bits_per_second};
+        auto r = s.set_ceils({change}, args.size() > 4 ? args[4] : "test");
+        if (!r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        for (const auto& d : *r) {
+            if (!d.error.empty()) {
+                std::fprintf(stderr, "%s\n", d.error.c_str());
+                return 1;
+            }
+            std::printf("job %u %s ceil %llu -> %llu\n", d.job_id, d.device.c_str(), (unsigned long long)d.from_bits,
+                        (unsigned long long)d.to_bits);
+        }
         return 0;
     }
     if (cmd == "remove-all") {

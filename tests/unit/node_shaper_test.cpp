@@ -59,7 +59,7 @@ public:
         return k_.route_dev;
     }
     std::optional<uint64_t> link_speed_bits(const std::string& d) override {
-        if (d == "eth0" || d == "eth1") return 25 * kGbit;
+        if (d.starts_with("eth")) return 25 * kGbit;
         return std::nullopt;
     }
     Result<RootQdisc> root_qdisc(int i) override { return k_.roots.count(i) ? k_.roots[i] : RootQdisc{}; }
@@ -127,6 +127,15 @@ public:
         k_.log.push_back("gso " + std::to_string(i) + " " + std::to_string(g.max) + " " + std::to_string(g.ipv4_max));
         k_.gso[i] = g;
         return {};
+    }
+    Result<TcSnapshot> snapshot(int i) override {
+        TcSnapshot snap;
+        snap.root = k_.roots.count(i) ? k_.roots[i] : RootQdisc{};
+        for (const auto& [id, p] : k_.classes[i])
+            snap.classes.push_back(ObservedClass{id, 0, "htb", p.rate_bits, p.ceil_bits, p.prio, p.quantum});
+        for (const auto& [parent, kind] : k_.leaves[i])
+            snap.qdiscs.push_back(ObservedQdisc{tc_handle(parent & 0xffff, 0), parent, kind});
+        return snap;
     }
 
 private:
@@ -954,6 +963,251 @@ TEST(NodeShaperStateFile, StoreSavesLoadsClaimsAndLocks) {
     JobStateStore relative("run/lanes");
     EXPECT_FALSE(relative.prepare());
     std::filesystem::remove_all(tmpl);
+}
+
+// ---- converge: one desired state, the kernel brought back to it ------------------
+
+std::vector<std::string> repairs_of(const ConvergeReport& r) {
+    std::vector<std::string> out;
+    for (const auto& x : r.repairs)
+        out.push_back(x.object + " " + x.cause + " " + std::to_string(x.job_id) + " " + x.device);
+    return out;
+}
+
+TEST_F(NodeShaperTest, ConvergeRepairsEachKindOfDriftAndThenNothing) {
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(7, kGbit, 34)));
+    ASSERT_TRUE(s->apply(req(8, kGbit, 8)));
+    auto clean = s->converge();
+    ASSERT_TRUE(clean) << clean.error().message;
+    EXPECT_TRUE(clean->repairs.empty()) << ::testing::PrintToString(repairs_of(*clean));
+    EXPECT_EQ(clean->jobs, 2u);
+    const uint32_t c7 = tc_handle(0x1a4e, 7), c8 = tc_handle(0x1a4e, 8);
+    auto converge_twice = [&](std::vector<std::string> want) {
+        auto r = s->converge();
+        ASSERT_TRUE(r) << r.error().message;
+        EXPECT_EQ(repairs_of(*r), want);
+        auto again = s->converge();
+        ASSERT_TRUE(again) << again.error().message;
+        EXPECT_TRUE(again->repairs.empty()) << ::testing::PrintToString(repairs_of(*again));
+    };
+    // `tc class change ... ceil` by hand.
+    const HtbParams want7 = k_.classes[2][c7];
+    k_.classes[2][c7].ceil_bits = 25 * kGbit;
+    k_.classes[2][c7].prio = 0;
+    converge_twice({"class changed 7 eth0"});
+    EXPECT_EQ(k_.classes[2][c7], want7);
+    // A leaf qdisc deleted.
+    k_.leaves[2].erase(c8);
+    converge_twice({"leaf_qdisc missing 8 eth0"});
+    EXPECT_EQ(k_.leaves[2][c8], "pfifo");
+    // nft flush ruleset, then one element lost.
+    k_.nft_table = false;
+    k_.nft_jobs.clear();
+    converge_twice({"nft_table missing 0 "});
+    EXPECT_EQ(k_.nft_jobs.size(), 2u);
+    EXPECT_EQ(k_.nft_jobs[7].dscp, std::optional<uint8_t>(34));
+    k_.nft_jobs.erase(8);
+    converge_twice({"nft_element missing 8 "});
+    // `tc qdisc del dev eth1 root`: the root, then both jobs' classes.
+    k_.roots.erase(3);
+    k_.classes.erase(3);
+    k_.leaves.erase(3);
+    converge_twice({"root_qdisc missing 0 eth1", "class missing 7 eth1", "class missing 8 eth1"});
+    EXPECT_EQ(k_.classes[3].size(), 4u);  // :1, :fffe and two jobs
+    EXPECT_EQ(k_.leaves[3].size(), 2u);
+    // The default class changed by hand.
+    k_.classes[2][tc_handle(0x1a4e, kDefaultMinor)].ceil_bits = 1 * kGbit;
+    converge_twice({"root_qdisc changed 0 eth0"});
+}
+
+TEST_F(NodeShaperTest, ConvergeDryRunChangesNothing) {
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(7, kGbit)));
+    k_.nft_table = false;
+    k_.nft_jobs.clear();
+    k_.log.clear();
+    auto r = s->converge(true);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(repairs_of(*r), std::vector<std::string>{"nft_table missing 0 "});
+    EXPECT_TRUE(k_.log.empty()) << ::testing::PrintToString(k_.log);
+    auto check = s->check();
+    ASSERT_TRUE(check);
+    EXPECT_TRUE(check->needed);
+    EXPECT_FALSE(k_.nft_table);
+}
+
+TEST_F(NodeShaperTest, ConvergeLeavesAForeignRootAloneAndSaysSo) {
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(7, kGbit)));
+    k_.roots[2] = RootQdisc{"fq", 0x80010000};  // someone else's, replacing ours
+    k_.classes.erase(2);
+    k_.leaves.erase(2);
+    k_.log.clear();
+    auto r = s->converge();
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->repairs.empty()) << ::testing::PrintToString(repairs_of(*r));
+    EXPECT_EQ(k_.roots[2].kind, "fq");
+    ASSERT_FALSE(r->problems.empty());
+    EXPECT_NE(r->problems[0].find("eth0"), std::string::npos) << r->problems[0];
+    config_.foreign_qdisc = ForeignQdiscAction::Adopt;
+    auto adopt = open();
+    auto a = adopt->converge();
+    ASSERT_TRUE(a);
+    EXPECT_EQ(repairs_of(*a), (std::vector<std::string>{"root_qdisc changed 0 eth0", "class missing 7 eth0"}));
+    EXPECT_EQ(k_.roots[2].handle, tc_handle(0x1a4e, 0));
+}
+
+TEST_F(NodeShaperTest, ANicAbsentAtPrologIsShapedOnceItIsThere) {
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(7, kGbit)));
+    k_.ifindex["eth2"] = 5;  // hot-plugged, or renamed/recreated, after the prolog
+    auto r = s->converge();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(repairs_of(*r), (std::vector<std::string>{"root_qdisc missing 0 eth2", "pending_nic link_up 7 eth2"}));
+    EXPECT_EQ(k_.classes[5][tc_handle(0x1a4e, 7)].rate_bits, kGbit);
+    auto st = s->list();
+    ASSERT_EQ(st.size(), 1u);
+    ASSERT_EQ(st[0].devices.size(), 3u);
+    EXPECT_EQ(st[0].devices[2].device, "eth2");
+    auto again = s->converge();
+    ASSERT_TRUE(again);
+    EXPECT_TRUE(again->repairs.empty()) << ::testing::PrintToString(repairs_of(*again));
+    // The epilog removes the class there too.
+    ASSERT_TRUE(s->remove(7));
+    EXPECT_FALSE(k_.classes[5].count(tc_handle(0x1a4e, 7)));
+}
+
+TEST_F(NodeShaperTest, AShiftedCeilIsDesiredStateAndSurvivesReapply) {
+    auto s = open();
+    auto r7 = req(7, 100'000'000);
+    r7.net.ceil = Rate{10 * kGbit, 0};
+    ASSERT_TRUE(s->apply(r7));
+    const uint32_t c7 = tc_handle(0x1a4e, 7);
+    auto set = s->set_ceils({CeilChange{7, "eth0", 2 * kGbit}, CeilChange{7, "eth1", 1}, CeilChange{9, "eth0", kGbit}},
+                            "window busy: demand 50 > 10");
+    ASSERT_TRUE(set) << set.error().message;
+    ASSERT_EQ(set->size(), 3u);
+    EXPECT_EQ((*set)[0].from_bits, 10 * kGbit);
+    EXPECT_EQ((*set)[0].to_bits, 2 * kGbit);
+    EXPECT_EQ((*set)[1].to_bits, 100'000'000u);  // never below the job's rate
+    EXPECT_NE((*set)[2].error, "");              // no such job: nothing applied
+    EXPECT_EQ(k_.classes[2][c7].ceil_bits, 2 * kGbit);
+    auto st = s->list();
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0].devices[0].ceil_now_bits, 2 * kGbit);
+    EXPECT_EQ(st[0].devices[0].ceil_bits, 10 * kGbit);
+    EXPECT_EQ(st[0].ceil_cause, "window busy: demand 50 > 10");
+    // A firewall reload's reapply, a `tc qdisc del`: the busy ceil stays.
+    k_.roots.erase(2);
+    k_.classes.erase(2);
+    k_.leaves.erase(2);
+    auto re = s->reapply(true);
+    ASSERT_TRUE(re) << re.error().message;
+    EXPECT_TRUE(re->needed);
+    EXPECT_EQ(k_.classes[2][c7].ceil_bits, 2 * kGbit);
+    // The same request again (a second prolog run) keeps it as well.
+    ASSERT_TRUE(s->apply(r7));
+    EXPECT_EQ(k_.classes[2][c7].ceil_bits, 2 * kGbit);
+    // The shift ends: back to the job's own ceil, the cause cleared.
+    set = s->set_ceils({CeilChange{7, "eth0", 10 * kGbit}, CeilChange{7, "eth1", 10 * kGbit}}, "window idle");
+    ASSERT_TRUE(set);
+    EXPECT_EQ(k_.classes[2][c7].ceil_bits, 10 * kGbit);
+    st = s->list();
+    EXPECT_EQ(st[0].devices[0].ceil_now_bits, 0u);
+    EXPECT_EQ(st[0].ceil_cause, "");
+    auto after = s->converge();
+    ASSERT_TRUE(after);
+    EXPECT_TRUE(after->repairs.empty()) << ::testing::PrintToString(repairs_of(*after));
+}
+
+TEST_F(NodeShaperTest, ShiftsAndRepairsUseTheJobsOwnRoot) {
+    auto old_root = open();
+    ASSERT_TRUE(old_root->apply(req(7, kGbit)));
+    config_.root_handle_major = 0x1b00;  // lanes.toml changed while job 7 runs
+    auto s = open();
+    auto set = s->set_ceils({CeilChange{7, "eth0", 2 * kGbit}}, "busy");
+    ASSERT_TRUE(set);
+    EXPECT_EQ((*set)[0].error, "");
+    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 2 * kGbit);
+    EXPECT_FALSE(k_.classes[2].count(tc_handle(0x1b00, 7)));
+    k_.classes[2].erase(tc_handle(0x1a4e, 7));
+    auto r = s->converge();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(repairs_of(*r), std::vector<std::string>{"class missing 7 eth0"});
+    EXPECT_EQ(k_.roots[2].handle, tc_handle(0x1a4e, 0));  // the running jobs' root kept
+    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 2 * kGbit);
+}
+
+TEST(ConvergePlan, NftMissingTableRebuildsEveryJobElseOnlyTheMissing) {
+    std::vector<NftEnsureJob> wanted{NftEnsureJob{7, "lanes/job_7", tc_handle(0x1a4e, 7), 34, 70, 2},
+                                     NftEnsureJob{8, "lanes/job_8", tc_handle(0x1a4e, 8), {}, 80, 2}};
+    auto gone = plan_converge_nft(wanted, MarkerCheck{false, {7, 8}});
+    EXPECT_TRUE(gone.rebuild);
+    EXPECT_EQ(gone.marks, wanted);
+    ASSERT_EQ(gone.repairs.size(), 1u);
+    EXPECT_EQ(gone.repairs[0].object, "nft_table");
+    auto one = plan_converge_nft(wanted, MarkerCheck{true, {8}});
+    EXPECT_FALSE(one.rebuild);
+    ASSERT_EQ(one.marks.size(), 1u);
+    EXPECT_EQ(one.marks[0].job_id, 8u);
+    EXPECT_EQ(one.repairs[0].object, "nft_element");
+    EXPECT_TRUE(plan_converge_nft(wanted, MarkerCheck{true, {}}).repairs.empty());
+    EXPECT_TRUE(plan_converge_nft({}, MarkerCheck{false, {}}).repairs.empty());  // no job: no table needed
+}
+
+TEST(ConvergePlan, UnshapedRecordsAndOtherRootsAreNotTouched) {
+    NodeConfig config;
+    JobState unshaped;
+    unshaped.job_id = 3;
+    unshaped.unshaped = "no network settings";
+    JobState job;
+    job.job_id = 7;
+    job.minor = 7;
+    job.root_major = 0x1a4e;
+    job.devices = {JobDevice{"eth0", kGbit, 2 * kGbit, 0}};
+    NicObserved eth0;
+    eth0.nic = NicFacts{"eth0", 2, 25 * kGbit};
+    eth0.tc.root = RootQdisc{"htb", tc_handle(0x1a4e, 0)};
+    const EnsureRoot root = plan_root(config, eth0.nic, 0x1a4e);
+    auto seen = [](uint32_t id, const HtbParams& p) {
+        return ObservedClass{id, 0, "htb", p.rate_bits, p.ceil_bits, p.prio, p.quantum};
+    };
+    eth0.tc.classes = {seen(tc_handle(0x1a4e, 1), root.parent), seen(tc_handle(0x1a4e, kDefaultMinor), root.fallback),
+                       seen(tc_handle(0x1a4e, 7), plan_job_class(job, job.devices[0], 2).htb),
+                       // a class under our root that is no job's (parked, or an admin's): left alone
+                       ObservedClass{tc_handle(0x1a4e, 0x99), 0, "htb", 8000, 8000, 7, 1514}};
+    eth0.tc.qdiscs = {ObservedQdisc{tc_handle(7, 0), tc_handle(0x1a4e, 7), "pfifo"}};
+    auto plan = plan_converge_tc(config, {unshaped, job}, {eth0}, "pfifo");
+    EXPECT_TRUE(plan.steps.empty());
+    EXPECT_TRUE(plan.problems.empty());
+    EXPECT_TRUE(plan.changed_jobs.empty());
+    // The ceil in force (a shift) is what the class must show.
+    job.devices[0].ceil_now_bits = kGbit;
+    plan = plan_converge_tc(config, {job}, {eth0}, "pfifo");
+    ASSERT_EQ(plan.steps.size(), 1u);
+    EXPECT_EQ(plan.steps[0].repair.object, "class");
+    EXPECT_EQ(plan.steps[0].repair.cause, "changed");
+    ASSERT_EQ(plan.steps[0].operations.size(), 1u);
+    EXPECT_EQ(std::get<AddClass>(plan.steps[0].operations[0]).htb.ceil_bits, kGbit);
+}
+
+TEST(JobStateFile, CeilInForcePendingNicsRoundTrip) {
+    JobState s;
+    s.job_id = 7;
+    s.minor = 7;
+    s.root_major = 0x1a4e;
+    s.devices = {JobDevice{"eth0", 100, 1000, 500}, JobDevice{"eth1", 100, 1000, 0}};
+    s.ceil_cause = "window busy: p99 120ms > 80ms";
+    s.pending_devices = {"eth2"};
+    auto back = parse_job_state(format_job_state(s), "job_7");
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, s);
+    // A state written before the ceil in force was kept still reads.
+    auto old = parse_job_state("lanes-job-state 1\njob_id=7\nminor=7\ndevice=eth0 100 1000\n", "job_7");
+    ASSERT_TRUE(old) << old.error().message;
+    EXPECT_EQ(old->devices[0].ceil_in_force(), 1000u);
+    EXPECT_FALSE(parse_job_state("lanes-job-state 1\njob_id=7\nminor=7\ndevice=eth0 100 1000 x\n", "job_7"));
 }
 
 }  // namespace
