@@ -31,12 +31,23 @@ std::vector<CeilTarget> plan_ceil_targets(const Config& config, const std::vecto
             t.window = cls->busy_window;
             t.busy = is_busy;
             t.normal_ceil_bits = dev.ceil_bits;
-            t.change = AddClass{dev.device, nic->ifindex, tc_handle(root_major, job.minor),
-                                tc_handle(root_major, kParentMinor),
+            t.current_ceil_bits = dev.ceil_in_force();
+            // The job's own root (a root_handle change leaves running jobs on the
+            // old one); `root_major` only for states written before it was kept.
+            const uint16_t major = job.root_major ? job.root_major : root_major;
+            t.change = AddClass{dev.device, nic->ifindex, tc_handle(major, job.minor), tc_handle(major, kParentMinor),
                                 htb_params(dev.rate_bits, ceil, htb_prio_for_rank(job.net.rank))};
             out.push_back(std::move(t));
         }
     }
+    return out;
+}
+
+std::vector<CeilChange> ceil_changes(const std::vector<CeilTarget>& targets) {
+    std::vector<CeilChange> out;
+    for (const auto& t : targets)
+        if (t.change.htb.ceil_bits != t.current_ceil_bits)
+            out.push_back(CeilChange{t.job_id, t.change.device, t.change.htb.ceil_bits});
     return out;
 }
 

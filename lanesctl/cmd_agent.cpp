@@ -2,6 +2,7 @@
 // lanesctl agent: the node agent. Follows the signal windows (the same
 // SignalMonitor as job_submit/lanes) and moves the HTB ceil of running jobs of
 // every class with busy_window/busy_ceil between its normal and its busy value:
+// NodeShaper::set_ceils() records the ceil in the job's desired state and sends
 // one RTM_NEWTCLASS per job and NIC per shift, under the state directory's lock
 // (so it never races a prolog or an epilog, and never re-creates a class an
 // epilog removed). Each shift is logged and counted; the counts, the windows and
@@ -121,51 +122,46 @@ int run_agent(const Options&, const Context& context) {
         return kExitRuntime;
     }
     const std::vector<NicFacts> nics = (*shaper)->nics();
-    auto tc = make_netlink_traffic_control();
-    if (!tc) {
-        print_error("agent: " + tc.error().message);
-        return kExitRuntime;
-    }
-    JobStateStore store(node->state_dir);
-    if (auto ok = store.prepare(); !ok) {
-        print_error("agent: " + ok.error().message);
-        return kExitRuntime;
-    }
     const std::string metrics_path = node->state_dir + "/agent.prom";
     SignalMonitor monitor(log_line);
     monitor.configure(config->signals, config->signal_windows);
     log_line(LogLevel::Info, "started on " + context.node + " with " + context.config_path + " (" +
                                  std::to_string(nics.size()) + " NIC(s))");
 
-    AppliedCeils applied;
     ShiftCounts counts;
     std::map<std::string, bool> last_busy;
-    bool first_pass = true;
     bool stopping = false;
     std::set<std::string> logged_errors;
 
-    auto apply = [&](const std::vector<CeilTarget>& changes, const char* why) {
-        for (const auto& t : changes) {
-            auto key = std::make_pair(t.job_id, t.change.device);
-            auto prev = applied.find(key);
-            const uint64_t from = prev != applied.end() ? prev->second : t.normal_ceil_bits;
-            auto r = tc->get()->add_class(t.change);
-            if (!r) {
+    // The ceils go into each job's desired state and the kernel through the one
+    // executor (NodeShaper::set_ceils, under the state lock): a reapply or a
+    // converge keeps them, and a restarted agent finds them there.
+    auto apply = [&](const std::vector<CeilTarget>& targets, const char* why) {
+        std::map<std::pair<uint32_t, std::string>, const CeilTarget*> by_key;
+        for (const auto& t : targets) by_key[{t.job_id, t.change.device}] = &t;
+        auto done = (*shaper)->set_ceils(ceil_changes(targets), why);
+        if (!done) {
+            ++counts.errors;
+            if (logged_errors.insert(done.error().message).second) log_line(LogLevel::Error, done.error().message);
+            return;
+        }
+        for (const auto& d : *done) {
+            if (!d.error.empty()) {
                 ++counts.errors;
-                const std::string msg = "JobId=" + std::to_string(t.job_id) + " on " + t.change.device +
-                                        ": cannot set ceil " + format_rate(t.change.htb.ceil_bits) + ": " +
-                                        r.error().message;
+                const std::string msg =
+                    "JobId=" + std::to_string(d.job_id) + " on " + d.device + ": cannot set ceil: " + d.error;
                 if (logged_errors.insert(msg).second) log_line(LogLevel::Error, msg);
                 continue;
             }
-            applied[key] = t.change.htb.ceil_bits;
-            if (from != t.change.htb.ceil_bits) {
-                const bool to_busy = t.change.htb.ceil_bits != t.normal_ceil_bits;
-                ++counts.shifts[{t.class_name, to_busy ? "busy" : "normal"}];
-                log_line(LogLevel::Info, "JobId=" + std::to_string(t.job_id) + " (" + t.class_name + ") on " +
-                                             t.change.device + ": ceil " + format_rate(from) + " -> " +
-                                             format_rate(t.change.htb.ceil_bits) + " (" + why + ")");
-            }
+            if (d.from_bits == d.to_bits) continue;
+            auto t = by_key.find({d.job_id, d.device});
+            const bool to_busy = t != by_key.end() && d.to_bits != t->second->normal_ceil_bits;
+            ++counts
+                  .shifts[{t != by_key.end() ? t->second->class_name : std::string("?"), to_busy ? "busy" : "normal"}];
+            log_line(LogLevel::Info, "JobId=" + std::to_string(d.job_id) +
+                                         (t != by_key.end() ? " (" + t->second->class_name + ")" : std::string()) +
+                                         " on " + d.device + ": ceil " + format_rate(d.from_bits) + " -> " +
+                                         format_rate(d.to_bits) + " (" + why + ")");
         }
     };
 
@@ -185,28 +181,13 @@ int run_agent(const Options&, const Context& context) {
         if (stopping) why = "agent stopping";
         size_t tightened = 0;
         {
-            auto lock = store.lock();
-            if (!lock) {
-                log_line(LogLevel::Error, lock.error().message);
-            } else {
-                std::vector<std::string> errors;
-                auto jobs = store.load_all(&errors);
-                for (const auto& e : errors)
-                    if (logged_errors.insert(e).second) log_line(LogLevel::Error, e);
-                auto targets = plan_ceil_targets(*config, jobs, nics, busy, node->root_handle_major);
-                // Forget jobs that ended (their classes are gone with them).
-                std::set<std::pair<uint32_t, std::string>> live;
-                for (const auto& t : targets) live.insert({t.job_id, t.change.device});
-                for (auto it = applied.begin(); it != applied.end();)
-                    it = live.count(it->first) ? std::next(it) : applied.erase(it);
-                apply(changes_needed(targets, applied, first_pass), why.c_str());
-                for (const auto& t : targets)
-                    if (auto a = applied.find({t.job_id, t.change.device});
-                        a != applied.end() && a->second != t.normal_ceil_bits)
-                        ++tightened;
-            }
+            auto jobs = (*shaper)->list();
+            auto targets = plan_ceil_targets(*config, jobs, nics, busy, node->root_handle_major);
+            apply(targets, why.c_str());
+            for (const auto& job : (*shaper)->list())
+                for (const auto& dev : job.devices)
+                    if (dev.ceil_now_bits != 0) ++tightened;
         }
-        first_pass = false;
         write_file_atomically(metrics_path, metrics_text(counts, snap.get(), tightened));
         if (stopping) {
             log_line(LogLevel::Info,

@@ -73,5 +73,30 @@ TEST(CeilShift, OneChangePerShift) {
     EXPECT_EQ(changes_needed(idle, applied, false).size(), 1u);  // back to normal
 }
 
+TEST(CeilShift, TheJobsOwnRootMajorAndItsDesiredCeil) {
+    // root_handle changed in lanes.toml while job 11 runs under the old root: its
+    // class is 1a4e:11, not 1b00:11 (the agent used to shift the wrong class).
+    const std::vector<NicFacts> nics = {NicFacts{"veth0", 7, 1'000'000'000}};
+    auto j = job(11, "training", 0x11);
+    j.root_major = 0x1a4e;
+    auto cfg = config_with_busy(Rate{0, 20});
+    auto busy = plan_ceil_targets(cfg, {j}, nics, {{"busy", true}}, 0x1b00);
+    ASSERT_EQ(busy.size(), 1u);
+    EXPECT_EQ(busy[0].change.classid, 0x1a4e0011u);
+    EXPECT_EQ(busy[0].change.parent, 0x1a4e0001u);
+    // What to ask NodeShaper::set_ceils(): only what differs from the ceil in
+    // force in the job's desired state (not an agent's own cache).
+    auto c = ceil_changes(busy);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].job_id, 11u);
+    EXPECT_EQ(c[0].device, "veth0");
+    EXPECT_EQ(c[0].ceil_bits, 200'000'000u);
+    j.devices[0].ceil_now_bits = 200'000'000;  // set_ceils recorded it
+    EXPECT_TRUE(ceil_changes(plan_ceil_targets(cfg, {j}, nics, {{"busy", true}}, 0x1b00)).empty());
+    auto idle = ceil_changes(plan_ceil_targets(cfg, {j}, nics, {{"busy", false}}, 0x1b00));
+    ASSERT_EQ(idle.size(), 1u);
+    EXPECT_EQ(idle[0].ceil_bits, 1'000'000'000u);
+}
+
 }  // namespace
 }  // namespace lanes::ctl
