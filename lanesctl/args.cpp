@@ -354,7 +354,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                     options.command = Command::Status;
                 } else if (arg == "gc") {
                     options.command = Command::Gc;
-                } else if (arg == "reapply") {
+                } else if (arg == "reapply" || arg == "reconcile") {
                     options.command = Command::Reapply;
                 } else if (arg == "signals") {
                     options.command = Command::Signals;
@@ -380,7 +380,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
                         else if (topic == "windows") options.command = Command::Windows;
                         else if (topic == "status") options.command = Command::Status;
                         else if (topic == "gc") options.command = Command::Gc;
-                        else if (topic == "reapply") options.command = Command::Reapply;
+                        else if (topic == "reapply" || topic == "reconcile") options.command = Command::Reapply;
                         else if (topic == "signals") options.command = Command::Signals;
                         else if (topic == "agent") options.command = Command::Agent;
                         else if (topic == "rate") options.command = Command::Rate;
@@ -405,7 +405,7 @@ Result<Options> parse_args(const std::vector<std::string>& args) {
     if (options.help || options.version) return options;
     if (options.command == Command::None)
         return fail(
-            "no subcommand given (check, policy test, windows, status, gc, reapply, signals, agent, rate, report)");
+            "no subcommand given (check, policy test, windows, status, gc, reconcile, signals, agent, rate, report)");
     for (const OptionSpec* spec : early)
         if (!accepts(*spec, options.command))
             return fail("option '" + std::string(spec->name) + "' is not valid for '" + command_name(options.command) +
@@ -483,10 +483,12 @@ std::string usage_text(Command command) {
                    "  Remove Lanes' tc classes, nft rules, cgroups and state of jobs that no longer run\n"
                    "  here (root). --all removes everything, including the root qdisc and nft table.\n";
         case Command::Reapply:
-            return "usage: lanesctl reapply [--config FILE] [--node NAME] [--dry-run] [--json]\n"
-                   "  Put back the nft table and the tc classes of every job with a state file, after\n"
-                   "  `nft flush ruleset` or `systemctl reload nftables` took them (root). Does nothing\n"
-                   "  when all is in place; --dry-run only checks (exit 1 when something is missing).\n";
+            return "usage: lanesctl reconcile|reapply [--config FILE] [--node NAME] [--dry-run] [--json]\n"
+                   "  Bring this node's kernel back to every running job's desired state (root): the\n"
+                   "  root qdisc, the jobs' classes (a busy ceil included) and leaf qdiscs on every\n"
+                   "  selected NIC (a NIC that came up included), the nft table and marks, the GSO\n"
+                   "  bound. Prints each repair; does nothing when all is in place; --dry-run only\n"
+                   "  checks (exit 1 when something differs). lanes-reconcile.timer runs it.\n";
         case Command::Signals:
             return "usage: lanesctl signals [--config FILE] [--json]\n"
                    "  Query every [signals.NAME] once now and show its value, its age, the last error\n"
@@ -521,7 +523,7 @@ std::string usage_text(Command command) {
            "  windows         upcoming time window occurrences, reservation commands\n"
            "  status          jobs shaped on this node, with counters (root)\n"
            "  gc              remove shaping state of jobs that are gone (root)\n"
-           "  reapply         put back the marks and classes of running jobs (root)\n"
+           "  reconcile       put back the marks and classes of running jobs (root; alias reapply)\n"
            "  signals         live values of [signals.NAME] and the windows that follow them\n"
            "  agent           node agent: shift job ceils while signal windows hold (root)\n"
            "  rate            check rates and print them in bits per second (for scripts)\n"

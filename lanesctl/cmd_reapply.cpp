@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// lanesctl reapply: put back what `nft flush ruleset` (or `systemctl reload
-// nftables`, whose nftables.conf starts with it) or a `tc qdisc del` took from the
-// running jobs: the nft table with every job's marks and every job's HTB classes,
-// from the state files. Nothing changes when everything is in place.
+// lanesctl reconcile (alias reapply): NodeShaper::converge(): bring this node's
+// kernel back to every running job's desired state (its state file): the root
+// qdisc, the jobs' classes (the ceil in force, a busy ceil included) and leaf
+// qdiscs on every selected NIC (one that came up since the prolog included), the
+// nft table and elements, the GSO bound. What `nft flush ruleset` (or `systemctl
+// reload nftables`, whose nftables.conf starts with it), a `tc qdisc del` or a
+// hand-typed `tc class change` took. Nothing changes when everything is in place.
+// lanes-reconcile.timer runs it on nodes without lanes-agent.
 #include <cstdio>
 
 #include "lanesctl/commands.hpp"
@@ -19,24 +23,44 @@ int run_reapply(const Options& options, const Context& context) {
         print_error(shaper.error().message);
         return kExitRuntime;
     }
-    auto done = options.dry_run ? (*shaper)->check() : (*shaper)->reapply(true);
+    auto done = (*shaper)->converge(options.dry_run);
     if (!done) {
         print_error(done.error().message);
         return kExitRuntime;
     }
+    const bool needed = !done->repairs.empty();
     if (options.json) {
+        json::Array repairs;
+        std::string missing;
+        for (const auto& r : done->repairs) {
+            repairs.push_back(json::Object{{"object", r.object},
+                                           {"cause", r.cause},
+                                           {"job_id", static_cast<int64_t>(r.job_id)},
+                                           {"device", r.device},
+                                           {"detail", r.detail}});
+            missing += (missing.empty() ? "" : "; ") + r.object + " " + r.cause;
+        }
+        json::Array problems;
+        for (const auto& p : done->problems) problems.push_back(p);
         print_json(json::Object{{"node", context.node},
                                 {"dry_run", options.dry_run},
                                 {"jobs", static_cast<int64_t>(done->jobs)},
-                                {"missing", done->what},
-                                {"reapplied", done->needed && !options.dry_run}});
-    } else if (!done->needed) {
-        std::printf("%s: all %zu job(s) marked and shaped; nothing to reapply\n", context.node.c_str(), done->jobs);
+                                {"missing", missing},
+                                {"reapplied", needed && !options.dry_run},
+                                {"repairs", repairs},
+                                {"problems", problems}});
     } else {
-        std::printf("%s: %s: %s\n", context.node.c_str(), done->what.c_str(),
-                    options.dry_run ? "would reapply (dry run)" : "reapplied");
+        for (const auto& r : done->repairs)
+            std::printf("%s: %s: %s %s%s%s: %s\n", context.node.c_str(),
+                        options.dry_run ? "would reapply (dry run)" : "reapplied", r.object.c_str(), r.cause.c_str(),
+                        r.job_id ? (" JobId=" + std::to_string(r.job_id)).c_str() : "",
+                        r.device.empty() ? "" : (" on " + r.device).c_str(), r.detail.c_str());
+        for (const auto& p : done->problems) std::fprintf(stderr, "%s: %s\n", context.node.c_str(), p.c_str());
+        if (!needed)
+            std::printf("%s: all %zu job(s) marked and shaped as desired; nothing to reapply\n", context.node.c_str(),
+                        done->jobs);
     }
-    return options.dry_run && done->needed ? kExitFailed : kExitOk;
+    return options.dry_run && needed ? kExitFailed : kExitOk;
 }
 
 }  // namespace lanes::ctl
