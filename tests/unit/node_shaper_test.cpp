@@ -39,6 +39,7 @@ struct FakeKernel {
     bool fail_nft_add = false;
     bool has_fq_codel = false;
     std::string route_dev = "ib0";
+    std::set<std::string> down;  // links that are down
 };
 
 class FakeTc final : public TrafficControl {
@@ -128,6 +129,7 @@ public:
         k_.gso[i] = g;
         return {};
     }
+    std::optional<bool> link_down(const std::string& d) override { return k_.down.count(d) > 0; }
     Result<TcSnapshot> snapshot(int i) override {
         TcSnapshot snap;
         snap.root = k_.roots.count(i) ? k_.roots[i] : RootQdisc{};
@@ -1076,6 +1078,28 @@ TEST_F(NodeShaperTest, ANicAbsentAtPrologIsShapedOnceItIsThere) {
     // The epilog removes the class there too.
     ASSERT_TRUE(s->remove(7));
     EXPECT_FALSE(k_.classes[5].count(tc_handle(0x1a4e, 7)));
+}
+
+TEST_F(NodeShaperTest, ANicDownAtPrologIsPendingThenShapedWhenUp) {
+    k_.down = {"eth1"};
+    auto s = open();
+    auto st = s->apply(req(7, kGbit));
+    ASSERT_TRUE(st) << st.error().message;
+    ASSERT_EQ(st->devices.size(), 1u);
+    EXPECT_EQ(st->pending_devices, std::vector<std::string>{"eth1"});
+    EXPECT_TRUE(k_.classes[3].empty());
+    auto still_down = s->converge();
+    ASSERT_TRUE(still_down);
+    EXPECT_TRUE(still_down->repairs.empty()) << ::testing::PrintToString(repairs_of(*still_down));
+    k_.down.clear();  // the link comes up
+    auto r = s->converge();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(repairs_of(*r), (std::vector<std::string>{"root_qdisc missing 0 eth1", "pending_nic link_up 7 eth1"}));
+    EXPECT_EQ(k_.classes[3][tc_handle(0x1a4e, 7)].rate_bits, kGbit);
+    auto now = s->list();
+    ASSERT_EQ(now.size(), 1u);
+    EXPECT_EQ(now[0].devices.size(), 2u);
+    EXPECT_TRUE(now[0].pending_devices.empty());
 }
 
 TEST_F(NodeShaperTest, AShiftedCeilIsDesiredStateAndSurvivesReapply) {
