@@ -106,11 +106,27 @@ struct PluginState {
                         int changed = classifier->reload_if_changed() ? 1 : 0;
                         classifier->maintain();
                         follow_signals();
+                        log_stats_if_changed();
                         return changed;
                     });
                 lock.lock();
             }
         });
+    }
+    // The policy workers' and reloads' counters, logged when something other
+    // than the count of classifications changed, at most once a minute.
+    std::string last_stats;
+    std::chrono::steady_clock::time_point last_stats_at{};
+    void log_stats_if_changed() {
+        auto stats = classifier->stats();
+        stats.policy.classifications = 0;
+        stats.policy.busy = stats.policy.waiting = 0;
+        std::string key = lanes::describe_stats(stats);
+        auto now = std::chrono::steady_clock::now();
+        if (key == last_stats || now - last_stats_at < std::chrono::minutes(1)) return;
+        last_stats = key;
+        last_stats_at = now;
+        slurm_info("lanes: %s", lanes::describe_stats(classifier->stats()).c_str());
     }
     // (Re)start the signal threads when lanes.toml's signals changed. Reloader
     // thread and init only.

@@ -157,6 +157,18 @@ public:
         }
     }
 
+    ClassifierStats stats() const noexcept override {
+        ClassifierStats s;
+        s.reloads = reloads_.load();
+        s.reload_failures = reload_failures_.load();
+        try {
+            auto gen = current();
+            if (gen->policy) s.policy = gen->policy->worker_stats();
+        } catch (...) {
+        }
+        return s;
+    }
+
     void maintain() noexcept override {
         try {
             auto gen = current();
@@ -205,10 +217,12 @@ private:
             failed_config_stamp_ = new_cs;
             failed_script_stamp_ = new_ss;
             failed_script_path_ = script_path;
+            ++reload_failures_;
             log(LogLevel::Error, "reload failed, keeping the previous configuration: " + fresh.error().message);
             return false;
         }
         failed_ = false;
+        ++reloads_;
         publish(std::shared_ptr<const Generation>(std::move(*fresh)));
         log(LogLevel::Info,
             "reloaded " + config_path_ + (script_path.empty() ? std::string() : " and policy " + script_path));
@@ -368,7 +382,9 @@ private:
                 log(LogLevel::Error, job_label(job) + ": policy error: " + error + "; accepted with default class '" +
                                          cfg.default_class + "'");
                 // What the failed run said is void; the user learns that it failed.
-                messages.assign(1, "lanes: the site policy failed; job placed in class '" + cfg.default_class + "'");
+                // It says why (a budget, a full queue), never a silent default.
+                messages.assign(
+                    1, "lanes: the site policy failed; job placed in class '" + cfg.default_class + "': " + error);
                 source = "policy error: " + error + "; default_class";
                 po = PolicyOutcome{};
             }
@@ -434,12 +450,26 @@ private:
     std::atomic<int64_t> last_check_ns_{0};
     std::mutex reload_mutex_;
     bool failed_ = false;
+    std::atomic<uint64_t> reloads_{0};
+    std::atomic<uint64_t> reload_failures_{0};
     FileStamp failed_config_stamp_;
     FileStamp failed_script_stamp_;
     std::string failed_script_path_;
 };
 
 }  // namespace
+
+std::string describe_stats(const ClassifierStats& s) {
+    const WorkerPoolStats& p = s.policy;
+    return "policy workers: " + std::to_string(p.workers) + " alive, " + std::to_string(p.busy) + " busy, " +
+           std::to_string(p.waiting) + " waiting; " + std::to_string(p.classifications) + " classifications, " +
+           std::to_string(p.overruns) + " over the time budget (worker killed), " + std::to_string(p.worker_deaths) +
+           " worker failures, " + std::to_string(p.queue_rejections) + " refused with the queue full, " +
+           std::to_string(p.queue_timeouts) + " refused with no worker free in time, " + std::to_string(p.respawns) +
+           " workers started, " + std::to_string(p.spawn_failures) +
+           " failed to start; reloads: " + std::to_string(s.reloads) + " done, " + std::to_string(s.reload_failures) +
+           " refused";
+}
 
 Result<std::unique_ptr<Classifier>> Classifier::create(const std::string& config_path, LogSink log) {
     return create(config_path, std::move(log), ClassifierOptions{});

@@ -13,6 +13,7 @@
 #include "core/lanes_toml.hpp"
 #include "core/log.hpp"
 #include "core/result.hpp"
+#include "ctld/policy.hpp"
 
 namespace lanes {
 
@@ -36,6 +37,16 @@ struct ClassifierOptions {
     // it is used, at start and on every reload: an error text refuses it.
     std::function<std::string(const Config&)> check_config;
 };
+
+// Counters for the controller's log (job_submit/lanes logs them when they change).
+struct ClassifierStats {
+    uint64_t reloads = 0;          // new versions swapped in (each logged)
+    uint64_t reload_failures = 0;  // broken versions refused, the last good one kept (each logged once)
+    WorkerPoolStats policy;        // the current policy's workers; zeros without workers
+};
+
+// "policy workers: 4 alive, 0 busy; 1203 classifications, 2 overruns (killed), ..."
+std::string describe_stats(const ClassifierStats& stats);
 
 class Classifier {
 public:
@@ -74,6 +85,8 @@ public:
     // With options.wake_maintainer: close the policy's discarded lua_States and
     // build its pool back up. Call from a thread that holds no slurmctld lock.
     virtual void maintain() = 0;
+
+    virtual ClassifierStats stats() const = 0;
 };
 
 }  // namespace lanes

@@ -37,21 +37,6 @@ struct WorkerPoolOptions {
     std::chrono::microseconds start_timeout{2000000};
 };
 
-// The counters the controller exports (lanesctl status, metrics).
-struct WorkerPoolStats {
-    uint64_t classifications = 0;   // calls answered by a worker
-    uint64_t overruns = 0;          // calls abandoned at the deadline
-    uint64_t kills = 0;             // workers SIGKILLed (overruns, protocol errors)
-    uint64_t queue_rejections = 0;  // calls refused: the queue was full
-    uint64_t queue_timeouts = 0;    // calls refused: no worker free before the deadline
-    uint64_t worker_deaths = 0;     // workers that died or spoke garbage mid-call
-    uint64_t respawns = 0;          // workers started after the first
-    uint64_t spawn_failures = 0;    // starts that failed (logged)
-    size_t workers = 0;             // alive now
-    size_t busy = 0;
-    size_t waiting = 0;
-};
-
 class PolicyWorkerPool {
 public:
     // Checks the program (absolute; when running as root: root-owned and not

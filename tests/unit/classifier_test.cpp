@@ -432,6 +432,7 @@ TEST(Classifier, OverrideNotAllowedIsPolicyError) {
     EXPECT_EQ(d.class_name, "batch");
     EXPECT_NE(d.reason.find("does not list it in policy_overrides"), std::string::npos) << d.reason;
     EXPECT_TRUE(has_message(d, "the site policy failed; job placed in class 'batch'"));
+    EXPECT_TRUE(has_message(d, "does not list it in policy_overrides"));  // and why
     EXPECT_EQ(logs.count("policy error"), 1u);
     // Log lines name the job as slurmctld does before it has a JobId, and
     // carry no "lanes: " prefix: the sink (glue, lanesctl) adds it.
