@@ -292,6 +292,7 @@ extern "C" int init(void) noexcept {
         PluginState* raw = state.get();
         options.wake_maintainer = [raw] { raw->wake_maintainer(); };
         options.check_config = check_slurm_conf;
+        options.start_without_policy = true;  // a broken policy never stops slurmctld's start
         auto classifier = Classifier::create(state->config_path, log_sink, options);
         if (!classifier) {
             slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(), classifier.error().message.c_str());

@@ -46,6 +46,9 @@ struct Generation {
     std::shared_ptr<const WindowOracle> windows;
     FileStamp config_stamp;
     FileStamp script_stamp;
+    // At start (options.start_without_policy): why the policy is not loaded;
+    // every job then gets on_error with this reason until a reload fixes it.
+    std::string policy_error;
 };
 
 std::string with_lanes_prefix(const std::string& msg) { return msg.rfind("lanes:", 0) == 0 ? msg : "lanes: " + msg; }
@@ -62,7 +65,8 @@ std::string job_label(const JobView& job) {
 // Builds a generation from files: config, then the policy it names, then a self-check.
 Result<std::shared_ptr<Generation>> build_generation(const std::string& config_path, const LogSink& log,
                                                      const ClassifierOptions& options, FileStamp& config_stamp,
-                                                     FileStamp& script_stamp, std::string& script_path) {
+                                                     FileStamp& script_stamp, std::string& script_path,
+                                                     bool at_start = false) {
     config_stamp = stamp_of(config_path);
     auto config = load_config(config_path);
     if (!config) return fail(config.error());
@@ -80,9 +84,23 @@ Result<std::shared_ptr<Generation>> build_generation(const std::string& config_p
         script_stamp = stamp_of(shared->policy.script);
         gen->script_stamp = script_stamp;
         auto policy = Policy::load_file(shared->policy.script, shared, log, options.max_lua_states);
-        if (!policy) return fail(policy.error());
-        auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-        if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) return fail(ok.error());
+        std::string error;
+        if (!policy) {
+            error = policy.error().message;
+        } else {
+            auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+            if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) error = ok.error().message;
+        }
+        if (!error.empty()) {
+            if (!at_start || !options.start_without_policy) return fail(error);
+            gen->policy_error = error;
+            if (log)
+                log(LogLevel::Error,
+                    "the policy " + shared->policy.script + " is not loaded: " + error +
+                        "; until a reload fixes it, every job gets policy.on_error (" +
+                        (shared->policy.on_error == PolicyFailureMode::Reject ? "reject" : "accept-default") + ")");
+            return gen;
+        }
         if (options.wake_maintainer) (*policy)->build_in_background(options.wake_maintainer);
         gen->policy = std::move(*policy);
     } else {
@@ -337,8 +355,13 @@ private:
         std::string source;
         PolicyOutcome po;
         bool use_overrides = false;
-        if (gen.policy) {
-            po = gen.policy->classify(job, now, *gen.windows);
+        if (gen.policy || !gen.policy_error.empty()) {
+            if (gen.policy) {
+                po = gen.policy->classify(job, now, *gen.windows);
+            } else {
+                po.kind = PolicyOutcome::Kind::Error;
+                po.error = "the policy did not load: " + gen.policy_error;
+            }
             messages = po.user_messages;
             std::string policy_where = po.location.empty() ? "policy" : "policy " + po.location;
             std::string error;
@@ -480,7 +503,7 @@ Result<std::unique_ptr<Classifier>> Classifier::create(const std::string& config
     try {
         FileStamp cs, ss;
         std::string script_path;
-        auto gen = build_generation(config_path, log, options, cs, ss, script_path);
+        auto gen = build_generation(config_path, log, options, cs, ss, script_path, true);
         if (!gen) return fail(gen.error());
         return std::unique_ptr<Classifier>(new ClassifierImpl(config_path, std::move(log), options,
                                                               std::shared_ptr<const Generation>(std::move(*gen))));

@@ -36,6 +36,10 @@ struct ClassifierOptions {
     // Checks a configuration against the host (slurmctld's slurm.conf) before
     // it is used, at start and on every reload: an error text refuses it.
     std::function<std::string(const Config&)> check_config;
+    // Set (slurmctld): a policy that fails to load or its self-check at start
+    // does not fail create(): every job gets policy.on_error with the reason
+    // until a reload brings a policy that loads. A broken lanes.toml still fails.
+    bool start_without_policy = false;
 };
 
 // Counters for the controller's log (job_submit/lanes logs them when they change).

@@ -119,7 +119,8 @@ TEST(PolicyWire, OutcomeAnswerAndSmallMessagesRoundTrip) {
     EXPECT_EQ(a2->signal->value, 0.25);
     EXPECT_EQ(a2->signal->age, std::chrono::seconds(7));
 
-    auto q = wire::decode_query(payload_of(wire::encode(wire::Query{wire::Query::Op::NextEnd, "peak", a.time.value()})));
+    auto q =
+        wire::decode_query(payload_of(wire::encode(wire::Query{wire::Query::Op::NextEnd, "peak", a.time.value()})));
     ASSERT_TRUE(q);
     EXPECT_EQ(q->op, wire::Query::Op::NextEnd);
     EXPECT_EQ(q->name, "peak");
@@ -146,7 +147,7 @@ TEST(PolicyWire, TruncatedAndGarbageInputIsRefused) {
     std::string huge("\xff\xff\xff\xff\xff\xff\xff\xff", 8);
     EXPECT_FALSE(wire::decode_classify(huge));
     EXPECT_FALSE(wire::decode_outcome("\x00" + huge));
-    EXPECT_FALSE(wire::decode_outcome(std::string("\x07", 1)));     // unknown kind
+    EXPECT_FALSE(wire::decode_outcome(std::string("\x07", 1)));        // unknown kind
     EXPECT_FALSE(wire::decode_query(std::string("\x09\0\0\0\0", 5)));  // unknown op
     // Headers: unknown type, zero and oversized lengths.
     EXPECT_FALSE(wire::decode_header(std::string("\x01\0\0\0\x63", 5)));
@@ -172,7 +173,7 @@ const char* worker_program() {
     return w && *w ? w : nullptr;
 }
 
-#define REQUIRE_WORKER()                                                                  \
+#define REQUIRE_WORKER() \
     if (!worker_program()) GTEST_SKIP() << "LANES_POLICY_WORKER is not set (make check sets it)"
 
 std::shared_ptr<const Config> worker_config(const std::string& extra = "", const std::string& budget = "50ms") {
@@ -278,9 +279,8 @@ TEST(PolicyWorker, BackgroundModeRespawnsOffThePath) {
 TEST(PolicyWorker, QueueFullAndNoWorkerFreeAreErrorsThatSayWhy) {
     REQUIRE_WORKER();
     for (const char* queue : {"queue = 0", "queue = 4"}) {
-        auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config(std::string("workers = 1\n") + queue,
-                                                                                 "300ms"),
-                                 nullptr);
+        auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua",
+                                 worker_config(std::string("workers = 1\n") + queue, "300ms"), nullptr);
         ASSERT_TRUE(p) << p.error().message;
         (*p)->build_in_background(nullptr);
         test::FixedWindows windows;
@@ -294,8 +294,7 @@ TEST(PolicyWorker, QueueFullAndNoWorkerFreeAreErrorsThatSayWhy) {
             EXPECT_NE(out.error.find("policy queue is full"), std::string::npos) << out.error;
             EXPECT_EQ(stats.queue_rejections, 1u);
         } else {
-            EXPECT_NE(out.error.find("no policy worker became free within the time budget of 300ms"),
-                      std::string::npos)
+            EXPECT_NE(out.error.find("no policy worker became free within the time budget of 300ms"), std::string::npos)
                 << out.error;
             EXPECT_EQ(stats.queue_timeouts, 1u);
         }
