@@ -114,7 +114,7 @@ struct PluginState {
         });
     }
     // The policy workers' and reloads' counters, logged when something other
-    // than the count of classifications changed, at most once a minute.
+    // than the count of classifications changed, at most every 10 seconds.
     std::string last_stats;
     std::chrono::steady_clock::time_point last_stats_at{};
     void log_stats_if_changed() {
@@ -123,7 +123,7 @@ struct PluginState {
         stats.policy.busy = stats.policy.waiting = 0;
         std::string key = lanes::describe_stats(stats);
         auto now = std::chrono::steady_clock::now();
-        if (key == last_stats || now - last_stats_at < std::chrono::minutes(1)) return;
+        if (key == last_stats || now - last_stats_at < std::chrono::seconds(10)) return;
         last_stats = key;
         last_stats_at = now;
         slurm_info("lanes: %s", lanes::describe_stats(classifier->stats()).c_str());
