@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -153,6 +154,11 @@ long cpu_seconds() {
 }
 
 int serve() {
+    // Killed when the thread that started it ends (slurmctld's reloader, or
+    // lanesctl): the caller sees it gone and starts another.
+    pid_t parent = ::getppid();
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (::getppid() != parent) return 0;  // it is gone already
     close_other_fds();
     ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

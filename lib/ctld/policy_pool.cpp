@@ -3,6 +3,7 @@
 #include "ctld/policy_pool.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -59,6 +60,16 @@ wire::Answer answer(const wire::Query& q, const WindowOracle& windows) {
         case wire::Query::Op::Signal: a.signal = windows.signal(q.name); break;
     }
     return a;
+}
+
+// An idle worker has nothing to say: anything readable (data, end of file)
+// or a hang-up means it is gone or broken.
+bool idle_and_alive(const PolicyWorkerPool::Worker& w) {
+    struct pollfd p {
+        w.fd, POLLIN, 0
+    };
+    struct timespec zero {};
+    return ::ppoll(&p, 1, &zero, nullptr) == 0;
 }
 
 }  // namespace
@@ -211,6 +222,13 @@ Result<std::unique_ptr<PolicyWorkerPool>> PolicyWorkerPool::start(wire::Init ini
 
 PolicyWorkerPool::Worker PolicyWorkerPool::acquire(SteadyClock::time_point deadline, std::string& error,
                                                    bool& started_inline) {
+    struct WakeAfterUnlock {  // declared before the lock: runs after it is released
+        PolicyWorkerPool* pool;
+        bool due = false;
+        ~WakeAfterUnlock() {
+            if (due && pool->wake_) pool->wake_();
+        }
+    } wake{this};
     std::unique_lock lock(mutex_);
     if (idle_.empty() && waiting_ >= options_.queue) {
         ++stats_.queue_rejections;
@@ -220,40 +238,51 @@ PolicyWorkerPool::Worker PolicyWorkerPool::acquire(SteadyClock::time_point deadl
         return {};
     }
     ++waiting_;
-    while (idle_.empty()) {
-        if (!background_ && total_ < options_.workers) {
-            ++total_;
-            lock.unlock();
-            auto made = spawn();
-            lock.lock();
-            if (made) {
-                ++stats_.respawns;
+    while (true) {
+        while (idle_.empty()) {
+            if (!background_ && total_ < options_.workers) {
+                ++total_;
+                lock.unlock();
+                auto made = spawn();
+                lock.lock();
+                if (made) {
+                    ++stats_.respawns;
+                    --waiting_;
+                    ++busy_;
+                    started_inline = true;
+                    return *made;
+                }
+                --total_;
                 --waiting_;
-                ++busy_;
-                started_inline = true;
-                return *made;
+                ++stats_.spawn_failures;
+                error = made.error().message;
+                return {};
             }
+            if (idle_cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty()) {
+                --waiting_;
+                ++stats_.queue_timeouts;
+                error = name() + ": no policy worker became free within the time budget of " +
+                        describe_duration(options_.time_budget) + " (" + std::to_string(busy_) + " busy, " +
+                        std::to_string(options_.workers - std::min(options_.workers, total_)) + " being restarted, " +
+                        std::to_string(waiting_) + " other jobs waiting); the job was not classified";
+                return {};
+            }
+        }
+        Worker w = idle_.back();
+        idle_.pop_back();
+        if (!idle_and_alive(w)) {
+            // It ended while idle (killed by someone, or by PR_SET_PDEATHSIG when
+            // the thread that started it ended): set aside, take another.
             --total_;
-            --waiting_;
-            ++stats_.spawn_failures;
-            error = made.error().message;
-            return {};
+            ++stats_.worker_deaths;
+            graveyard_.push_back(w);
+            wake.due = background_;
+            continue;
         }
-        if (idle_cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty()) {
-            --waiting_;
-            ++stats_.queue_timeouts;
-            error = name() + ": no policy worker became free within the time budget of " +
-                    describe_duration(options_.time_budget) + " (" + std::to_string(busy_) + " busy, " +
-                    std::to_string(options_.workers - std::min(options_.workers, total_)) + " being restarted, " +
-                    std::to_string(waiting_) + " other jobs waiting); the job was not classified";
-            return {};
-        }
+        --waiting_;
+        ++busy_;
+        return w;
     }
-    Worker w = idle_.back();
-    idle_.pop_back();
-    --waiting_;
-    ++busy_;
-    return w;
 }
 
 void PolicyWorkerPool::release(Worker w, bool healthy) {

@@ -60,11 +60,12 @@ public:
     // Whether `program` may be run as the policy worker; the error names the key.
     static Result<void> check_program(const std::string& program);
 
-private:
     struct Worker {
         pid_t pid = -1;
         int fd = -1;
     };
+
+private:
     PolicyWorkerPool(wire::Init init, WorkerPoolOptions options, LogSink log);
     Result<Worker> spawn();
     static void kill_and_reap(Worker& w, bool wait);

@@ -4,9 +4,16 @@
 // set by make check).
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include "ctld/policy.hpp"
@@ -323,6 +330,39 @@ TEST(PolicyWorker, CompileErrorsComeBackWithFileAndLine) {
     p = Policy::compile("x = 1\n", "/etc/slurm/p.lua", worker_config(), nullptr);
     ASSERT_FALSE(p);
     EXPECT_NE(p.error().message.find("classify"), std::string::npos) << p.error().message;
+}
+
+// The pids of this process's lanes-policy-worker children (from /proc).
+std::vector<pid_t> worker_children() {
+    std::vector<pid_t> pids;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream stat(entry.path() / "stat");
+        std::string line;
+        if (!std::getline(stat, line)) continue;
+        size_t close = line.rfind(')');
+        if (close == std::string::npos || line.find("(lanes-policy-w") == std::string::npos) continue;
+        std::istringstream rest(line.substr(close + 2));
+        char state;
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == ::getpid() && state != 'Z') pids.push_back(static_cast<pid_t>(std::stoi(entry.path().filename())));
+    }
+    return pids;
+}
+
+TEST(PolicyWorker, AWorkerThatDiedIdleIsReplacedNotBlamedOnAJob) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config("workers = 1"), nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    auto before = worker_children();
+    ASSERT_EQ(before.size(), 1u);
+    ::kill(before[0], SIGKILL);
+    ::waitpid(before[0], nullptr, 0);
+    test::FixedWindows windows;
+    auto out = (*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows);
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+    EXPECT_EQ((*p)->worker_stats().worker_deaths, 1u);
+    EXPECT_EQ(worker_children().size(), 1u);
 }
 
 TEST(PolicyWorker, ProgramIsChecked) {
