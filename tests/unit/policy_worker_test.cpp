@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -330,6 +331,53 @@ TEST(PolicyWorker, CompileErrorsComeBackWithFileAndLine) {
     p = Policy::compile("x = 1\n", "/etc/slurm/p.lua", worker_config(), nullptr);
     ASSERT_FALSE(p);
     EXPECT_NE(p.error().message.find("classify"), std::string::npos) << p.error().message;
+}
+
+// 64 concurrent submitters, 2 workers, a queue of 8: every job gets the class
+// its policy gives it, or an error that says why (queue full, no worker free
+// in time); the refusals are counted; none gets anything silently.
+TEST(PolicyWorker, BurstsNeverFallBackSilently) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile(R"(function classify(job)
+  local x = 0
+  for i = 1, 20000 do x = x + i end
+  if job.name:sub(1, 5) == "train" then return 'training' end
+  return 'batch'
+end)",
+                             "/etc/slurm/p.lua", worker_config("workers = 2\nqueue = 8", "200ms"), nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    (*p)->build_in_background(nullptr);
+    (*p)->maintain();
+    test::FixedWindows windows;
+    std::atomic<int> right{0}, refused{0}, wrong{0};
+    std::vector<std::thread> submitters;
+    for (int t = 0; t < 64; ++t) {
+        submitters.emplace_back([&, t] {
+            for (int i = 0; i < 10; ++i) {
+                JobView job = plain_job();
+                job.name = (t + i) % 2 ? "train-x" : "other";
+                auto out = (*p)->classify(job, utc(2026, 11, 30, 9), windows);
+                std::string want = (t + i) % 2 ? "training" : "batch";
+                if (out.kind == PolicyOutcome::Kind::Class && out.class_name == want) ++right;
+                else if (out.kind == PolicyOutcome::Kind::Error &&
+                         (out.error.find("policy queue is full") != std::string::npos ||
+                          out.error.find("no policy worker became free") != std::string::npos))
+                    ++refused;
+                else ++wrong;
+            }
+        });
+    }
+    for (auto& t : submitters) t.join();
+    auto stats = (*p)->worker_stats();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_EQ(right.load() + refused.load(), 640);
+    EXPECT_EQ(static_cast<uint64_t>(refused.load()), stats.queue_rejections + stats.queue_timeouts);
+    EXPECT_EQ(static_cast<uint64_t>(right.load()), stats.classifications);
+    EXPECT_GT(right.load(), 0);
+    EXPECT_EQ(stats.kills, 0u);
+    std::printf("burst: %d classified, %d refused (%llu queue full, %llu no worker in time)\n", right.load(),
+                refused.load(), static_cast<unsigned long long>(stats.queue_rejections),
+                static_cast<unsigned long long>(stats.queue_timeouts));
 }
 
 // The pids of this process's lanes-policy-worker children (from /proc).
