@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// In-process cost of Classifier::classify() per job: the shipped policy
-// (policies/default.lua with tests/golden/default/lanes.toml) against the
-// built-in rules alone (tests/golden/rules/lanes.toml), in the same run.
+// Cost of Classifier::classify() per job: the shipped policy
+// (policies/default.lua with tests/golden/default/lanes.toml) run in a
+// lanes-policy-worker process (as slurmctld does) and in-process (the old
+// engine), against the built-in rules alone (tests/golden/rules/lanes.toml),
+// in the same run.
 //
-//   bench/bench_classify [--benchmark_min_time=2]      (srcdir from LANES_SRCDIR)
+//   bench/bench_classify [--benchmark_min_time=2]      (srcdir from LANES_SRCDIR,
+//                                                        the worker from LANES_POLICY_WORKER)
 //
 // Besides Google Benchmark's mean, every call is timed on its own and the
 // summary prints p50/p99/p99.9 per job and the policy/rules ratio. Goal: p99 < 50 us.
@@ -76,8 +79,14 @@ std::map<std::string, Samples> g_samples;
 const lanes::SysSeconds kPeak = *lanes::parse_timestamp("2026-12-01T09:00:00+01:00");
 const lanes::SysSeconds kOffPeak = *lanes::parse_timestamp("2026-12-01T21:00:00+01:00");
 
-void run(benchmark::State& state, const std::string& set) {
-    auto made = lanes::Classifier::create(srcdir() + "/tests/golden/" + set + "/lanes.toml", nullptr);
+void run(benchmark::State& state, const std::string& set, const std::string& label, bool in_process = false) {
+    auto config = lanes::load_config(srcdir() + "/tests/golden/" + set + "/lanes.toml");
+    if (!config) {
+        state.SkipWithError(config.error().message.c_str());
+        return;
+    }
+    if (in_process) config->policy.worker.clear();  // the engine in this process, as before the workers
+    auto made = lanes::Classifier::from_config(std::move(*config), nullptr);
     if (!made) {
         state.SkipWithError(made.error().message.c_str());
         return;
@@ -85,7 +94,7 @@ void run(benchmark::State& state, const std::string& set) {
     auto& classifier = *made;
     auto jobs = job_mix();
     for (auto& j : jobs) j.submit_time = kPeak;
-    auto& samples = g_samples[set].ns;
+    auto& samples = g_samples[label].ns;
     samples.clear();
     samples.reserve(1 << 20);
     size_t i = 0;
@@ -102,9 +111,11 @@ void run(benchmark::State& state, const std::string& set) {
     state.SetItemsProcessed(static_cast<int64_t>(i));
 }
 
-void BM_ClassifyDefaultPolicy(benchmark::State& state) { run(state, "default"); }
-void BM_ClassifyBuiltinRules(benchmark::State& state) { run(state, "rules"); }
-BENCHMARK(BM_ClassifyDefaultPolicy);
+void BM_ClassifyDefaultPolicyWorker(benchmark::State& state) { run(state, "default", "worker"); }
+void BM_ClassifyDefaultPolicyInProcess(benchmark::State& state) { run(state, "default", "in-process", true); }
+void BM_ClassifyBuiltinRules(benchmark::State& state) { run(state, "rules", "rules"); }
+BENCHMARK(BM_ClassifyDefaultPolicyWorker);
+BENCHMARK(BM_ClassifyDefaultPolicyInProcess);
 BENCHMARK(BM_ClassifyBuiltinRules);
 
 int64_t percentile(std::vector<int64_t> v, double p) {
@@ -121,21 +132,29 @@ int main(int argc, char** argv) {
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
-    auto& policy = g_samples["default"].ns;
+    auto& worker = g_samples["worker"].ns;
+    auto& local = g_samples["in-process"].ns;
     auto& rules = g_samples["rules"].ns;
-    std::printf("\nper job (us)            %10s %10s %10s %10s\n", "p50", "p99", "p99.9", "samples");
+    std::printf("\nper job (us)               %10s %10s %10s %10s\n", "p50", "p99", "p99.9", "samples");
     auto line = [](const char* name, const std::vector<int64_t>& v) {
-        std::printf("%-22s  %10.2f %10.2f %10.2f %10zu\n", name, percentile(v, 50) / 1e3, percentile(v, 99) / 1e3,
+        std::printf("%-25s  %10.2f %10.2f %10.2f %10zu\n", name, percentile(v, 50) / 1e3, percentile(v, 99) / 1e3,
                     percentile(v, 99.9) / 1e3, v.size());
     };
-    line("default.lua policy", policy);
+    line("default.lua, worker", worker);
+    line("default.lua, in-process", local);
     line("built-in rules only", rules);
-    if (!policy.empty() && !rules.empty()) {
-        std::printf("policy / rules ratio    %10.1fx %9.1fx\n",
-                    static_cast<double>(percentile(policy, 50)) / std::max<int64_t>(1, percentile(rules, 50)),
-                    static_cast<double>(percentile(policy, 99)) / std::max<int64_t>(1, percentile(rules, 99)));
-        double p99_us = percentile(policy, 99) / 1e3;
-        std::printf("goal p99 < 50 us: %s (%.2f us)\n", p99_us < 50 ? "met" : "NOT met", p99_us);
+    auto ratio = [](const char* name, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+        if (a.empty() || b.empty()) return;
+        std::printf("%-25s  %9.1fx %9.1fx %9.1fx\n", name,
+                    static_cast<double>(percentile(a, 50)) / std::max<int64_t>(1, percentile(b, 50)),
+                    static_cast<double>(percentile(a, 99)) / std::max<int64_t>(1, percentile(b, 99)),
+                    static_cast<double>(percentile(a, 99.9)) / std::max<int64_t>(1, percentile(b, 99.9)));
+    };
+    ratio("worker / in-process", worker, local);
+    ratio("worker / rules", worker, rules);
+    if (!worker.empty()) {
+        double p99_us = percentile(worker, 99) / 1e3;
+        std::printf("goal p99 <= 50 us through the worker: %s (%.2f us)\n", p99_us <= 50 ? "met" : "NOT met", p99_us);
     }
     return 0;
 }

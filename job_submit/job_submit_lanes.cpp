@@ -106,11 +106,27 @@ struct PluginState {
                         int changed = classifier->reload_if_changed() ? 1 : 0;
                         classifier->maintain();
                         follow_signals();
+                        log_stats_if_changed();
                         return changed;
                     });
                 lock.lock();
             }
         });
+    }
+    // The policy workers' and reloads' counters, logged when something other
+    // than the count of classifications changed, at most every 10 seconds.
+    std::string last_stats;
+    std::chrono::steady_clock::time_point last_stats_at{};
+    void log_stats_if_changed() {
+        auto stats = classifier->stats();
+        stats.policy.classifications = 0;
+        stats.policy.busy = stats.policy.waiting = 0;
+        std::string key = lanes::describe_stats(stats);
+        auto now = std::chrono::steady_clock::now();
+        if (key == last_stats || now - last_stats_at < std::chrono::seconds(10)) return;
+        last_stats = key;
+        last_stats_at = now;
+        slurm_info("lanes: %s", lanes::describe_stats(classifier->stats()).c_str());
     }
     // (Re)start the signal threads when lanes.toml's signals changed. Reloader
     // thread and init only.
@@ -276,6 +292,7 @@ extern "C" int init(void) noexcept {
         PluginState* raw = state.get();
         options.wake_maintainer = [raw] { raw->wake_maintainer(); };
         options.check_config = check_slurm_conf;
+        options.start_without_policy = true;  // a broken policy never stops slurmctld's start
         auto classifier = Classifier::create(state->config_path, log_sink, options);
         if (!classifier) {
             slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(), classifier.error().message.c_str());

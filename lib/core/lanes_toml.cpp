@@ -384,7 +384,13 @@ struct Parser {
     Config config;
     std::map<std::string, std::shared_ptr<const TimeZone>> zones;
 
-    Parser(std::string p) : errors(p), path(std::move(p)) {}
+    Parser(std::string p) : errors(p), path(std::move(p)) {
+#ifdef LANES_POLICY_WORKER
+        config.policy.worker = LANES_POLICY_WORKER;  // $(libexecdir)/lanes/lanes-policy-worker
+#endif
+        // A build tree's worker (make check); lanes.toml's [policy] worker wins.
+        if (const char* env = secure_getenv("LANES_POLICY_WORKER"); env && *env) config.policy.worker = env;
+    }
 
     void parse_policy(const toml::table& t) {
         TableReader r(errors, t, "policy");
@@ -426,6 +432,15 @@ struct Parser {
         }
         if (auto c = r.choice("on_error", {"accept-default", "reject"}))
             config.policy.on_error = *c == "reject" ? PolicyFailureMode::Reject : PolicyFailureMode::AcceptDefault;
+        if (const toml::node* n = t.get("worker")) {
+            r.get("worker");
+            if (!n->is_string()) r.wrong_type(*n, "worker", "an absolute path");
+            else if (n->as_string()->get().empty() || n->as_string()->get().front() != '/')
+                r.error(*n, "worker", "must be an absolute path (the lanes-policy-worker program)");
+            else config.policy.worker = n->as_string()->get();
+        }
+        if (auto v = r.integer("workers", 1, 64)) config.policy.workers = static_cast<uint32_t>(*v);
+        if (auto v = r.integer("queue", 0, 4096)) config.policy.queue = static_cast<uint32_t>(*v);
         r.finish();
     }
 
@@ -1233,6 +1248,7 @@ Result<Config> parse_config(std::string_view text, const std::string& path) {
     }
     if (!p.errors.empty()) return fail(p.errors.sorted());
     p.config.path = path;
+    p.config.text = std::string(text);
     return std::move(p.config);
 }
 

@@ -98,6 +98,12 @@ struct PolicyConfig {
     uint64_t memory_limit_bytes = 16u << 20;  // Lua heap cap
     std::chrono::microseconds time_budget{20000};
     PolicyFailureMode on_error = PolicyFailureMode::AcceptDefault;
+    // The policy runs in worker processes (lanes-policy-worker) that are killed
+    // when a call overruns time_budget. Empty (a Config built in memory): the
+    // policy runs in the calling process, under the Lua hook's budgets only.
+    std::string worker;
+    uint32_t workers = 0;  // worker processes; 0: by CPU count (2..8)
+    uint32_t queue = 64;   // callers waiting for a free worker; past it a job is refused
 };
 
 // Which interfaces to shape on which nodes.
@@ -172,6 +178,7 @@ struct SignalWindowConfig {
 
 struct Config {
     std::string path;           // file it came from
+    std::string text;           // the text it was parsed from (policy workers parse it again)
     std::string default_class;  // when nothing else decides
     std::map<std::string, ClassConfig> classes;
     std::vector<ClassRule> rules;

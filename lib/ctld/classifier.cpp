@@ -46,6 +46,9 @@ struct Generation {
     std::shared_ptr<const WindowOracle> windows;
     FileStamp config_stamp;
     FileStamp script_stamp;
+    // At start (options.start_without_policy): why the policy is not loaded;
+    // every job then gets on_error with this reason until a reload fixes it.
+    std::string policy_error;
 };
 
 std::string with_lanes_prefix(const std::string& msg) { return msg.rfind("lanes:", 0) == 0 ? msg : "lanes: " + msg; }
@@ -62,7 +65,8 @@ std::string job_label(const JobView& job) {
 // Builds a generation from files: config, then the policy it names, then a self-check.
 Result<std::shared_ptr<Generation>> build_generation(const std::string& config_path, const LogSink& log,
                                                      const ClassifierOptions& options, FileStamp& config_stamp,
-                                                     FileStamp& script_stamp, std::string& script_path) {
+                                                     FileStamp& script_stamp, std::string& script_path,
+                                                     bool at_start = false) {
     config_stamp = stamp_of(config_path);
     auto config = load_config(config_path);
     if (!config) return fail(config.error());
@@ -80,9 +84,23 @@ Result<std::shared_ptr<Generation>> build_generation(const std::string& config_p
         script_stamp = stamp_of(shared->policy.script);
         gen->script_stamp = script_stamp;
         auto policy = Policy::load_file(shared->policy.script, shared, log, options.max_lua_states);
-        if (!policy) return fail(policy.error());
-        auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-        if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) return fail(ok.error());
+        std::string error;
+        if (!policy) {
+            error = policy.error().message;
+        } else {
+            auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+            if (auto ok = (*policy)->self_check(now, *gen->windows); !ok) error = ok.error().message;
+        }
+        if (!error.empty()) {
+            if (!at_start || !options.start_without_policy) return fail(error);
+            gen->policy_error = error;
+            if (log)
+                log(LogLevel::Error,
+                    "the policy " + shared->policy.script + " is not loaded: " + error +
+                        "; until a reload fixes it, every job gets policy.on_error (" +
+                        (shared->policy.on_error == PolicyFailureMode::Reject ? "reject" : "accept-default") + ")");
+            return gen;
+        }
         if (options.wake_maintainer) (*policy)->build_in_background(options.wake_maintainer);
         gen->policy = std::move(*policy);
     } else {
@@ -157,6 +175,18 @@ public:
         }
     }
 
+    ClassifierStats stats() const noexcept override {
+        ClassifierStats s;
+        s.reloads = reloads_.load();
+        s.reload_failures = reload_failures_.load();
+        try {
+            auto gen = current();
+            if (gen->policy) s.policy = gen->policy->worker_stats();
+        } catch (...) {
+        }
+        return s;
+    }
+
     void maintain() noexcept override {
         try {
             auto gen = current();
@@ -205,10 +235,12 @@ private:
             failed_config_stamp_ = new_cs;
             failed_script_stamp_ = new_ss;
             failed_script_path_ = script_path;
+            ++reload_failures_;
             log(LogLevel::Error, "reload failed, keeping the previous configuration: " + fresh.error().message);
             return false;
         }
         failed_ = false;
+        ++reloads_;
         publish(std::shared_ptr<const Generation>(std::move(*fresh)));
         log(LogLevel::Info,
             "reloaded " + config_path_ + (script_path.empty() ? std::string() : " and policy " + script_path));
@@ -323,8 +355,13 @@ private:
         std::string source;
         PolicyOutcome po;
         bool use_overrides = false;
-        if (gen.policy) {
-            po = gen.policy->classify(job, now, *gen.windows);
+        if (gen.policy || !gen.policy_error.empty()) {
+            if (gen.policy) {
+                po = gen.policy->classify(job, now, *gen.windows);
+            } else {
+                po.kind = PolicyOutcome::Kind::Error;
+                po.error = "the policy did not load: " + gen.policy_error;
+            }
             messages = po.user_messages;
             std::string policy_where = po.location.empty() ? "policy" : "policy " + po.location;
             std::string error;
@@ -368,7 +405,9 @@ private:
                 log(LogLevel::Error, job_label(job) + ": policy error: " + error + "; accepted with default class '" +
                                          cfg.default_class + "'");
                 // What the failed run said is void; the user learns that it failed.
-                messages.assign(1, "lanes: the site policy failed; job placed in class '" + cfg.default_class + "'");
+                // It says why (a budget, a full queue), never a silent default.
+                messages.assign(
+                    1, "lanes: the site policy failed; job placed in class '" + cfg.default_class + "': " + error);
                 source = "policy error: " + error + "; default_class";
                 po = PolicyOutcome{};
             }
@@ -434,12 +473,26 @@ private:
     std::atomic<int64_t> last_check_ns_{0};
     std::mutex reload_mutex_;
     bool failed_ = false;
+    std::atomic<uint64_t> reloads_{0};
+    std::atomic<uint64_t> reload_failures_{0};
     FileStamp failed_config_stamp_;
     FileStamp failed_script_stamp_;
     std::string failed_script_path_;
 };
 
 }  // namespace
+
+std::string describe_stats(const ClassifierStats& s) {
+    const WorkerPoolStats& p = s.policy;
+    return "policy workers: " + std::to_string(p.workers) + " alive, " + std::to_string(p.busy) + " busy, " +
+           std::to_string(p.waiting) + " waiting; " + std::to_string(p.classifications) + " classifications, " +
+           std::to_string(p.overruns) + " over the time budget (worker killed), " + std::to_string(p.worker_deaths) +
+           " worker failures, " + std::to_string(p.queue_rejections) + " refused with the queue full, " +
+           std::to_string(p.queue_timeouts) + " refused with no worker free in time, " + std::to_string(p.respawns) +
+           " workers started, " + std::to_string(p.spawn_failures) +
+           " failed to start; reloads: " + std::to_string(s.reloads) + " done, " + std::to_string(s.reload_failures) +
+           " refused";
+}
 
 Result<std::unique_ptr<Classifier>> Classifier::create(const std::string& config_path, LogSink log) {
     return create(config_path, std::move(log), ClassifierOptions{});
@@ -450,7 +503,7 @@ Result<std::unique_ptr<Classifier>> Classifier::create(const std::string& config
     try {
         FileStamp cs, ss;
         std::string script_path;
-        auto gen = build_generation(config_path, log, options, cs, ss, script_path);
+        auto gen = build_generation(config_path, log, options, cs, ss, script_path, true);
         if (!gen) return fail(gen.error());
         return std::unique_ptr<Classifier>(new ClassifierImpl(config_path, std::move(log), options,
                                                               std::shared_ptr<const Generation>(std::move(*gen))));

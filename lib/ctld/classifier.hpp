@@ -13,6 +13,7 @@
 #include "core/lanes_toml.hpp"
 #include "core/log.hpp"
 #include "core/result.hpp"
+#include "ctld/policy.hpp"
 
 namespace lanes {
 
@@ -35,7 +36,21 @@ struct ClassifierOptions {
     // Checks a configuration against the host (slurmctld's slurm.conf) before
     // it is used, at start and on every reload: an error text refuses it.
     std::function<std::string(const Config&)> check_config;
+    // Set (slurmctld): a policy that fails to load or its self-check at start
+    // does not fail create(): every job gets policy.on_error with the reason
+    // until a reload brings a policy that loads. A broken lanes.toml still fails.
+    bool start_without_policy = false;
 };
+
+// Counters for the controller's log (job_submit/lanes logs them when they change).
+struct ClassifierStats {
+    uint64_t reloads = 0;          // new versions swapped in (each logged)
+    uint64_t reload_failures = 0;  // broken versions refused, the last good one kept (each logged once)
+    WorkerPoolStats policy;        // the current policy's workers; zeros without workers
+};
+
+// "policy workers: 4 alive, 0 busy; 1203 classifications, 2 overruns (killed), ..."
+std::string describe_stats(const ClassifierStats& stats);
 
 class Classifier {
 public:
@@ -74,6 +89,8 @@ public:
     // With options.wake_maintainer: close the policy's discarded lua_States and
     // build its pool back up. Call from a thread that holds no slurmctld lock.
     virtual void maintain() = 0;
+
+    virtual ClassifierStats stats() const = 0;
 };
 
 }  // namespace lanes

@@ -49,12 +49,31 @@ struct PolicyOutcome {
     std::vector<std::string> overrides() const;
 };
 
-struct LuaState;  // lua_sandbox.hpp
+// The policy worker pool's counters (policy_pool.hpp), for the controller's log.
+struct WorkerPoolStats {
+    uint64_t classifications = 0;   // calls answered by a worker
+    uint64_t overruns = 0;          // calls abandoned at the deadline
+    uint64_t kills = 0;             // workers SIGKILLed (overruns, protocol errors)
+    uint64_t queue_rejections = 0;  // calls refused: the queue was full
+    uint64_t queue_timeouts = 0;    // calls refused: no worker free before the deadline
+    uint64_t worker_deaths = 0;     // workers that died or spoke garbage mid-call
+    uint64_t respawns = 0;          // workers started after the first
+    uint64_t spawn_failures = 0;    // starts that failed (logged)
+    size_t workers = 0;             // alive now
+    size_t busy = 0;
+    size_t waiting = 0;
+};
+
+struct LuaState;         // lua_sandbox.hpp
+class PolicyWorkerPool;  // policy_pool.hpp
+struct WorkerPoolStats;  // policy_pool.hpp
 
 class Policy {
 public:
     // Compile `source` (text only, never bytecode) and run its top level under the
-    // budgets. `chunk_name` appears in messages ("/etc/slurm/lanes/policy.lua:12:").
+    // budgets. With config.policy.worker set, this happens in a policy worker
+    // process (policy_pool.hpp), which then serves every classify() call;
+    // config.text is what the worker parses. `chunk_name` appears in messages ("/etc/slurm/lanes/policy.lua:12:").
     // Fails if the script does not compile, its top level errors, or it defines no
     // global function classify.
     static Result<std::shared_ptr<Policy>> compile(std::string source, std::string chunk_name,
@@ -86,8 +105,13 @@ public:
     void build_in_background(std::function<void()> wake);
     void maintain();
 
-    // How many lua_States exist now (tests).
+    // How many lua_States (or, isolated, worker processes) exist now (tests).
     size_t state_count() const;
+    // Isolated: the policy runs in lanes-policy-worker processes (see
+    // policy_pool.hpp), chosen by a non-empty config.policy.worker.
+    bool isolated() const { return pool_ != nullptr; }
+    // The worker pool's counters; all zero when not isolated.
+    WorkerPoolStats worker_stats() const;
     // How many states were discarded and rebuilt after a budget violation (tests).
     uint64_t rebuilds() const;
 
@@ -111,6 +135,7 @@ private:
     std::function<void()> wake_;
     size_t total_ = 0;
     uint64_t rebuilds_ = 0;
+    std::unique_ptr<PolicyWorkerPool> pool_;
 };
 
 // A synthetic job for self-checks and lanesctl.

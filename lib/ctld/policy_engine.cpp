@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 #include "ctld/lua_sandbox.hpp"
 #include "ctld/policy_api.hpp"
+#include "ctld/policy_pool.hpp"
 
 namespace lanes {
 
@@ -81,6 +82,23 @@ Result<std::shared_ptr<Policy>> Policy::compile(std::string source, std::string 
     if (!config) return fail("policy: no configuration");
     std::shared_ptr<Policy> policy(
         new Policy(std::move(source), std::move(chunk_name), std::move(config), std::move(log), max_states));
+    if (!policy->config_->policy.worker.empty()) {
+        const Config& c = *policy->config_;
+        if (c.text.empty())
+            return fail(policy->chunk_name_ + ": policy.worker is set but the configuration has no text to give it");
+        WorkerPoolOptions options;
+        options.program = c.policy.worker;
+        options.workers = c.policy.workers ? c.policy.workers : policy->max_states_;
+        options.queue = c.policy.queue;
+        options.time_budget = c.policy.time_budget;
+        options.start_timeout = kLoadBudgetFactor * c.policy.time_budget + std::chrono::seconds(2);
+        wire::Init init{c.text, c.path, policy->chunk_name_, policy->source_};
+        auto pool = PolicyWorkerPool::start(std::move(init), std::move(options), policy->log_);
+        if (!pool) return fail(pool.error());
+        policy->pool_ = std::move(*pool);
+        policy->source_.clear();
+        return policy;
+    }
     auto state = policy->new_state();
     if (!state) return fail(state.error());
     policy->idle_.push_back(std::move(*state));
@@ -204,6 +222,7 @@ void Policy::release(std::unique_ptr<LuaState> state) {
 }
 
 void Policy::build_in_background(std::function<void()> wake) {
+    if (pool_) return pool_->build_in_background(std::move(wake));
     {
         std::lock_guard lock(mutex_);
         background_ = true;
@@ -213,6 +232,7 @@ void Policy::build_in_background(std::function<void()> wake) {
 }
 
 void Policy::maintain() {
+    if (pool_) return pool_->maintain();
     std::vector<std::unique_ptr<LuaState>> dead;
     size_t missing = 0;
     {
@@ -236,16 +256,21 @@ void Policy::maintain() {
 }
 
 size_t Policy::state_count() const {
+    if (pool_) return pool_->stats().workers;
     std::lock_guard lock(mutex_);
     return total_;
 }
 
+WorkerPoolStats Policy::worker_stats() const { return pool_ ? pool_->stats() : WorkerPoolStats{}; }
+
 uint64_t Policy::rebuilds() const {
+    if (pool_) return pool_->stats().respawns;
     std::lock_guard lock(mutex_);
     return rebuilds_;
 }
 
 PolicyOutcome Policy::classify(const JobView& job, SysSeconds now, const WindowOracle& windows) noexcept {
+    if (pool_) return pool_->classify(job, now, windows);
     try {
         std::string error;
         auto s = acquire(error);

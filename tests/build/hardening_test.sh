@@ -44,6 +44,7 @@ check() {  # FILE OBJECT (its own main object file)
 check "$build/job_submit/.libs/job_submit_lanes.so" "$build/job_submit/.libs/job_submit_lanes.o"
 check "$build/spank/.libs/spank_lanes.so" "$build/spank/.libs/spank_lanes.o"
 check "$build/lanesctl/lanesctl" "$build/lanesctl/lanesctl-main.o"
+check "$build/policy_worker/lanes-policy-worker" "$build/policy_worker/lanes_policy_worker.o"
 if [[ $fortify == yes ]]; then
     if [[ -n $fortified ]]; then
         echo "ok: fortified libc calls in$fortified"

@@ -221,6 +221,8 @@ cluster__env() {
     local -a e=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
                 "SLURM_CONF=$CLUSTER_CONF" LANG=C.UTF-8)
     [[ -n ${TZ:-} ]] && e+=("TZ=$TZ")
+    # The build tree's policy worker (make check sets it) for job_submit/lanes.
+    [[ -n ${LANES_POLICY_WORKER:-} ]] && e+=("LANES_POLICY_WORKER=$LANES_POLICY_WORKER")
     local w
     for w in ${LANES_CLUSTER_DAEMON_ENV:-}; do e+=("$w"); done
     printf '%s\0' "${e[@]}"

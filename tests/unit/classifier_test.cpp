@@ -432,6 +432,7 @@ TEST(Classifier, OverrideNotAllowedIsPolicyError) {
     EXPECT_EQ(d.class_name, "batch");
     EXPECT_NE(d.reason.find("does not list it in policy_overrides"), std::string::npos) << d.reason;
     EXPECT_TRUE(has_message(d, "the site policy failed; job placed in class 'batch'"));
+    EXPECT_TRUE(has_message(d, "does not list it in policy_overrides"));  // and why
     EXPECT_EQ(logs.count("policy error"), 1u);
     // Log lines name the job as slurmctld does before it has a JobId, and
     // carry no "lanes: " prefix: the sink (glue, lanesctl) adds it.
@@ -551,6 +552,51 @@ TEST(Classifier, ReloadGoodBrokenFixed) {
     EXPECT_EQ(c->classify(j, kOffPeak).class_name, "training");
     dir.write("lanes.toml", kToml);
     EXPECT_TRUE(c->reload_if_changed());
+}
+
+// slurmctld starts whatever the policy does (a hang at load included, with
+// the policy workers): jobs get on_error with the reason, and a fixed policy
+// is picked up by the next reload; reloads are counted.
+TEST(Classifier, StartsWithoutABrokenPolicyAndReloadsAFixedOne) {
+    if (!std::getenv("LANES_POLICY_WORKER")) GTEST_SKIP() << "LANES_POLICY_WORKER is not set (make check sets it)";
+    TempDir dir;
+    dir.write("lanes.toml", R"(default_class = "batch"
+[policy]
+script = "policy.lua"
+time_budget = "20ms"
+[classes.batch]
+rank = 3
+[classes.training]
+rank = 1
+)");
+    dir.write("policy.lua",
+              "xpcall(function() while true do end end, function() while true do end end)\n"
+              "function classify(job) return 'training' end\n");
+    Logs logs;
+    ClassifierOptions o;
+    o.min_reload_interval = std::chrono::milliseconds(0);
+    auto refused = Classifier::create(dir.file("lanes.toml"), logs.sink(), o);
+    ASSERT_FALSE(refused);  // lanesctl check: an error
+    EXPECT_NE(refused.error().message.find("did not load the policy within"), std::string::npos)
+        << refused.error().message;
+    o.start_without_policy = true;
+    auto made = Classifier::create(dir.file("lanes.toml"), logs.sink(), o);
+    ASSERT_TRUE(made) << made.error().message;
+    auto& c = *made;
+    Decision d = c->classify(training_job(), kOffPeak);
+    EXPECT_EQ(d.class_name, "batch");
+    EXPECT_TRUE(has_message(d, "the policy did not load")) << d.reason;
+    EXPECT_EQ(logs.count("is not loaded"), 1u);
+
+    dir.write("policy.lua", "function classify(job) return 'training' end\n");
+    EXPECT_TRUE(c->reload_if_changed());
+    EXPECT_EQ(c->classify(training_job(), kOffPeak).class_name, "training");
+    dir.write("policy.lua", "function classify(job)\n  return (\nend\n");
+    EXPECT_FALSE(c->reload_if_changed());
+    EXPECT_EQ(c->classify(training_job(), kOffPeak).class_name, "training");  // the last good one
+    EXPECT_EQ(c->stats().reloads, 1u);
+    EXPECT_EQ(c->stats().reload_failures, 1u);
+    EXPECT_EQ(c->stats().policy.classifications, 3u);  // the self-check and two jobs
 }
 
 TEST(Classifier, ReloadIsRateLimited) {

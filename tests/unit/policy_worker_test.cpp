@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The policy worker protocol (policy_wire.hpp) and the worker pool
+// (policy_pool.hpp) with the real lanes-policy-worker ($LANES_POLICY_WORKER,
+// set by make check).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "ctld/policy.hpp"
+#include "ctld/policy_pool.hpp"
+#include "ctld/policy_wire.hpp"
+#include "tests/unit/fixed_windows.hpp"
+
+namespace lanes {
+namespace {
+
+using test::utc;
+
+JobView full_job() {
+    JobView j;
+    j.name = "train\x1b[2J";
+    j.comment = std::string(3000, 'c');
+    j.user = "alice";
+    j.uid = 1001;
+    j.account = "ml";
+    j.partition = "gpu,cpu";
+    j.qos = "high";
+    j.tres_per_node = "gres:gpu:8";
+    j.tres_per_job = "gres/gpu:16";
+    j.gpus = 16;
+    j.min_nodes = 2;
+    j.max_nodes = 4;
+    j.num_tasks = 16;
+    j.time_limit_minutes = 120;
+    j.features = "a100&ib";
+    j.batch = true;
+    j.environment = {{"HOME", "/home/alice"}, {"EMPTY", ""}, {std::string("N\0UL", 4), "x"}};
+    j.requested_class = "training";
+    j.submit_time = utc(2026, 11, 30, 9);
+    j.begin_time = utc(2026, 11, 30, 22);
+    return j;
+}
+
+std::string payload_of(const std::string& frame) { return frame.substr(wire::kHeaderBytes); }
+
+TEST(PolicyWire, ClassifyRoundTrip) {
+    wire::Classify in{full_job(), utc(2026, 11, 30, 9, 30)};
+    std::string frame = wire::encode(in);
+    auto h = wire::decode_header(std::string_view(frame).substr(0, wire::kHeaderBytes));
+    ASSERT_TRUE(h) << h.error().message;
+    EXPECT_EQ(h->type, wire::Type::Classify);
+    EXPECT_EQ(h->payload_bytes, frame.size() - wire::kHeaderBytes);
+    auto out = wire::decode_classify(payload_of(frame));
+    ASSERT_TRUE(out) << out.error().message;
+    const JobView& a = in.job;
+    const JobView& b = out->job;
+    EXPECT_EQ(b.name, a.name);
+    EXPECT_EQ(b.comment, a.comment);
+    EXPECT_EQ(b.user, a.user);
+    EXPECT_EQ(b.uid, a.uid);
+    EXPECT_EQ(b.account, a.account);
+    EXPECT_EQ(b.partition, a.partition);
+    EXPECT_EQ(b.qos, a.qos);
+    EXPECT_EQ(b.tres_per_node, a.tres_per_node);
+    EXPECT_EQ(b.tres_per_job, a.tres_per_job);
+    EXPECT_EQ(b.gpus, a.gpus);
+    EXPECT_EQ(b.min_nodes, a.min_nodes);
+    EXPECT_EQ(b.max_nodes, a.max_nodes);
+    EXPECT_EQ(b.num_tasks, a.num_tasks);
+    EXPECT_EQ(b.time_limit_minutes, a.time_limit_minutes);
+    EXPECT_EQ(b.features, a.features);
+    EXPECT_EQ(b.batch, a.batch);
+    EXPECT_EQ(b.environment, a.environment);
+    EXPECT_EQ(b.requested_class, a.requested_class);
+    EXPECT_EQ(b.requested_cap, a.requested_cap);
+    EXPECT_EQ(b.submit_time, a.submit_time);
+    EXPECT_EQ(b.begin_time, a.begin_time);
+    EXPECT_EQ(out->now, in.now);
+}
+
+TEST(PolicyWire, OutcomeAnswerAndSmallMessagesRoundTrip) {
+    wire::Outcome o;
+    o.outcome.kind = PolicyOutcome::Kind::Class;
+    o.outcome.class_name = "training";
+    o.outcome.reason = "big";
+    o.outcome.location = "p.lua:3";
+    o.outcome.user_messages = {"one", ""};
+    o.outcome.partition = "gpu";
+    o.outcome.nice = -5;
+    o.outcome.begin_time = utc(2026, 12, 1);
+    o.outcome.time_limit_minutes = 0;
+    o.retire = true;
+    auto o2 = wire::decode_outcome(payload_of(wire::encode(o)));
+    ASSERT_TRUE(o2) << o2.error().message;
+    EXPECT_EQ(o2->outcome.kind, PolicyOutcome::Kind::Class);
+    EXPECT_EQ(o2->outcome.class_name, "training");
+    EXPECT_EQ(o2->outcome.user_messages, o.outcome.user_messages);
+    EXPECT_EQ(o2->outcome.partition, o.outcome.partition);
+    EXPECT_FALSE(o2->outcome.qos);
+    EXPECT_EQ(o2->outcome.nice, -5);
+    EXPECT_EQ(o2->outcome.begin_time, o.outcome.begin_time);
+    EXPECT_EQ(o2->outcome.time_limit_minutes, 0u);
+    EXPECT_TRUE(o2->retire);
+
+    wire::Answer a;
+    a.flag = true;
+    a.time = utc(2026, 12, 1, 8);
+    a.text = "Mon 08:00 UTC";
+    a.signal = SignalValue{0.25, true, false, std::chrono::seconds(7), ""};
+    auto a2 = wire::decode_answer(payload_of(wire::encode(a)));
+    ASSERT_TRUE(a2) << a2.error().message;
+    EXPECT_TRUE(a2->flag);
+    EXPECT_EQ(a2->time, a.time);
+    EXPECT_EQ(a2->text, a.text);
+    ASSERT_TRUE(a2->signal);
+    EXPECT_EQ(a2->signal->value, 0.25);
+    EXPECT_EQ(a2->signal->age, std::chrono::seconds(7));
+
+    auto q =
+        wire::decode_query(payload_of(wire::encode(wire::Query{wire::Query::Op::NextEnd, "peak", a.time.value()})));
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->op, wire::Query::Op::NextEnd);
+    EXPECT_EQ(q->name, "peak");
+    auto i = wire::decode_init(payload_of(wire::encode(wire::Init{"text", "/etc/lanes.toml", "p.lua", "src"})));
+    ASSERT_TRUE(i);
+    EXPECT_EQ(i->source, "src");
+    auto r = wire::decode_ready(payload_of(wire::encode(wire::Ready{false, "p.lua:1: boom"})));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error, "p.lua:1: boom");
+    auto l = wire::decode_log(payload_of(wire::encode(wire::LogLine{LogLevel::Error, "x"})));
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->level, LogLevel::Error);
+}
+
+TEST(PolicyWire, TruncatedAndGarbageInputIsRefused) {
+    std::string payload = payload_of(wire::encode(wire::Classify{full_job(), utc(2026, 11, 30)}));
+    // Every strict prefix is refused, and so is a trailing byte.
+    for (size_t n = 0; n < payload.size(); n += (n < 200 ? 1 : 97))
+        EXPECT_FALSE(wire::decode_classify(std::string_view(payload).substr(0, n))) << n;
+    EXPECT_FALSE(wire::decode_classify(payload + "x"));
+    std::string outcome = payload_of(wire::encode(wire::Outcome{}));
+    for (size_t n = 0; n < outcome.size(); ++n) EXPECT_FALSE(wire::decode_outcome(outcome.substr(0, n))) << n;
+    // A huge count or length inside a small frame ends at the frame's end.
+    std::string huge("\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+    EXPECT_FALSE(wire::decode_classify(huge));
+    EXPECT_FALSE(wire::decode_outcome("\x00" + huge));
+    EXPECT_FALSE(wire::decode_outcome(std::string("\x07", 1)));        // unknown kind
+    EXPECT_FALSE(wire::decode_query(std::string("\x09\0\0\0\0", 5)));  // unknown op
+    // Headers: unknown type, zero and oversized lengths.
+    EXPECT_FALSE(wire::decode_header(std::string("\x01\0\0\0\x63", 5)));
+    EXPECT_FALSE(wire::decode_header(std::string("\0\0\0\0\x01", 5)));
+    EXPECT_FALSE(wire::decode_header(std::string("\xff\xff\xff\xff\x03", 5)));
+    EXPECT_FALSE(wire::decode_header("abc"));
+    // Random bytes never crash a decoder.
+    uint32_t seed = 12345;
+    for (int round = 0; round < 2000; ++round) {
+        std::string junk(static_cast<size_t>(round % 64), '\0');
+        for (auto& c : junk) c = static_cast<char>((seed = seed * 1103515245 + 12345) >> 16);
+        (void)wire::decode_classify(junk);
+        (void)wire::decode_outcome(junk);
+        (void)wire::decode_answer(junk);
+        (void)wire::decode_init(junk);
+    }
+}
+
+// ---------------------------------------------------------------- the pool
+
+const char* worker_program() {
+    const char* w = std::getenv("LANES_POLICY_WORKER");
+    return w && *w ? w : nullptr;
+}
+
+#define REQUIRE_WORKER() \
+    if (!worker_program()) GTEST_SKIP() << "LANES_POLICY_WORKER is not set (make check sets it)"
+
+std::shared_ptr<const Config> worker_config(const std::string& extra = "", const std::string& budget = "50ms") {
+    std::string text = "default_class = \"batch\"\n[policy]\nscript = \"p.lua\"\ntime_budget = \"" + budget +
+                       "\"\nworker = \"" + worker_program() + "\"\n" + extra +
+                       "\n[classes.training]\nrank = 1\n[classes.batch]\nrank = 3\n";
+    auto c = parse_config(text, "/etc/slurm/lanes.toml");
+    EXPECT_TRUE(c) << (c ? "" : c.error().message);
+    return std::make_shared<const Config>(std::move(*c));
+}
+
+// Loops forever in classify() for a job with a comment, in an xpcall message
+// handler: the Lua hook is off there, so only the process bound stops it.
+const char* kHandlerLoop = R"(
+function classify(job)
+  if job.comment ~= "" then
+    xpcall(function() while true do end end, function() while true do end end)
+  end
+  return 'training'
+end
+)";
+
+JobView plain_job() {
+    JobView j;
+    j.name = "ok";
+    j.user = "bob";
+    j.uid = 1002;
+    j.submit_time = utc(2026, 11, 30, 9);
+    return j;
+}
+
+JobView attacking_job() {
+    JobView j = plain_job();
+    j.comment = "go";
+    return j;
+}
+
+TEST(PolicyWorker, RunsThePolicyInAWorker) {
+    REQUIRE_WORKER();
+    std::vector<std::string> logs;
+    auto p = Policy::compile(R"(function classify(job)
+  lanes.log('seen ' .. job.user)
+  if lanes.in_window('peak') then return {class = 'training', reason = 'peak'} end
+  return 'batch'
+end)",
+                             "/etc/slurm/p.lua", worker_config(),
+                             [&](LogLevel, const std::string& line) { logs.push_back(line); });
+    ASSERT_TRUE(p) << p.error().message;
+    ASSERT_TRUE((*p)->isolated());
+    test::FixedWindows windows;
+    windows.daily("peak", utc(2026, 11, 30), 8, 20);
+    auto out = (*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows);
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+    EXPECT_EQ(out.class_name, "training");
+    EXPECT_EQ(out.reason, "peak");
+    EXPECT_EQ(out.location, "p.lua:3");
+    out = (*p)->classify(plain_job(), utc(2026, 11, 30, 21), windows);  // the caller's oracle decides
+    EXPECT_EQ(out.class_name, "batch");
+    ASSERT_EQ(logs.size(), 2u);
+    EXPECT_NE(logs[0].find("seen bob"), std::string::npos) << logs[0];
+    EXPECT_EQ((*p)->worker_stats().classifications, 2u);
+}
+
+TEST(PolicyWorker, OverrunKillsTheWorkerAndTheNextJobIsClassified) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config(), nullptr, 2);
+    ASSERT_TRUE(p) << p.error().message;
+    test::FixedWindows windows;
+    auto out = (*p)->classify(attacking_job(), utc(2026, 11, 30, 9), windows);
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Error);
+    EXPECT_NE(out.error.find("time budget of 50ms"), std::string::npos) << out.error;
+    EXPECT_NE(out.error.find("p.lua"), std::string::npos) << out.error;
+    auto stats = (*p)->worker_stats();
+    EXPECT_EQ(stats.overruns, 1u);
+    EXPECT_EQ(stats.kills, 1u);
+    for (int i = 0; i < 3; ++i) {
+        out = (*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows);
+        EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+        EXPECT_EQ(out.class_name, "training");
+    }
+}
+
+TEST(PolicyWorker, BackgroundModeRespawnsOffThePath) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config("workers = 2"), nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    std::atomic<int> wakes{0};
+    (*p)->build_in_background([&] { ++wakes; });
+    (*p)->maintain();
+    EXPECT_EQ((*p)->state_count(), 2u);
+    test::FixedWindows windows;
+    auto out = (*p)->classify(attacking_job(), utc(2026, 11, 30, 9), windows);
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Error);
+    EXPECT_EQ((*p)->state_count(), 1u);  // killed, not yet replaced
+    EXPECT_GE(wakes.load(), 2);
+    out = (*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows);  // the other worker
+    EXPECT_EQ(out.class_name, "training") << out.error;
+    (*p)->maintain();
+    EXPECT_EQ((*p)->state_count(), 2u);
+    EXPECT_EQ((*p)->worker_stats().kills, 1u);
+}
+
+TEST(PolicyWorker, QueueFullAndNoWorkerFreeAreErrorsThatSayWhy) {
+    REQUIRE_WORKER();
+    for (const char* queue : {"queue = 0", "queue = 4"}) {
+        auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua",
+                                 worker_config(std::string("workers = 1\n") + queue, "300ms"), nullptr);
+        ASSERT_TRUE(p) << p.error().message;
+        (*p)->build_in_background(nullptr);
+        test::FixedWindows windows;
+        auto busy = std::async(std::launch::async,
+                               [&] { return (*p)->classify(attacking_job(), utc(2026, 11, 30, 9), windows); });
+        while ((*p)->worker_stats().busy == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        auto out = (*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows);
+        EXPECT_EQ(out.kind, PolicyOutcome::Kind::Error) << queue;
+        auto stats = (*p)->worker_stats();
+        if (std::string(queue) == "queue = 0") {
+            EXPECT_NE(out.error.find("policy queue is full"), std::string::npos) << out.error;
+            EXPECT_EQ(stats.queue_rejections, 1u);
+        } else {
+            EXPECT_NE(out.error.find("no policy worker became free within the time budget of 300ms"), std::string::npos)
+                << out.error;
+            EXPECT_EQ(stats.queue_timeouts, 1u);
+        }
+        EXPECT_EQ(busy.get().kind, PolicyOutcome::Kind::Error);
+        (*p)->maintain();
+        out = (*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows);
+        EXPECT_EQ(out.class_name, "training") << out.error;
+    }
+}
+
+TEST(PolicyWorker, AHangingTopLevelFailsToLoadInBoundedTime) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile(
+        "xpcall(function() while true do end end, function() while true do end end)\n"
+        "function classify(job) return nil end\n",
+        "/etc/slurm/p.lua", worker_config("", "20ms"), nullptr);
+    ASSERT_FALSE(p);
+    EXPECT_NE(p.error().message.find("did not load the policy within"), std::string::npos) << p.error().message;
+}
+
+TEST(PolicyWorker, CompileErrorsComeBackWithFileAndLine) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile("function classify(job)\n  return (\nend\n", "/etc/slurm/p.lua", worker_config(), nullptr);
+    ASSERT_FALSE(p);
+    EXPECT_NE(p.error().message.find("p.lua:3"), std::string::npos) << p.error().message;
+    p = Policy::compile("x = 1\n", "/etc/slurm/p.lua", worker_config(), nullptr);
+    ASSERT_FALSE(p);
+    EXPECT_NE(p.error().message.find("classify"), std::string::npos) << p.error().message;
+}
+
+// 64 concurrent submitters, 2 workers, a queue of 8: every job gets the class
+// its policy gives it, or an error that says why (queue full, no worker free
+// in time); the refusals are counted; none gets anything silently.
+TEST(PolicyWorker, BurstsNeverFallBackSilently) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile(R"(function classify(job)
+  local x = 0
+  for i = 1, 20000 do x = x + i end
+  if job.name:sub(1, 5) == "train" then return 'training' end
+  return 'batch'
+end)",
+                             "/etc/slurm/p.lua", worker_config("workers = 2\nqueue = 8", "200ms"), nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    (*p)->build_in_background(nullptr);
+    (*p)->maintain();
+    test::FixedWindows windows;
+    std::atomic<int> right{0}, refused{0}, wrong{0};
+    std::vector<std::thread> submitters;
+    for (int t = 0; t < 64; ++t) {
+        submitters.emplace_back([&, t] {
+            for (int i = 0; i < 10; ++i) {
+                JobView job = plain_job();
+                job.name = (t + i) % 2 ? "train-x" : "other";
+                auto out = (*p)->classify(job, utc(2026, 11, 30, 9), windows);
+                std::string want = (t + i) % 2 ? "training" : "batch";
+                if (out.kind == PolicyOutcome::Kind::Class && out.class_name == want) ++right;
+                else if (out.kind == PolicyOutcome::Kind::Error &&
+                         (out.error.find("policy queue is full") != std::string::npos ||
+                          out.error.find("no policy worker became free") != std::string::npos))
+                    ++refused;
+                else ++wrong;
+            }
+        });
+    }
+    for (auto& t : submitters) t.join();
+    auto stats = (*p)->worker_stats();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_EQ(right.load() + refused.load(), 640);
+    EXPECT_EQ(static_cast<uint64_t>(refused.load()), stats.queue_rejections + stats.queue_timeouts);
+    EXPECT_EQ(static_cast<uint64_t>(right.load()), stats.classifications);
+    EXPECT_GT(right.load(), 0);
+    EXPECT_EQ(stats.kills, 0u);
+    std::printf("burst: %d classified, %d refused (%llu queue full, %llu no worker in time)\n", right.load(),
+                refused.load(), static_cast<unsigned long long>(stats.queue_rejections),
+                static_cast<unsigned long long>(stats.queue_timeouts));
+}
+
+// The pids of this process's lanes-policy-worker children (from /proc).
+std::vector<pid_t> worker_children() {
+    std::vector<pid_t> pids;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream stat(entry.path() / "stat");
+        std::string line;
+        if (!std::getline(stat, line)) continue;
+        size_t close = line.rfind(')');
+        if (close == std::string::npos || line.find("(lanes-policy-w") == std::string::npos) continue;
+        std::istringstream rest(line.substr(close + 2));
+        char state;
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == ::getpid() && state != 'Z') pids.push_back(static_cast<pid_t>(std::stoi(entry.path().filename())));
+    }
+    return pids;
+}
+
+TEST(PolicyWorker, AWorkerThatDiedIdleIsReplacedNotBlamedOnAJob) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config("workers = 1"), nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    auto before = worker_children();
+    ASSERT_EQ(before.size(), 1u);
+    ::kill(before[0], SIGKILL);
+    ::waitpid(before[0], nullptr, 0);
+    test::FixedWindows windows;
+    auto out = (*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows);
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
+    EXPECT_EQ((*p)->worker_stats().worker_deaths, 1u);
+    EXPECT_EQ(worker_children().size(), 1u);
+}
+
+TEST(PolicyWorker, ProgramIsChecked) {
+    auto r = PolicyWorkerPool::check_program("relative/worker");
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("policy.worker"), std::string::npos);
+    r = PolicyWorkerPool::check_program("/nonexistent/lanes-policy-worker");
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("No such file"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace lanes
