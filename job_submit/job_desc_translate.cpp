@@ -124,7 +124,6 @@ std::optional<std::string> routed_field_changed(const job_desc_msg_t& update) {
         {update.qos != nullptr, "the QOS"},
         {update.features != nullptr, "the feature list (--constraint)"},
         {update.reservation != nullptr, "the reservation"},
-        {update.begin_time != 0, "the begin time (StartTime)"},
         {update.spank_job_env_size > 0, "the job's SPANK environment"},
         {update.name != nullptr, "the job name"},
         {update.comment != nullptr, "the comment"},
