@@ -20,13 +20,13 @@ using test::utc;
 
 SysSeconds mon(int hour, int minute = 0) { return utc(2026, 11, 30, hour, minute); }
 
-struct Fixture : ::testing::Test {
+struct OwnerUpdateJudge : ::testing::Test {
     test::FixedWindows windows;
     Config config;
     RouteOptions options;
     HeldJob held;
 
-    Fixture() {
+    OwnerUpdateJudge() {
         windows.daily("peak", utc(2026, 11, 30), 8, 20);
         config.path = "/etc/slurm/lanes.toml";
         ClassConfig training;
@@ -60,7 +60,7 @@ struct Fixture : ::testing::Test {
     }
 };
 
-TEST_F(Fixture, AnUpdateOfNothingLanesJudgesIsAllowed) {
+TEST_F(OwnerUpdateJudge, AnUpdateOfNothingLanesJudgesIsAllowed) {
     auto v = judge({});
     EXPECT_EQ(v.action, OwnerVerdict::Action::Allow);
     EXPECT_TRUE(v.message.empty());
@@ -68,7 +68,7 @@ TEST_F(Fixture, AnUpdateOfNothingLanesJudgesIsAllowed) {
     EXPECT_EQ(judge_owner_update({}, nullptr, config, mon(10), windows, options).action, OwnerVerdict::Action::Allow);
 }
 
-TEST_F(Fixture, RoutedFieldsAreRefusedNamingTheField) {
+TEST_F(OwnerUpdateJudge, RoutedFieldsAreRefusedNamingTheField) {
     OwnerUpdate u;
     u.routed_field = "the partition";
     auto v = judge(u);
@@ -77,7 +77,7 @@ TEST_F(Fixture, RoutedFieldsAreRefusedNamingTheField) {
     EXPECT_EQ(v.message.rfind("lanes: the partition decides the job's traffic class and routing", 0), 0u) << v.message;
 }
 
-TEST_F(Fixture, NiceBelowTheClassesIsRefused) {
+TEST_F(OwnerUpdateJudge, NiceBelowTheClassesIsRefused) {
     OwnerUpdate u;
     u.nice = 0;
     auto v = judge(u);
@@ -91,7 +91,7 @@ TEST_F(Fixture, NiceBelowTheClassesIsRefused) {
     EXPECT_EQ(judge(u).action, OwnerVerdict::Action::Refuse);
 }
 
-TEST_F(Fixture, NiceAtOrAboveTheClassesIsAllowed) {
+TEST_F(OwnerUpdateJudge, NiceAtOrAboveTheClassesIsAllowed) {
     OwnerUpdate u;
     u.nice = 100;
     EXPECT_EQ(judge(u).action, OwnerVerdict::Action::Allow);
@@ -99,7 +99,7 @@ TEST_F(Fixture, NiceAtOrAboveTheClassesIsAllowed) {
     EXPECT_EQ(judge(u).action, OwnerVerdict::Action::Allow);
 }
 
-TEST_F(Fixture, TheNiceLanesDecidedIsTheFloorNotTheClassSetting) {
+TEST_F(OwnerUpdateJudge, TheNiceLanesDecidedIsTheFloorNotTheClassSetting) {
     held.decided_nice = 300;  // a policy override gave this job more
     OwnerUpdate u;
     u.nice = 200;
@@ -111,7 +111,7 @@ TEST_F(Fixture, TheNiceLanesDecidedIsTheFloorNotTheClassSetting) {
     EXPECT_NE(judge(u).message.find("nice of 100"), std::string::npos);
 }
 
-TEST_F(Fixture, AClassWithoutNiceLeavesNiceToSlurm) {
+TEST_F(OwnerUpdateJudge, AClassWithoutNiceLeavesNiceToSlurm) {
     held.class_name = "inference";
     held.decided_nice.reset();
     OwnerUpdate u;
@@ -119,7 +119,7 @@ TEST_F(Fixture, AClassWithoutNiceLeavesNiceToSlurm) {
     EXPECT_EQ(judge(u).action, OwnerVerdict::Action::Allow);
 }
 
-TEST_F(Fixture, AJobLanesDidNotRouteKeepsSlurmsRules) {
+TEST_F(OwnerUpdateJudge, AJobLanesDidNotRouteKeepsSlurmsRules) {
     held.class_name.reset();
     held.decided_nice.reset();
     OwnerUpdate u;
@@ -129,7 +129,7 @@ TEST_F(Fixture, AJobLanesDidNotRouteKeepsSlurmsRules) {
     EXPECT_EQ(judge(u).action, OwnerVerdict::Action::Allow);
 }
 
-TEST_F(Fixture, AnUnreadableRecordRefusesWhatNeedsIt) {
+TEST_F(OwnerUpdateJudge, AnUnreadableRecordRefusesWhatNeedsIt) {
     for (int which = 0; which < 3; ++which) {
         OwnerUpdate u;
         if (which == 0) u.nice = 500;
@@ -141,7 +141,7 @@ TEST_F(Fixture, AnUnreadableRecordRefusesWhatNeedsIt) {
     }
 }
 
-TEST_F(Fixture, ShorterTimeLimitIsAllowedALongerOneIntoThePeakIsRefused) {
+TEST_F(OwnerUpdateJudge, ShorterTimeLimitIsAllowedALongerOneIntoThePeakIsRefused) {
     OwnerUpdate u;
     u.time_limit_set = true;
     u.time_limit_minutes = 30;
@@ -156,13 +156,13 @@ TEST_F(Fixture, ShorterTimeLimitIsAllowedALongerOneIntoThePeakIsRefused) {
     EXPECT_EQ(judge(u).action, OwnerVerdict::Action::Allow);
 }
 
-TEST_F(Fixture, AStartTimeOutsideThePeakIsAllowed) {
+TEST_F(OwnerUpdateJudge, AStartTimeOutsideThePeakIsAllowed) {
     OwnerUpdate u;
     u.begin_time = mon(22);
     EXPECT_EQ(judge(u).action, OwnerVerdict::Action::Allow);
 }
 
-TEST_F(Fixture, AStartTimeInsideThePeakIsRefusedNamingTheClasssStart) {
+TEST_F(OwnerUpdateJudge, AStartTimeInsideThePeakIsRefusedNamingTheClasssStart) {
     OwnerUpdate u;
     u.begin_time = mon(10);  // "StartTime=now" during the peak
     auto v = judge(u);
@@ -180,7 +180,7 @@ TEST_F(Fixture, AStartTimeInsideThePeakIsRefusedNamingTheClasssStart) {
     EXPECT_EQ(judge(u).action, OwnerVerdict::Action::Allow);
 }
 
-TEST_F(Fixture, AStartTimeThatRunsIntoThePeakIsRefused) {
+TEST_F(OwnerUpdateJudge, AStartTimeThatRunsIntoThePeakIsRefused) {
     OwnerUpdate u;
     u.begin_time = mon(7, 30);  // before Monday's peak, but 60 min run into it
     auto v = judge(u, mon(6));
@@ -190,7 +190,7 @@ TEST_F(Fixture, AStartTimeThatRunsIntoThePeakIsRefused) {
     EXPECT_EQ(judge(u, mon(6)).action, OwnerVerdict::Action::Allow);
 }
 
-TEST_F(Fixture, AStartTimeTheClassRejectsIsRefused) {
+TEST_F(OwnerUpdateJudge, AStartTimeTheClassRejectsIsRefused) {
     held.class_name = "strict";
     OwnerUpdate u;
     u.begin_time = mon(7, 30);
@@ -201,7 +201,7 @@ TEST_F(Fixture, AStartTimeTheClassRejectsIsRefused) {
         << v.message;
 }
 
-TEST_F(Fixture, ABorrowedPartitionMustStillEndBeforeThePeak) {
+TEST_F(OwnerUpdateJudge, ABorrowedPartitionMustStillEndBeforeThePeak) {
     config.classes["training"].window_overrun = OverrunAction::Warn;  // keeps the start, lends only before the peak
     held.job.partition = "gpu,spare";
     held.job.begin_time.reset();
@@ -216,7 +216,7 @@ TEST_F(Fixture, ABorrowedPartitionMustStillEndBeforeThePeak) {
         << v.message;
 }
 
-TEST_F(Fixture, ANewLimitAndStartTimeAreJudgedTogether) {
+TEST_F(OwnerUpdateJudge, ANewLimitAndStartTimeAreJudgedTogether) {
     OwnerUpdate u;
     u.begin_time = mon(21);
     u.time_limit_set = true;
@@ -226,7 +226,7 @@ TEST_F(Fixture, ANewLimitAndStartTimeAreJudgedTogether) {
     EXPECT_EQ(judge(u).action, OwnerVerdict::Action::Refuse);
 }
 
-TEST_F(Fixture, AClassNoLongerConfiguredCannotBeChecked) {
+TEST_F(OwnerUpdateJudge, AClassNoLongerConfiguredCannotBeChecked) {
     held.class_name = "gone";
     held.decided_nice.reset();
     OwnerUpdate u;
