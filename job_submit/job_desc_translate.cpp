@@ -140,15 +140,6 @@ std::optional<std::string> routed_field_changed(const job_desc_msg_t& update) {
     return std::nullopt;
 }
 
-std::optional<std::string> decided_class(const job_desc_msg_t& job) {
-    for (const auto& entry : spank_env_entries(job)) {
-        if (env_entry_name(entry) != kEnvClass) continue;
-        auto eq = entry.find('=');
-        if (eq != std::string::npos) return entry.substr(eq + 1);
-    }
-    return std::nullopt;
-}
-
 int reject_code(const Decision& decision) {
     switch (decision.reject_kind) {
         case Decision::RejectKind::ClassNotAllowed: return ESLURM_ACCESS_DENIED;

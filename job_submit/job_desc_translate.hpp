@@ -40,10 +40,6 @@ void strip_lanes_env(job_desc_msg_t& desc);
 // the like stay allowed.
 std::optional<std::string> routed_field_changed(const job_desc_msg_t& update);
 
-// The class job_submit/lanes decided for a job (its LANES_CLASS entry in
-// spank_job_env, as slurmctld keeps it), or nullopt for a job Lanes did not route.
-std::optional<std::string> decided_class(const job_desc_msg_t& job);
-
 // The ESLURM_* code for a rejected decision.
 int reject_code(const Decision& decision);
 

@@ -138,17 +138,6 @@ TEST_F(DescFixture, StripLeavesOthersInOrder) {
     EXPECT_EQ(spank_env(), (std::vector<std::string>{"A=1", "B=3"}));
 }
 
-TEST_F(DescFixture, DecidedClassIsReadFromTheJobsSpankEnv) {
-    EXPECT_EQ(decided_class(desc), std::nullopt);  // a job Lanes did not route
-    set_spank_env({"OTHER=1", "LANES_DSCP=8", "LANES_CLASS=training"});
-    EXPECT_EQ(decided_class(desc), "training");
-}
-
-TEST_F(DescFixture, DecidedClassAcceptsSlurmsSpankPrefix) {
-    set_spank_env({"SPANK_LANES_CLASS=inference"});
-    EXPECT_EQ(decided_class(desc), "inference");
-}
-
 TEST(Glue, RejectCodesAreSpecific) {
     Decision d;
     d.verdict = Decision::Verdict::Reject;

@@ -295,6 +295,19 @@ TEST(JobRecordView, ReadsTheFieldsWhereTheLayoutSays) {
     EXPECT_EQ(held.job.begin_time->time_since_epoch().count(), 1764532800);
 }
 
+TEST(JobRecordView, TheClassIsReadWithOrWithoutSlurmsSpankPrefix) {
+    JobRecordValues values;
+    values.spank_job_env = {"OTHER=1", "SPANK_LANES_CLASS=inference", "SPANK_LANES_NICE=-5"};
+    UserNames names;
+    HeldJob held = held_job_from_record(values, names);
+    EXPECT_EQ(held.class_name, "inference");
+    EXPECT_EQ(held.decided_nice, -5);
+    values.spank_job_env = {"LANES_CLASS=training", "LANES_NICE=not-a-number"};
+    held = held_job_from_record(values, names);
+    EXPECT_EQ(held.class_name, "training");
+    EXPECT_FALSE(held.decided_nice);
+}
+
 TEST(JobRecordView, AWrongLayoutReadsNothing) {
     Record r;
     JobRecordLayout shifted = r.layout;
