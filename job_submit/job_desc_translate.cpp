@@ -124,7 +124,6 @@ std::optional<std::string> routed_field_changed(const job_desc_msg_t& update) {
         {update.qos != nullptr, "the QOS"},
         {update.features != nullptr, "the feature list (--constraint)"},
         {update.reservation != nullptr, "the reservation"},
-        {update.begin_time != 0, "the begin time (StartTime)"},
         {update.spank_job_env_size > 0, "the job's SPANK environment"},
         {update.name != nullptr, "the job name"},
         {update.comment != nullptr, "the comment"},
@@ -138,15 +137,6 @@ std::optional<std::string> routed_field_changed(const job_desc_msg_t& update) {
     };
     for (const auto& field : fields)
         if (field.changed) return std::string(field.what);
-    return std::nullopt;
-}
-
-std::optional<std::string> decided_class(const job_desc_msg_t& job) {
-    for (const auto& entry : spank_env_entries(job)) {
-        if (env_entry_name(entry) != kEnvClass) continue;
-        auto eq = entry.find('=');
-        if (eq != std::string::npos) return entry.substr(eq + 1);
-    }
     return std::nullopt;
 }
 

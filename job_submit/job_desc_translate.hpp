@@ -32,16 +32,13 @@ void strip_lanes_env(job_desc_msg_t& desc);
 
 // For an update (scontrol update job=...): the first field it changes that users
 // may not change, because routing depends on it or the classifier reads it
-// (partition, QOS, features, reservation, begin time, SPANK env, name, comment,
-// account, GRES/TRES, node and task counts), or nullopt. The job record is opaque
-// to plugins (and 22.05 passes no err_msg), so the old values cannot be compared:
-// any change of these is refused for users; shortening the time limit, hold,
-// release and the like stay allowed.
+// (partition, QOS, features, reservation, SPANK env, name, comment, account,
+// GRES/TRES, node and task counts), or nullopt. Re-classifying the job would
+// need all it was classified on (a batch job's environment is a file), so any
+// change of these is refused for users. Nice, StartTime and TimeLimit are
+// judged against the job's class (ctld/owner_update.hpp); hold, release and
+// the like stay allowed.
 std::optional<std::string> routed_field_changed(const job_desc_msg_t& update);
-
-// The class job_submit/lanes decided for a job (its LANES_CLASS entry in
-// spank_job_env, as slurmctld keeps it), or nullopt for a job Lanes did not route.
-std::optional<std::string> decided_class(const job_desc_msg_t& job);
 
 // The ESLURM_* code for a rejected decision.
 int reject_code(const Decision& decision);

@@ -24,6 +24,7 @@ extern "C" {
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -33,14 +34,12 @@ extern "C" {
 #include "ctld/user_names.hpp"
 #include "glue/slurm_glue.hpp"
 #include "job_submit/job_desc_translate.hpp"
+#include "job_submit/job_record_view.hpp"
 #include "signals/signal_monitor.hpp"
 
 extern "C" {
 char* slurm_xstrdup(const char* str);
 void slurm_xfree(void** ptr);
-// libslurm's (not in slurm.h; exported 22.05..26.05): frees a job_desc_msg_t
-// and every string it owns, as copy_job_record_to_job_desc() built them.
-void slurm_free_job_desc_msg(job_desc_msg_t* msg);
 
 extern const char plugin_name[] = "Lanes job_submit plugin: classify and route training/inference jobs";
 extern const char plugin_type[] = "job_submit/lanes";
@@ -62,10 +61,10 @@ struct PluginState {
     std::string config_path;
     // validate_operator() lives in slurmctld; resolved at init when present.
     bool (*validate_operator)(uid_t) = nullptr;
-    // slurmctld's copy_job_record_to_job_desc(job_ptr) (22.05..26.05): the one
-    // exported way to read a job record's current values (the record's layout
-    // is private to slurmctld). Resolved at init; null outside slurmctld.
-    job_desc_msg_t* (*copy_job_record)(void*) = nullptr;
+    // Where this Slurm release keeps the job record's fields job_modify reads
+    // (job_record_view.hpp); null for a release Lanes has not measured.
+    const lanes::JobRecordLayout* job_record_layout = nullptr;
+    std::atomic<bool> job_record_error_logged{false};
     // slurmctld's association cache (src/common/assoc_mgr.h; the same
     // signatures and lock struct in 22.05, 24.11 and 26.05): the user's default
     // account for a job submitted without -A. Null outside slurmctld.
@@ -279,8 +278,14 @@ extern "C" int init(void) noexcept {
         auto state = std::make_unique<PluginState>();
         state->config_path = lanes::default_config_path(true);  // $LANES_CONFIG, next to $SLURM_CONF, default
         state->validate_operator = reinterpret_cast<bool (*)(uid_t)>(dlsym(RTLD_DEFAULT, "validate_operator"));
-        state->copy_job_record =
-            reinterpret_cast<job_desc_msg_t* (*)(void*)>(dlsym(RTLD_DEFAULT, "copy_job_record_to_job_desc"));
+        state->job_record_layout = lanes::job_record_layout(SLURM_VERSION_NUMBER);
+        if (!state->job_record_layout)
+            slurm_error(
+                "lanes: this build does not know where Slurm %d.%02d.%d keeps a job's fields, so owners' "
+                "changes of Nice, StartTime and TimeLimit are refused; rebuild Lanes with "
+                "contrib/job-record-offsets.sh run for this release",
+                SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+                SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
         state->fill_in_user = reinterpret_cast<int (*)(void*, slurmdb_user_rec_t*, int, slurmdb_user_rec_t**, bool)>(
             dlsym(RTLD_DEFAULT, "assoc_mgr_fill_in_user"));
         state->assoc_lock = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "assoc_mgr_lock"));
@@ -371,61 +376,59 @@ uint32_t desc_job_id(const job_desc_msg_t& desc) {
 #endif
 }
 
-// Frees what copy_job_record_to_job_desc() returned. Its environment is one
-// block with an array of pointers into it (slurmctld's fed_mgr frees it the same
-// way, 22.05..26.05), not what slurm_free_job_desc_msg() expects: free it first.
-void free_job_record_copy(job_desc_msg_t* copy) {
-    if (!copy) return;
-    if (copy->environment) {
-        slurm_xfree(reinterpret_cast<void**>(&copy->environment[0]));
-        slurm_xfree(reinterpret_cast<void**>(&copy->environment));
+// The job as slurmctld holds it, from the record itself (no file: this runs
+// under the job write lock); null when this release's layout is unknown or
+// the record does not match it (logged once).
+std::optional<lanes::HeldJob> held_job(PluginState& state, void* job_ptr) {
+    if (!state.job_record_layout || !job_ptr) return std::nullopt;
+    auto record = lanes::read_job_record(job_ptr, *state.job_record_layout);
+    if (!record) {
+        if (!state.job_record_error_logged.exchange(true))
+            slurm_error(
+                "lanes: cannot read a job record of Slurm %d.%02d.%d: %s; owners' changes of Nice, StartTime "
+                "and TimeLimit are refused",
+                SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+                SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER), record.error().message.c_str());
+        return std::nullopt;
     }
-    copy->env_size = 0;
-    slurm_free_job_desc_msg(copy);
+    return lanes::held_job_from_record(*record, state.user_names);
 }
 
-// A user's new time limit (#11.9): Slurm lets owners raise a pending job's
-// limit up to the partition's MaxTime, which could carry a job Lanes let borrow
-// a partition, or planned around a window, into that window. Compared with the
-// job as slurmctld holds it (class, limit, partitions, begin time).
-int check_time_limit(const job_desc_msg_t& desc, void* job_ptr, std::string& why) {
-    if (desc.time_limit == NO_VAL) return SLURM_SUCCESS;
-    auto& state = *g_state;
-    if (!job_ptr || !state.copy_job_record) {
-        why =
-            "lanes: cannot read the job's current state in this slurmctld, so a new time limit cannot be "
-            "checked against its class's windows; ask an administrator";
-        return ESLURM_ACCESS_DENIED;
+// What the update asks for, as the owner-update checks see it.
+lanes::OwnerUpdate owner_update_of(const job_desc_msg_t& desc) {
+    lanes::OwnerUpdate update;
+    update.routed_field = lanes::routed_field_changed(desc);
+    if (desc.nice != NO_VAL) update.nice = static_cast<int32_t>(static_cast<int64_t>(desc.nice) - NICE_OFFSET);
+    if (desc.begin_time != 0) update.begin_time = lanes::SysSeconds{std::chrono::seconds{desc.begin_time}};
+    if (desc.time_limit != NO_VAL) {
+        update.time_limit_set = true;
+        if (desc.time_limit != INFINITE) update.time_limit_minutes = desc.time_limit;
     }
-    std::unique_ptr<job_desc_msg_t, void (*)(job_desc_msg_t*)> current(state.copy_job_record(job_ptr),
-                                                                       free_job_record_copy);
-    if (!current) {
-        why = "lanes: cannot read the job's current state; ask an administrator";
-        return ESLURM_ACCESS_DENIED;
-    }
-    auto class_name = lanes::decided_class(*current);
-    if (!class_name) return SLURM_SUCCESS;  // not routed by Lanes
-    auto now = now_seconds();
-    auto job = lanes::job_view_from_desc(*current, current->user_id, state.user_names, now);
-    std::optional<uint32_t> new_limit;
-    if (desc.time_limit != INFINITE) new_limit = desc.time_limit;
-    auto refused = state.classifier->check_time_limit_change(*class_name, job, new_limit, now);
-    if (!refused) return SLURM_SUCCESS;
-    why = lanes::printable(*refused, 1024);
-    return ESLURM_INVALID_TIME_LIMIT;
+    return update;
 }
 
-// What a non-admin may not change on an existing job: every field Lanes routes,
-// the SPANK environment that carries the decision to the nodes, and a time
-// limit that breaks the class's window rules.
-int check_modify(const job_desc_msg_t& desc, void* job_ptr, uint32_t submit_uid, std::string& why) {
-    if (is_admin(submit_uid)) return SLURM_SUCCESS;
-    auto field = lanes::routed_field_changed(desc);
-    if (!field) return check_time_limit(desc, job_ptr, why);
-    why = "lanes: " + *field +
-          " decides the job's traffic class and routing, so users cannot change it; "
-          "cancel and resubmit, or ask an administrator";
+int modify_code(lanes::OwnerVerdict::Code code) {
+    switch (code) {
+        case lanes::OwnerVerdict::Code::AccessDenied: return ESLURM_ACCESS_DENIED;
+        case lanes::OwnerVerdict::Code::InvalidTimeLimit: return ESLURM_INVALID_TIME_LIMIT;
+    }
     return ESLURM_ACCESS_DENIED;
+}
+
+// What a non-admin may change on an existing job (lanes-policy(7), "What a
+// job's owner may change"): every field Lanes routes is refused, a nice below
+// the class's, and a start time or time limit that breaks the class's window
+// rules are refused. Admins (root, SlurmUser, operators) keep Slurm's powers.
+int check_modify(const job_desc_msg_t& desc, void* job_ptr, uint32_t submit_uid, std::string& message) {
+    if (is_admin(submit_uid)) return SLURM_SUCCESS;
+    auto& state = *g_state;
+    auto update = owner_update_of(desc);
+    std::optional<lanes::HeldJob> held;
+    if (!update.routed_field && (update.nice || update.begin_time || update.time_limit_set))
+        held = held_job(state, job_ptr);
+    auto verdict = state.classifier->judge_owner_update(update, held ? &*held : nullptr, now_seconds());
+    message = lanes::printable(verdict.message, 2048);
+    return verdict.action == lanes::OwnerVerdict::Action::Refuse ? modify_code(verdict.code) : SLURM_SUCCESS;
 }
 
 }  // namespace
@@ -439,15 +442,15 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t subm
     int rc = guarded("job_modify", SLURM_ERROR, [&]() -> int {
         if (!job_desc) return SLURM_SUCCESS;
         if (!g_state) return SLURM_ERROR;
-        std::string why;
-        int rc = check_modify(*job_desc, job_ptr, submit_uid, why);
+        std::string message;
+        int rc = check_modify(*job_desc, job_ptr, submit_uid, message);
         if (rc != SLURM_SUCCESS) {
-            // why is for the user ("lanes: ..."); the log line has its own prefix.
-            const char* text = why.rfind("lanes: ", 0) == 0 ? why.c_str() + 7 : why.c_str();
-            slurm_info("lanes: JobId=%s: refused update by uid %u: %s",
-                       job_desc->job_id_str ? job_desc->job_id_str : std::to_string(desc_job_id(*job_desc)).c_str(),
-                       submit_uid, text);
-            add_err_msg(err_msg, why);
+            // The message is for the user ("lanes: ..."); the log line has its own prefix.
+            const char* text = message.rfind("lanes: ", 0) == 0 ? message.c_str() + 7 : message.c_str();
+            std::string job_id = job_desc->job_id_str ? lanes::printable(job_desc->job_id_str, 64)
+                                                      : std::to_string(desc_job_id(*job_desc));
+            slurm_info("lanes: JobId=%s: refused update by uid %u: %s", job_id.c_str(), submit_uid, text);
+            add_err_msg(err_msg, message);
         }
         return rc;
     });

@@ -85,6 +85,7 @@ std::vector<std::string> encode_decision(const Decision& decision) {
     if (net.rdma_traffic_class) put(kEnvRdmaTc, std::to_string(*net.rdma_traffic_class));
     if (net.rdma_service_level) put(kEnvRdmaSl, std::to_string(*net.rdma_service_level));
     put(kEnvRank, std::to_string(net.rank));
+    if (decision.nice) put(kEnvNice, std::to_string(*decision.nice));
     return out;
 }
 

@@ -34,6 +34,8 @@ inline constexpr std::string_view kEnvCeil = "LANES_CEIL";
 inline constexpr std::string_view kEnvRdmaTc = "LANES_RDMA_TC";
 inline constexpr std::string_view kEnvRdmaSl = "LANES_RDMA_SL";
 inline constexpr std::string_view kEnvRank = "LANES_RANK";
+// The nice Lanes gave the job: the floor of what its owner may set (job_modify).
+inline constexpr std::string_view kEnvNice = "LANES_NICE";
 
 // The name of an env entry with an optional SPANK_ prefix removed ("SPANK_X=1" -> "X").
 std::string_view env_entry_name(std::string_view entry);

@@ -156,23 +156,21 @@ public:
 
     std::shared_ptr<const Config> config() const override { return current()->config; }
 
-    std::optional<std::string> check_time_limit_change(const std::string& class_name, const JobView& job,
-                                                       std::optional<uint32_t> new_limit,
-                                                       SysSeconds now) const noexcept override {
+    OwnerVerdict judge_owner_update(const OwnerUpdate& update, const HeldJob* held,
+                                    SysSeconds now) const noexcept override {
+        OwnerVerdict failed;
+        failed.action = OwnerVerdict::Action::Refuse;
         try {
             auto gen = current();
-            auto it = gen->config->classes.find(class_name);
-            if (it == gen->config->classes.end())
-                return "lanes: the time limit of this job cannot be raised: its class '" + class_name +
-                       "' is no longer in " + gen->config->path + "; ask an administrator";
             RouteOptions ro;
             ro.min_shorten_minutes = options_.min_shorten_minutes;
-            return lanes::check_time_limit_change(it->second, job, new_limit, now, *gen->windows, ro);
+            return lanes::judge_owner_update(update, held, *gen->config, now, *gen->windows, ro);
         } catch (const std::exception& e) {
-            return std::string("lanes: cannot check the new time limit: ") + e.what();
+            failed.message = std::string("lanes: cannot check the update: ") + e.what();
         } catch (...) {
-            return std::string("lanes: cannot check the new time limit");
+            failed.message = "lanes: cannot check the update";
         }
+        return failed;
     }
 
     ClassifierStats stats() const noexcept override {

@@ -13,6 +13,7 @@
 #include "core/lanes_toml.hpp"
 #include "core/log.hpp"
 #include "core/result.hpp"
+#include "ctld/owner_update.hpp"
 #include "ctld/policy.hpp"
 
 namespace lanes {
@@ -78,13 +79,10 @@ public:
 
     virtual std::shared_ptr<const Config> config() const = 0;
 
-    // A user's new time limit for a pending job of class `class_name` (job_modify):
-    // nullopt when it keeps the job inside the class's window rules, else the
-    // reason for the user (router.hpp check_time_limit_change). A class that is
-    // no longer configured is refused (nothing to check it against). Never throws.
-    virtual std::optional<std::string> check_time_limit_change(const std::string& class_name, const JobView& job,
-                                                               std::optional<uint32_t> new_limit,
-                                                               SysSeconds now) const = 0;
+    // An owner's `scontrol update` of a job (job_modify): judge_owner_update()
+    // (owner_update.hpp) with the configuration and windows in force. Never
+    // throws: an internal error refuses the update, saying so.
+    virtual OwnerVerdict judge_owner_update(const OwnerUpdate& update, const HeldJob* held, SysSeconds now) const = 0;
 
     // With options.wake_maintainer: close the policy's discarded lua_States and
     // build its pool back up. Call from a thread that holds no slurmctld lock.

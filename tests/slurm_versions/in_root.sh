@@ -21,6 +21,7 @@ tests=(
     tests/e2e/spank_test.sh
     tests/e2e/faults_test.sh
     tests/e2e/lua_and_lanes_test.sh
+    tests/e2e/owner_update_test.sh
 )
 
 say() { printf 'in_root: %s\n' "$*"; }

@@ -119,7 +119,8 @@ TEST_F(DescFixture, DecisionReplacesForgedEntriesAndRoutes) {
     EXPECT_EQ(desc.nice, NICE_OFFSET + 100);
     EXPECT_EQ(desc.begin_time, 1'800'000'000 + 3 * 3600);
     auto env = spank_env();
-    EXPECT_EQ(env, (std::vector<std::string>{"SPANK_OTHER=1", "LANES_CLASS=training", "LANES_DSCP=8", "LANES_RANK=0"}));
+    EXPECT_EQ(env, (std::vector<std::string>{"SPANK_OTHER=1", "LANES_CLASS=training", "LANES_DSCP=8", "LANES_RANK=0",
+                                             "LANES_NICE=100"}));
     EXPECT_EQ(desc.spank_job_env[desc.spank_job_env_size], nullptr);
 }
 
@@ -137,17 +138,6 @@ TEST_F(DescFixture, StripLeavesOthersInOrder) {
     EXPECT_EQ(spank_env(), (std::vector<std::string>{"A=1", "B=3"}));
 }
 
-TEST_F(DescFixture, DecidedClassIsReadFromTheJobsSpankEnv) {
-    EXPECT_EQ(decided_class(desc), std::nullopt);  // a job Lanes did not route
-    set_spank_env({"OTHER=1", "LANES_DSCP=8", "LANES_CLASS=training"});
-    EXPECT_EQ(decided_class(desc), "training");
-}
-
-TEST_F(DescFixture, DecidedClassAcceptsSlurmsSpankPrefix) {
-    set_spank_env({"SPANK_LANES_CLASS=inference"});
-    EXPECT_EQ(decided_class(desc), "inference");
-}
-
 TEST(Glue, RejectCodesAreSpecific) {
     Decision d;
     d.verdict = Decision::Verdict::Reject;
@@ -161,13 +151,15 @@ TEST(Glue, RejectCodesAreSpecific) {
 
 TEST_F(DescFixture, UpdatesOfRoutedFieldsAreNamed) {
     EXPECT_FALSE(routed_field_changed(desc)) << "an empty update changes nothing routed";
-    desc.time_limit = 10;  // shortening is fine
+    desc.time_limit = 10;  // judged against the class (owner_update.hpp), not refused outright
+    EXPECT_FALSE(routed_field_changed(desc));
+    desc.begin_time = 1;
+    desc.nice = NICE_OFFSET;
     EXPECT_FALSE(routed_field_changed(desc));
     struct Case {
         std::function<void(job_desc_msg_t&)> set;
         const char* what;
     } cases[] = {
-        {[](job_desc_msg_t& d) { d.begin_time = 1; }, "the begin time (StartTime)"},
         {[](job_desc_msg_t& d) { d.min_nodes = 4; }, "the node count"},
         {[](job_desc_msg_t& d) { d.num_tasks = 8; }, "the task count"},
     };
