@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 
 namespace lanes::ctl {
 
@@ -69,6 +70,31 @@ void summarize(const Config& config, CheckReport& report) {
     report.windows.clear();
     for (const auto& [name, w] : config.windows.all()) report.windows.push_back(name);
     report.rules = config.rules.size();
+    report.signal_windows.clear();
+    for (const auto& [name, w] : config.signal_windows) {
+        CheckReport::SignalWindow sw;
+        sw.name = name;
+        sw.signal = w.signal;
+        sw.when_unknown = std::string(unknown_signal_action_name(w.when_unknown));
+        sw.is_default = !w.when_unknown_set;
+        if (auto it = config.signals.find(w.signal); it != config.signals.end()) sw.fallback = it->second.fallback;
+        report.signal_windows.push_back(std::move(sw));
+    }
+}
+
+std::string describe_when_unknown(const CheckReport::SignalWindow& w) {
+    std::string out = "window " + w.name + " follows signal " + w.signal + "; while " + w.signal +
+                      " is unknown (API down, stale, or a garbage answer): ";
+    if (w.fallback) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.6g", *w.fallback);
+        return out + "its fallback " + buf + " is used instead (when_unknown = " + w.when_unknown + " not needed)";
+    }
+    out += w.when_unknown;
+    if (w.when_unknown == "hold") out += " (keeps its state)";
+    if (w.is_default) out += " (the default: protects inference)";
+    else out += " (when_unknown = \"" + w.when_unknown + "\")";
+    return out;
 }
 
 std::string format_check_human(const CheckReport& report) {
@@ -84,6 +110,7 @@ std::string format_check_human(const CheckReport& report) {
     out += ", " + std::to_string(report.windows.size()) + " windows, ";
     out += report.policy.empty() ? std::to_string(report.rules) + " built-in rules" : "policy " + report.policy;
     out += "\n";
+    for (const auto& w : report.signal_windows) out += describe_when_unknown(w) + "\n";
     for (const auto& line : report.log_errors) out += "warning: " + line + "\n";
     return out;
 }
@@ -117,6 +144,17 @@ json::Value check_json(const CheckReport& report) {
         out.emplace_back("classes", std::move(classes));
         out.emplace_back("windows", std::move(windows));
         out.emplace_back("rules", static_cast<int64_t>(report.rules));
+        json::Array signal_windows;
+        for (const auto& w : report.signal_windows)
+            signal_windows.push_back(json::Object{
+                {"name", w.name},
+                {"signal", w.signal},
+                {"when_unknown", w.when_unknown},
+                {"when_unknown_default", w.is_default},
+                {"fallback", w.fallback ? json::Value(*w.fallback) : json::Value()},
+                {"applies", describe_when_unknown(w)},
+            });
+        out.emplace_back("signal_windows", std::move(signal_windows));
     }
     return out;
 }

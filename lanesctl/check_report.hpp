@@ -3,6 +3,7 @@
 // and its printing (pure).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,20 @@ struct CheckReport {
     std::vector<std::string> classes;
     std::vector<std::string> windows;
     size_t rules = 0;
+    // Windows that follow a signal, and what each does while its signal is unknown.
+    struct SignalWindow {
+        std::string name;
+        std::string signal;
+        std::string when_unknown;        // "busy", "idle", "hold"
+        bool is_default = true;          // not written in lanes.toml
+        std::optional<double> fallback;  // the signal's: used instead while unknown
+    };
+    std::vector<SignalWindow> signal_windows;
 };
+
+// "window busy follows signal demand; while demand is unknown (...): busy (the
+// default: protects inference)" or "...: its fallback 7 is used instead".
+std::string describe_when_unknown(const CheckReport::SignalWindow& window);
 
 // Fill the summary fields from a loaded config.
 void summarize(const Config& config, CheckReport& report);

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl gc: remove the shaping state of jobs that no longer run on this node.
-// The rule is spank_lanes' own (node_facts.hpp LivenessProbe): a job is alive
-// until its epilog; gone only when proven (state from an earlier boot). Anything
-// uncertain counts as alive: gc must never take the shaping away from a running
-// job, nor from an allocation that has no step yet.
+// The rule is spank_lanes' own (node_facts.hpp decide_liveness()): gone only when
+// proven, by state from an earlier boot or by slurmctld saying the job ended (or
+// no longer knowing it) while nothing of it runs here. Anything uncertain counts
+// as alive, a controller that cannot be asked included: gc must never take the
+// shaping away from a running job, nor from an allocation that has no step yet.
+#include <slurm/slurm.h>
+
 #include <cstdio>
 #include <map>
+
+#include "glue/slurm_jobs.hpp"
 
 #include "lanesctl/commands.hpp"
 #include "lanesctl/node_report.hpp"
@@ -15,6 +20,18 @@
 namespace lanes::ctl {
 
 Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context);  // cmd_status.cpp
+
+namespace {
+
+// In the child that asks slurmctld: slurm.conf (or configless) as for any client.
+// Without one libslurm exits, which the parent reports as "cannot use Slurm here".
+void init_slurm() { slurm_init(nullptr); }
+
+std::map<uint32_t, ControllerAnswer> ask_controller(const std::vector<uint32_t>& job_ids) {
+    return glue::ask_slurmctld(job_ids, glue::kControllerTimeout, init_slurm);
+}
+
+}  // namespace
 
 int run_gc(const Options& options, const Context& context) {
     auto shaper = open_node_shaper(context);
@@ -36,10 +53,11 @@ int run_gc(const Options& options, const Context& context) {
             if (!done) report.errors.push_back(done.error().message);
         }
     } else {
-        const LivenessProbe probe;
+        const LivenessProbe probe(ask_controller);
+        const auto liveness = probe.check_all(jobs);
         std::map<uint32_t, bool> alive;
         for (const auto& st : jobs) {
-            auto seen = probe.check(st);
+            const auto& seen = liveness.at(st.job_id);
             alive[st.job_id] = seen.alive;
             (seen.alive ? report.kept : report.removed).push_back(GcJob{st, seen.why});
         }

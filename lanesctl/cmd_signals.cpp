@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // lanesctl signals: fetch every [signals.NAME] once now (libcurl, the same fetcher
 // and parser the controller and the agent use) and show value, age, last error,
-// and the windows that follow the signals.
+// and the windows that follow the signals: busy or idle and why, including which
+// when_unknown setting applies while a signal has no usable value.
 #include <cstdio>
 
 #include "core/lanes_toml.hpp"
@@ -50,6 +51,9 @@ int run_signals(const Options& options, const Context& context) {
         o["value"] = s.value.value ? json::Value(*s.value.value) : json::Value();
         o["age_seconds"] = s.value.age ? json::Value(static_cast<int64_t>(s.value.age->count())) : json::Value();
         o["last_error"] = s.state.last_error;
+        o["last_success_unix"] = s.state.successes
+                                     ? json::Value(static_cast<int64_t>(SignalClock::to_time_t(s.state.last_success)))
+                                     : json::Value();
         if (!s.value.fresh) o["why_unusable"] = s.value.why_unusable;
         signals.push_back(std::move(o));
     }
@@ -59,6 +63,10 @@ int run_signals(const Options& options, const Context& context) {
         o["name"] = name;
         o["busy"] = w.busy;
         o["reason"] = w.reason;
+        if (auto cfg = config->signal_windows.find(name); cfg != config->signal_windows.end()) {
+            o["when_unknown"] = std::string(unknown_signal_action_name(cfg->second.when_unknown));
+            o["when_unknown_default"] = !cfg->second.when_unknown_set;
+        }
         windows.push_back(std::move(o));
     }
     if (options.json) {

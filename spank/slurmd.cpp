@@ -1,12 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // slurmd (as root): its start, and the job prolog and epilog it runs.
-//   start      reconcile: remove the shaping of jobs that are gone
+//   start      reconcile: remove the shaping of jobs that are gone (state from
+//              an earlier boot at once; jobs slurmctld says ended, in a
+//              detached process that never holds up slurmd or a prolog)
 //   prolog     SPANK_LANES_* (slurmctld's copy, with PrologFlags=Alloc) -> HTB
 //              class, nft marks, job cgroup, state file
 //   epilog     remove everything of the job; never fails (that would drain the node)
+#include <dirent.h>
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <vector>
 
 #include "core/job_env.hpp"
+#include "glue/slurm_jobs.hpp"
 #include "spank/common.hpp"
 
 namespace lanes::spank {
@@ -15,6 +30,79 @@ namespace {
 // slurmd's parsed slurm.conf, looked up at run time (srun and sbatch load this
 // plugin too, and must not need the symbol).
 const slurm_conf_t* slurmd_conf() { return static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf")); }
+
+// In a process forked from slurmd: close what must stay slurmd's alone, so that
+// a slurmd restarted meanwhile finds its port and its pidfile lock free. Sockets
+// that listen and files this process holds a lock through are closed; the log
+// file and the rest stay (the child logs through slurmd's log).
+void release_slurmd_resources() {
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir("/proc/self/fd"), ::closedir);
+    if (!dir) return;
+    std::vector<int> to_close;
+    while (dirent* e = ::readdir(dir.get())) {
+        char* end = nullptr;
+        long fd = std::strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end || fd < 3 || fd == ::dirfd(dir.get())) continue;
+        int listening = 0;
+        socklen_t len = sizeof listening;
+        bool close_it =
+            ::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
+        if (!close_it) {
+            std::ifstream info("/proc/self/fdinfo/" + std::string(e->d_name));
+            std::ostringstream text;
+            text << info.rdbuf();
+            close_it = text.str().find("\nlock:") != std::string::npos;
+        }
+        if (close_it) to_close.push_back(static_cast<int>(fd));
+    }
+    dir.reset();
+    for (int fd : to_close) ::close(fd);
+}
+
+// The jobs that nothing on this node decides: slurmctld's word, asked in a
+// process of its own (forked twice, so slurmd has no child to reap), so that
+// slurmd's start and the prologs that follow never wait for the controller. The
+// removal itself takes the shaper's lock like any prolog; a job whose prolog
+// runs after the scan is not in it and is kept. The process ends by itself: the
+// question is bounded (glue::kControllerTimeout) and an alarm bounds the rest.
+void reconcile_with_slurmctld_in_background(std::unique_ptr<NodeShaper> shaper) {
+    pid_t first = ::fork();
+    if (first < 0) {
+        slurm_error("lanes: reconcile at slurmd start: cannot fork to ask slurmctld: %m");
+        return;
+    }
+    if (first > 0) {
+        int status = 0;
+        while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
+        }
+        return;
+    }
+    if (::fork() != 0) ::_exit(0);
+    ::setsid();
+    release_slurmd_resources();
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGALRM, SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
+    ::alarm(static_cast<unsigned>(glue::kControllerTimeout.count()) + 60);
+    // slurmd has read slurm.conf already: nothing to prepare in the asking child.
+    LivenessProbe probe(
+        [](const std::vector<uint32_t>& ids) { return glue::ask_slurmctld(ids, glue::kControllerTimeout); });
+    auto liveness = probe.check_all(shaper->list());
+    for (const auto& [job, seen] : liveness)
+        if (seen.alive && seen.why.find("slurmctld") != std::string::npos)
+            slurm_info("lanes: JobId=%u: kept at slurmd start: %s", job, seen.why.c_str());
+        else if (!seen.alive) slurm_info("lanes: JobId=%u: %s", job, seen.why.c_str());
+    auto removed = shaper->reconcile([&](const JobState& st) {
+        auto it = liveness.find(st.job_id);
+        return it == liveness.end() || it->second.alive;  // appeared after the scan: just shaped
+    });
+    if (!removed) slurm_error("lanes: reconcile at slurmd start: %s", removed.error().message.c_str());
+    else
+        for (uint32_t job : *removed)
+            slurm_info("lanes: JobId=%u: removed leftover state at slurmd start (slurmctld says it ended)", job);
+    ::_exit(0);
+}
 
 }  // namespace
 
@@ -60,12 +148,15 @@ int slurmd_start(int ac, char** av) {
         return 0;
     }
     if (!args->reconcile_on_start) return 0;
-    // Alive until its epilog: only state from an earlier boot goes here (slurmctld
-    // runs the epilog of every job that ended while slurmd was down).
+    // Here and now, what this node proves alone: state from an earlier boot goes
+    // (no epilog will come), so the first prolog finds a clean store.
     LivenessProbe probe;
+    bool ask_slurmctld = false;
     auto removed = (*shaper)->reconcile([&](const JobState& st) {
-        auto alive = probe.check(st);
+        auto local = probe.local(st);
+        auto alive = decide_liveness(local, std::nullopt);
         if (!alive.alive) slurm_info("lanes: JobId=%u: %s", st.job_id, alive.why.c_str());
+        if (alive.alive && local.alive.empty()) ask_slurmctld = true;
         return alive.alive;
     });
     if (!removed) {
@@ -73,6 +164,9 @@ int slurmd_start(int ac, char** av) {
         return 0;  // leftovers are not worth keeping slurmd down; lanesctl gc can retry
     }
     for (uint32_t job : *removed) slurm_info("lanes: JobId=%u: removed leftover state at slurmd start", job);
+    // A job with nothing running here may have ended while its epilog failed
+    // (NIC renamed, lanes.toml broken): only slurmctld can tell.
+    if (ask_slurmctld) reconcile_with_slurmctld_in_background(std::move(*shaper));
     return 0;
 }
 

@@ -702,11 +702,14 @@ struct Parser {
         if (auto d = read_duration(r, "retry", seconds{10}, hours{24}, "10s..24h"))
             w.retry = duration_cast<seconds>(*d);
         else if (t.get("retry")) ok = false;
-        if (auto c = r.choice("when_unknown", {"idle", "busy", "hold"}))
+        if (auto c = r.choice("when_unknown", {"idle", "busy", "hold"})) {
             w.when_unknown = *c == "busy"   ? UnknownSignalAction::Busy
                              : *c == "hold" ? UnknownSignalAction::Hold
                                             : UnknownSignalAction::Idle;
-        else if (t.get("when_unknown")) ok = false;
+            w.when_unknown_set = true;
+        } else if (t.get("when_unknown")) {
+            ok = false;
+        }
         for (const char* timed : {"timezone", "days", "start", "end", "except", "add"}) {
             if (const toml::node* n = t.get(timed)) {
                 r.get(timed);
@@ -1276,6 +1279,15 @@ std::string default_config_path(bool honour_environment) {
         }
     }
     return LANES_DEFAULT_CONFIG;
+}
+
+std::string_view unknown_signal_action_name(UnknownSignalAction action) {
+    switch (action) {
+        case UnknownSignalAction::Idle: return "idle";
+        case UnknownSignalAction::Busy: return "busy";
+        case UnknownSignalAction::Hold: return "hold";
+    }
+    return "busy";
 }
 
 }  // namespace lanes

@@ -157,8 +157,11 @@ struct SignalConfig {
     bool operator==(const SignalConfig&) const = default;
 };
 
-// What a signal window does while its signal has no usable value.
+// What a signal window does while its signal has no usable value (the API is
+// down, its answers are garbage, or its last value is older than stale_after).
+// Busy by default: the side that protects inference.
 enum class UnknownSignalAction { Idle, Busy, Hold };
+std::string_view unknown_signal_action_name(UnknownSignalAction action);
 
 // A window that follows a signal with hysteresis ([windows.NAME] with `signal`):
 // it begins once the value has been above `above` for `hold_for`, and ends once it
@@ -170,7 +173,8 @@ struct SignalWindowConfig {
     double until_below = 0;                 // <= above
     std::chrono::seconds hold_for{0};       // key "for"
     std::chrono::seconds release_after{0};  // defaults to hold_for
-    UnknownSignalAction when_unknown = UnknownSignalAction::Idle;
+    UnknownSignalAction when_unknown = UnknownSignalAction::Busy;
+    bool when_unknown_set = false;    // written in lanes.toml (else the default)
     std::chrono::seconds retry{300};  // deferred jobs start this much later
     int line = 0;
     bool operator==(const SignalWindowConfig&) const = default;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,16 @@ namespace lanes {
 namespace {
 
 using Json = nlohmann::json;
+
+// "2026-12-01 15:04:05 UTC": when a signal's last good value was fetched.
+std::string utc_text(SignalClock::time_point at) {
+    const std::time_t t = SignalClock::to_time_t(at);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    return buf;
+}
 
 // Prometheus sends sample values as strings: "0.31", "NaN", "+Inf", "-Inf".
 Result<double> sample_value(const Json& pair, const char* what) {
@@ -129,7 +140,7 @@ SignalValue effective_value(const SignalConfig& config, const SignalState& state
             v.fresh = true;
             return v;
         }
-        v.why_unusable = "stale (" + std::to_string(age.count()) + "s old)";
+        v.why_unusable = "stale since " + utc_text(state.last_success) + " (" + std::to_string(age.count()) + "s old)";
     } else {
         v.why_unusable = state.failures ? "never fetched successfully" : "not fetched yet";
     }
@@ -141,22 +152,27 @@ SignalValue effective_value(const SignalConfig& config, const SignalState& state
     return v;
 }
 
-bool SignalWindowTracker::update(std::optional<double> value, SignalClock::time_point now) {
+bool SignalWindowTracker::update(std::optional<double> value, SignalClock::time_point now,
+                                 std::string_view why_unknown) {
     using namespace std::chrono;
     const bool was = busy_;
     if (!value) {
         crossing_since_.reset();
+        reason_ = "no usable value of " + config_.signal;
+        if (!why_unknown.empty()) reason_ += " (" + std::string(why_unknown) + ")";
+        const std::string rule = "when_unknown = " + std::string(unknown_signal_action_name(config_.when_unknown)) +
+                                 (config_.when_unknown_set ? "" : ", the default");
         switch (config_.when_unknown) {
             case UnknownSignalAction::Idle:
                 busy_ = false;
-                reason_ = "no usable value of " + config_.signal + ": idle (when_unknown)";
+                reason_ += ": idle (" + rule + ")";
                 break;
             case UnknownSignalAction::Busy:
                 busy_ = true;
-                reason_ = "no usable value of " + config_.signal + ": busy (when_unknown)";
+                reason_ += ": busy (" + rule + ")";
                 break;
             case UnknownSignalAction::Hold:
-                reason_ = "no usable value of " + config_.signal + ": holding (when_unknown)";
+                reason_ += std::string(": holding ") + (busy_ ? "busy" : "idle") + " (" + rule + ")";
                 break;
         }
     } else if (!busy_) {

@@ -63,7 +63,9 @@ struct SignalValue {
     bool fresh = false;  // last_value younger than stale_after
     bool from_fallback = false;
     std::optional<std::chrono::seconds> age;  // of last_value, if any
-    std::string why_unusable;                 // when !fresh: "never fetched", "stale (93s old): ..."
+    // When !fresh: "not fetched yet", "never fetched successfully: <error>",
+    // "stale since 2026-12-01 15:04:05 UTC (93s old): <last error>".
+    std::string why_unusable;
 };
 SignalValue effective_value(const SignalConfig& config, const SignalState& state, SignalClock::time_point now);
 
@@ -72,13 +74,14 @@ void record_attempt(SignalState& state, const Result<double>& outcome, SignalClo
 
 // Hysteresis over one signal window. Idle -> busy once the value has stayed above
 // `above` for `hold_for`; busy -> idle once it has stayed below `until_below` for
-// `release_after`. No usable value: when_unknown (idle, busy, or hold the state).
+// `release_after`. No usable value: when_unknown (busy by default, idle, or hold
+// the state), and the reason says so, with why the value is unusable.
 class SignalWindowTracker {
 public:
     explicit SignalWindowTracker(SignalWindowConfig config) : config_(std::move(config)) {}
-    // Feed the signal's value at `now` (nullopt: no usable value). Returns whether
-    // the state changed.
-    bool update(std::optional<double> value, SignalClock::time_point now);
+    // Feed the signal's value at `now` (nullopt: no usable value, for the reason
+    // `why_unknown`, e.g. SignalValue::why_unusable). Returns whether the state changed.
+    bool update(std::optional<double> value, SignalClock::time_point now, std::string_view why_unknown = {});
     bool busy() const { return busy_; }
     SignalClock::time_point since() const { return since_; }
     // Why it is in its state, for logs and lanesctl: "p99=0.31 above 0.25 for 2min".

@@ -182,29 +182,140 @@ std::optional<uint32_t> stepd_job_id(std::string_view cmdline) {
     return id;
 }
 
+namespace {
+
+constexpr std::pair<ControllerAnswer::Kind, std::string_view> kAnswerKinds[] = {
+    {ControllerAnswer::Kind::Active, "active"},
+    {ControllerAnswer::Kind::Completing, "completing"},
+    {ControllerAnswer::Kind::Ended, "ended"},
+    {ControllerAnswer::Kind::Unknown, "unknown"},
+    {ControllerAnswer::Kind::Unreachable, "unreachable"},
+};
+
+// Answers travel one per line: no line breaks inside a detail.
+std::string one_line(std::string_view text) {
+    std::string out(text);
+    for (char& c : out)
+        if (c == '\n' || c == '\r') c = ' ';
+    return out;
+}
+
+}  // namespace
+
+std::string_view controller_answer_kind_name(ControllerAnswer::Kind kind) {
+    for (const auto& [k, name] : kAnswerKinds)
+        if (k == kind) return name;
+    return "unreachable";
+}
+
+std::string format_controller_answer(uint32_t job_id, const ControllerAnswer& answer) {
+    return std::to_string(job_id) + " " + std::string(controller_answer_kind_name(answer.kind)) + " " +
+           one_line(answer.detail) + "\n";
+}
+
+std::map<uint32_t, ControllerAnswer> parse_controller_answers(std::string_view text,
+                                                              std::vector<std::string>* other_lines) {
+    std::map<uint32_t, ControllerAnswer> answers;
+    while (!text.empty()) {
+        std::size_t nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+        if (line.empty()) continue;
+        auto reject = [&] {
+            if (other_lines) other_lines->emplace_back(line);
+        };
+        uint32_t id = 0;
+        auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), id);
+        if (ec != std::errc() || p == line.data() || p == line.data() + line.size() || *p != ' ') {
+            reject();
+            continue;
+        }
+        std::string_view rest = line.substr(static_cast<std::size_t>(p - line.data()) + 1);
+        std::size_t space = rest.find(' ');
+        std::string_view kind = rest.substr(0, space);
+        std::string_view detail = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+        bool known = false;
+        for (const auto& [k, name] : kAnswerKinds) {
+            if (name != kind) continue;
+            answers[id] = ControllerAnswer{k, std::string(detail)};
+            known = true;
+        }
+        if (!known) reject();
+    }
+    return answers;
+}
+
+JobLiveness decide_liveness(const LocalJobEvidence& local, const std::optional<ControllerAnswer>& answer) {
+    using Kind = ControllerAnswer::Kind;
+    if (local.earlier_boot) return {false, "shaped in an earlier boot (no epilog will come)"};
+    if (!local.alive.empty()) return {true, local.alive};
+    // No process here proves nothing: an allocation without a step has none.
+    if (!answer) return {true, "no process on this node, but alive until its epilog (slurmctld not asked)"};
+    const std::string said = answer->detail.empty() ? "" : " (" + answer->detail + ")";
+    switch (answer->kind) {
+        case Kind::Active: return {true, "slurmctld says it is active" + said};
+        case Kind::Completing:
+            return {true, "slurmctld says it is completing" + said + ": its epilog is still to come"};
+        case Kind::Ended: return {false, "slurmctld says it ended" + said + " and no step of it runs here"};
+        case Kind::Unknown: return {false, "slurmctld no longer knows it" + said + " and no step of it runs here"};
+        case Kind::Unreachable: break;
+    }
+    return {true,
+            "no process on this node and slurmctld cannot be asked" + said + ": kept until slurmctld can say it ended"};
+}
+
 LivenessProbe::LivenessProbe(ControllerProbe ask_controller)
     : ask_controller_(std::move(ask_controller)), stepds_(stepd_jobs_in_own_netns()), boot_id_(current_boot_id()) {
     if (auto m = make_cgroup_tree()->mount()) cgroup2_mount_ = m->mount_point;
 }
 
-JobLiveness LivenessProbe::check(const JobState& st) const {
-    if (!st.boot_id.empty() && !boot_id_.empty() && st.boot_id != boot_id_)
-        return {false, "shaped in an earlier boot (no epilog will come)"};
-    if (auto it = stepds_.find(st.job_id); it != stepds_.end())
-        return {true, "slurmstepd pid " + std::to_string(it->second)};
+LocalJobEvidence LivenessProbe::local(const JobState& st) const {
+    LocalJobEvidence seen;
+    if (!st.boot_id.empty() && !boot_id_.empty() && st.boot_id != boot_id_) {
+        seen.earlier_boot = true;
+        return seen;
+    }
+    if (auto it = stepds_.find(st.job_id); it != stepds_.end()) {
+        seen.alive = "slurmstepd pid " + std::to_string(it->second);
+        return seen;
+    }
     if (!cgroup2_mount_.empty())
-        if (auto dir = find_slurm_job_cgroup(cgroup2_mount_, st.job_id)) return {true, "Slurm's cgroup " + *dir};
+        if (auto dir = find_slurm_job_cgroup(cgroup2_mount_, st.job_id)) {
+            seen.alive = "Slurm's cgroup " + *dir;
+            return seen;
+        }
     if (st.cgroup_owned && !st.cgroup.empty() && is_dir(st.cgroup)) {
         bool ok = false;
         std::string procs = slurp(st.cgroup + "/cgroup.procs", &ok);
-        if (!ok) return {true, "cgroup " + st.cgroup + " exists but cgroup.procs is unreadable"};
-        if (procs.find_first_not_of(" \n") != std::string::npos)
-            return {true, "cgroup " + st.cgroup + " has processes (pid " + procs.substr(0, procs.find('\n')) + ")"};
+        if (!ok) seen.alive = "cgroup " + st.cgroup + " exists but cgroup.procs is unreadable";
+        else if (procs.find_first_not_of(" \n") != std::string::npos)
+            seen.alive = "cgroup " + st.cgroup + " has processes (pid " + procs.substr(0, procs.find('\n')) + ")";
     }
-    if (ask_controller_)
-        if (auto said = ask_controller_(st.job_id)) return *said;
-    // No process here proves nothing: an allocation without a step has none.
-    return {true, "no process on this node, but alive until its epilog (slurmctld not asked)"};
+    return seen;
+}
+
+JobLiveness LivenessProbe::check(const JobState& st) const { return check_all({st}).at(st.job_id); }
+
+std::map<uint32_t, JobLiveness> LivenessProbe::check_all(const std::vector<JobState>& states) const {
+    std::map<uint32_t, LocalJobEvidence> seen;
+    std::vector<uint32_t> undecided;
+    for (const auto& st : states) {
+        auto [it, fresh] = seen.emplace(st.job_id, local(st));
+        if (fresh && !it->second.earlier_boot && it->second.alive.empty()) undecided.push_back(st.job_id);
+    }
+    std::map<uint32_t, ControllerAnswer> answers;
+    if (ask_controller_ && !undecided.empty()) answers = ask_controller_(undecided);
+    std::map<uint32_t, JobLiveness> out;
+    for (const auto& [id, evidence] : seen) {
+        std::optional<ControllerAnswer> answer;
+        if (ask_controller_) {
+            auto it = answers.find(id);
+            answer =
+                it != answers.end() ? it->second : ControllerAnswer{ControllerAnswer::Kind::Unreachable, "no answer"};
+        }
+        out.emplace(id, decide_liveness(evidence, answer));
+    }
+    return out;
 }
 
 }  // namespace lanes

@@ -4,7 +4,7 @@
 //   node_name()                 what %n expands to, and which [[nodes.nic]] apply
 //   write_file_atomically()     root-owned files that are never seen half-written
 //   Slurm's job cgroup          where Slurm's cgroup/v2 plugin put job_<id>
-//   JobLiveness                 whether a job's shaping may be removed
+//   decide_liveness()           whether a job's shaping may be removed
 #pragma once
 
 #include <sys/types.h>
@@ -73,19 +73,59 @@ struct JobLiveness {
     std::string why;  // the evidence either way, for logs and lanesctl gc
 };
 
-// What slurmctld says about a job on this node: nullopt when it cannot be asked.
-using ControllerProbe = std::function<std::optional<JobLiveness>(uint32_t job_id)>;
+// What slurmctld said about one job (glue/slurm_jobs.cpp asks it).
+struct ControllerAnswer {
+    enum class Kind {
+        Active,       // pending, running, suspended: it may hold this node
+        Completing,   // ended, but its epilogs have not all reported yet
+        Ended,        // completed, cancelled, failed, timeout, node_fail, ...
+        Unknown,      // slurmctld has no such job (purged after MinJobAge)
+        Unreachable,  // no answer: slurmctld down, no slurm.conf, timeout, ...
+    };
+    Kind kind = Kind::Unreachable;
+    std::string detail;  // "RUNNING", "CANCELLED", "Invalid job id specified", the error
+    bool operator==(const ControllerAnswer&) const = default;
+};
 
-// A job is alive until its epilog removed its state (a salloc allocation with no
-// step yet has no process on the node, and is alive). Gone only when proven: its
-// state is from another boot, or slurmctld says it no longer runs here. Evidence
-// of life is named too: a root slurmstepd of the job in this network namespace,
-// Slurm's job cgroup, processes in Lanes' own cgroup of the job.
+// One answer per line, "JOBID KIND DETAIL", so that a child process can hand its
+// answers to its parent: format_controller_answer() writes one,
+// parse_controller_answers() reads every well-formed line (others are skipped
+// and returned in `other_lines`, e.g. what libslurm printed before it died).
+std::string format_controller_answer(uint32_t job_id, const ControllerAnswer& answer);
+std::map<uint32_t, ControllerAnswer> parse_controller_answers(std::string_view text,
+                                                              std::vector<std::string>* other_lines = nullptr);
+std::string_view controller_answer_kind_name(ControllerAnswer::Kind kind);
+
+// What this node itself shows about a job.
+struct LocalJobEvidence {
+    bool earlier_boot = false;  // its state file was written in another boot
+    std::string alive;          // evidence of life here ("slurmstepd pid 7"); "" when none
+};
+
+// The liveness rule, a pure function. A job's shaping goes only when its end is
+// proven: its state is from an earlier boot, or nothing of it runs here and
+// slurmctld says it ended (or no longer knows it). Anything uncertain keeps it:
+// evidence of life here, a job slurmctld still runs (a salloc allocation with no
+// step has no process here), one whose epilogs are still to come, and a
+// controller that cannot be asked (`answer` nullopt: not asked at all).
+JobLiveness decide_liveness(const LocalJobEvidence& local, const std::optional<ControllerAnswer>& answer);
+
+// Asks slurmctld about the given jobs, all at once; a job missing from the map
+// counts as Unreachable. Empty (no function): slurmctld is not asked.
+using ControllerProbe = std::function<std::map<uint32_t, ControllerAnswer>(const std::vector<uint32_t>& job_ids)>;
+
+// Gathers the local evidence (a root slurmstepd of the job in this network
+// namespace, Slurm's job cgroup, processes in Lanes' own cgroup of the job, the
+// boot id) and applies decide_liveness().
 class LivenessProbe {
 public:
     // Scans /proc once (slurmstepd processes in this network namespace).
     explicit LivenessProbe(ControllerProbe ask_controller = {});
+    LocalJobEvidence local(const JobState& state) const;
+    // One job (slurmctld asked about it alone, if at all).
     JobLiveness check(const JobState& state) const;
+    // Every job; slurmctld is asked once, about the jobs that nothing local decides.
+    std::map<uint32_t, JobLiveness> check_all(const std::vector<JobState>& states) const;
 
 private:
     ControllerProbe ask_controller_;

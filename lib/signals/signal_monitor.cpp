@@ -149,9 +149,12 @@ void SignalMonitor::evaluate_locked(SignalClock::time_point now) {
     }
     for (auto& [name, tracker] : trackers_) {
         std::optional<double> value;
-        if (auto it = snap->signals.find(tracker.config().signal); it != snap->signals.end())
+        std::string why_unknown = "no such signal";
+        if (auto it = snap->signals.find(tracker.config().signal); it != snap->signals.end()) {
             value = it->second.value.value;
-        if (tracker.update(value, now) && t_pending)
+            why_unknown = it->second.value.why_unusable;
+        }
+        if (tracker.update(value, now, why_unknown) && t_pending)
             t_pending->push_back({LogLevel::Info, "window " + name + " " + (tracker.busy() ? "begins" : "ends") + ": " +
                                                       tracker.reason()});
         snap->windows[name] =

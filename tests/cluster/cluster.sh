@@ -744,6 +744,23 @@ cluster_restart_slurmd() {
     cluster__wait_until 30 "$node to register" cluster__node_up "$node" || return 1
 }
 
+# cluster_stop_slurmctld: stop slurmctld by PID (it saves its state); the
+# slurmds keep running. cluster_start_slurmctld: start it again from that
+# state; waits until it answers.
+cluster_stop_slurmctld() {
+    cluster__need || return 1
+    cluster__kill_pids 30 "$CLUSTER_CTLD_PID" || return 1
+}
+
+cluster_start_slurmctld() {
+    cluster__need || return 1
+    cluster__spawn "${CLUSTER_PREFIX}ctl" ctl "$CLUSTER_LOG_DIR/slurmctld.out" \
+        slurmctld -D -i -f "$CLUSTER_CONF" || return 1
+    CLUSTER_CTLD_PID=$CLUSTER__SPAWNED
+    cluster__save_state
+    cluster__wait_until 60 "slurmctld to answer (scontrol ping)" cluster__ctld_up
+}
+
 cluster__node_up() {
     cluster__alive "${CLUSTER_SLURMD_PID[$1]}" || return 99
     local st

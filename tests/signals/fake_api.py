@@ -3,7 +3,10 @@
 tiny exporter whose value a test controls. Paths (the signal's url is
 http://HOST:PORT/<mode>, lanes appends /api/v1/query):
 
-  /value/api/v1/query    a one-series vector with the number in --value-file
+  /value/api/v1/query    a one-series vector with the number in --value-file;
+                         if the file says "garbage": HTTP 200 with an HTML body,
+                         "empty": an empty vector (the series went stale),
+                         "error": HTTP 503 with a Prometheus error
   /slow/api/v1/query     answers after 30 s (the client's timeout must fire)
   /huge/api/v1/query     streams a 100 MB body (the client must stop reading)
   /metrics               lanes_test_demand <the number in --value-file>
@@ -53,6 +56,12 @@ def main():
             try:
                 if path == "/metrics":
                     self.send(200, "lanes_test_demand %s\n" % value(), "text/plain; version=0.0.4")
+                elif path == "/value/api/v1/query" and value() == "garbage":
+                    self.send(200, "<html><body>502 Bad Gateway</body></html>\n", "text/html")
+                elif path == "/value/api/v1/query" and value() == "empty":
+                    self.send(200, '{"status":"success","data":{"resultType":"vector","result":[]}}')
+                elif path == "/value/api/v1/query" and value() == "error":
+                    self.send(503, '{"status":"error","errorType":"unavailable","error":"shutting down"}')
                 elif path == "/value/api/v1/query":
                     self.send(200, '{"status":"success","data":{"resultType":"vector","result":'
                                    '[{"metric":{},"value":[%f,"%s"]}]}}' % (time.time(), value()))

@@ -107,7 +107,55 @@ TEST(LanesctlCheck, HumanAndJson) {
     EXPECT_EQ(lanes::json::write(lanes::ctl::check_json(good)),
               R"({"config":"lanes.toml","ok":true,"errors":[],"warnings":[],)"
               R"("policy":"/etc/slurm/lanes/policy.lua","default_class":"training",)"
-              R"("classes":["inference","training"],"windows":["peak"],"rules":0})");
+              R"("classes":["inference","training"],"windows":["peak"],"rules":0,"signal_windows":[]})");
+}
+
+TEST(LanesctlReport, CheckSaysWhatASignalWindowDoesWhileItsSignalIsUnknown) {
+    auto cfg = lanes::parse_config(R"(
+default_class = "training"
+[signals.p99]
+url = "http://127.0.0.1:9090/"
+query = 'up'
+[signals.load]
+url = "http://127.0.0.1:9090/"
+query = 'up'
+fallback = 7
+[windows.peak]
+signal = "p99"
+above = 0.25
+[windows.calm]
+signal = "p99"
+above = 0.25
+when_unknown = "idle"
+[windows.loaded]
+signal = "load"
+above = 10
+[classes.training]
+)",
+                                   "lanes.toml");
+    ASSERT_TRUE(cfg) << cfg.error().message;
+    lanes::ctl::CheckReport report;
+    report.config_path = "lanes.toml";
+    report.ok = true;
+    lanes::ctl::summarize(*cfg, report);
+    std::string text = lanes::ctl::format_check_human(report);
+    EXPECT_NE(text.find("window peak follows signal p99; while p99 is unknown (API down, stale, or a garbage "
+                        "answer): busy (the default: protects inference)\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("window calm follows signal p99; while p99 is unknown (API down, stale, or a garbage "
+                        "answer): idle (when_unknown = \"idle\")\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("window loaded follows signal load; while load is unknown (API down, stale, or a garbage "
+                        "answer): its fallback 7 is used instead"),
+              std::string::npos)
+        << text;
+    std::string json = lanes::json::write(lanes::ctl::check_json(report));
+    EXPECT_NE(json.find(R"({"name":"peak","signal":"p99","when_unknown":"busy","when_unknown_default":true,)"
+                        R"("fallback":null,)"),
+              std::string::npos)
+        << json;
 }
 
 // A config with a Berlin peak window (Mon-Fri 08:00-20:00), a night window crossing

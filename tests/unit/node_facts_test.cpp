@@ -96,11 +96,99 @@ TEST(NodeFacts, StateFromAnEarlierBootIsGoneOtherwiseAliveUntilEpilog) {
     EXPECT_FALSE(old.alive);
     EXPECT_NE(old.why.find("earlier boot"), std::string::npos) << old.why;
     // The controller's word decides when nothing local proves either way.
-    LivenessProbe asked([](uint32_t) {
-        return std::optional<JobLiveness>(JobLiveness{false, "slurmctld: COMPLETED"});
+    LivenessProbe asked([](const std::vector<uint32_t>& ids) {
+        std::map<uint32_t, ControllerAnswer> out;
+        for (uint32_t id : ids) out[id] = {ControllerAnswer::Kind::Ended, "COMPLETED"};
+        return out;
     });
     st.boot_id = current_boot_id();
     EXPECT_FALSE(asked.check(st).alive);
+}
+
+// decide_liveness(): local evidence + slurmctld's answer -> keep or remove, and why.
+struct LivenessCase {
+    const char* name;
+    LocalJobEvidence local;
+    std::optional<ControllerAnswer> answer;
+    bool alive;
+    const char* why_contains;
+};
+
+TEST(NodeFacts, LivenessDecision) {
+    using K = ControllerAnswer::Kind;
+    const LocalJobEvidence nothing{};
+    const LocalJobEvidence stepd{false, "slurmstepd pid 42"};
+    const LocalJobEvidence old{true, ""};
+    const LivenessCase cases[] = {
+        {"earlier boot, whatever slurmctld says", old, ControllerAnswer{K::Active, "RUNNING"}, false, "earlier boot"},
+        {"earlier boot, not asked", old, std::nullopt, false, "earlier boot"},
+        {"a step runs here though slurmctld says ended", stepd, ControllerAnswer{K::Ended, "CANCELLED"}, true,
+         "slurmstepd pid 42"},
+        {"a step runs here, slurmctld forgot it", stepd, ControllerAnswer{K::Unknown, "Invalid job id specified"}, true,
+         "slurmstepd pid 42"},
+        {"nothing here, not asked", nothing, std::nullopt, true, "alive until its epilog (slurmctld not asked)"},
+        {"nothing here, running (salloc, no step)", nothing, ControllerAnswer{K::Active, "RUNNING"}, true,
+         "slurmctld says it is active (RUNNING)"},
+        {"nothing here, pending (requeued)", nothing, ControllerAnswer{K::Active, "PENDING"}, true, "PENDING"},
+        {"nothing here, epilog still to come", nothing, ControllerAnswer{K::Completing, "CANCELLED+COMPLETING"}, true,
+         "epilog is still to come"},
+        {"nothing here, cancelled", nothing, ControllerAnswer{K::Ended, "CANCELLED"}, false,
+         "slurmctld says it ended (CANCELLED) and no step of it runs here"},
+        {"nothing here, timeout", nothing, ControllerAnswer{K::Ended, "TIMEOUT"}, false, "TIMEOUT"},
+        {"nothing here, purged", nothing, ControllerAnswer{K::Unknown, "Invalid job id specified"}, false,
+         "no longer knows it (Invalid job id specified)"},
+        {"nothing here, slurmctld down", nothing,
+         ControllerAnswer{K::Unreachable, "Unable to contact slurm controller (connect failure)"}, true,
+         "cannot be asked (Unable to contact slurm controller (connect failure)): kept until"},
+        {"nothing here, no slurm.conf", nothing, ControllerAnswer{K::Unreachable, "cannot use Slurm here (exit 1)"},
+         true, "cannot use Slurm here"},
+    };
+    for (const auto& c : cases) {
+        auto got = decide_liveness(c.local, c.answer);
+        EXPECT_EQ(got.alive, c.alive) << c.name << ": " << got.why;
+        EXPECT_NE(got.why.find(c.why_contains), std::string::npos) << c.name << ": " << got.why;
+    }
+}
+
+TEST(NodeFacts, ControllerAnswersRoundTripOneLineEach) {
+    using K = ControllerAnswer::Kind;
+    std::string text =
+        format_controller_answer(7, {K::Ended, "CANCELLED"}) +
+        format_controller_answer(8, {K::Unreachable, "two\nlines"}) + format_controller_answer(9, {K::Unknown, ""}) +
+        "lanesctl: fatal: Unable to process configuration file\n" + "12 sideways what\n" + "x active RUNNING\n" +
+        format_controller_answer(4294967295u, {K::Completing, "FAILED+COMPLETING"});
+    std::vector<std::string> other;
+    auto answers = parse_controller_answers(text, &other);
+    ASSERT_EQ(answers.size(), 4u);
+    EXPECT_EQ(answers.at(7), (ControllerAnswer{K::Ended, "CANCELLED"}));
+    EXPECT_EQ(answers.at(8), (ControllerAnswer{K::Unreachable, "two lines"}));
+    EXPECT_EQ(answers.at(9), (ControllerAnswer{K::Unknown, ""}));
+    EXPECT_EQ(answers.at(4294967295u), (ControllerAnswer{K::Completing, "FAILED+COMPLETING"}));
+    ASSERT_EQ(other.size(), 3u);
+    EXPECT_EQ(other[0], "lanesctl: fatal: Unable to process configuration file");
+}
+
+TEST(NodeFacts, SlurmctldIsAskedOnceAboutTheUndecidedJobsOnly) {
+    std::vector<std::vector<uint32_t>> calls;
+    LivenessProbe probe([&](const std::vector<uint32_t>& ids) {
+        calls.push_back(ids);
+        std::map<uint32_t, ControllerAnswer> out;
+        out[4000000001u] = {ControllerAnswer::Kind::Ended, "COMPLETED"};  // 4000000002u: no answer
+        return out;
+    });
+    JobState gone, silent, old;
+    gone.job_id = 4000000001u;
+    silent.job_id = 4000000002u;
+    old.job_id = 4000000003u;
+    gone.boot_id = silent.boot_id = current_boot_id();
+    old.boot_id = "00000000-0000-0000-0000-000000000000";
+    auto all = probe.check_all({gone, silent, old});
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0], (std::vector<uint32_t>{4000000001u, 4000000002u}));
+    EXPECT_FALSE(all.at(4000000001u).alive);
+    EXPECT_TRUE(all.at(4000000002u).alive) << all.at(4000000002u).why;  // unanswered: kept
+    EXPECT_NE(all.at(4000000002u).why.find("cannot be asked"), std::string::npos);
+    EXPECT_FALSE(all.at(4000000003u).alive);
 }
 
 TEST(NodeFacts, StateKeepsBootIdAndUnshapedReason) {

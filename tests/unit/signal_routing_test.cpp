@@ -107,16 +107,17 @@ TEST(SignalRouting, NoSnapshotFollowsWhenUnknown) {
     ClassifierOptions options;
     options.signals = source;
     const SysSeconds now = floor<seconds>(SignalClock::now());
-    auto idle = Classifier::from_config(*cfg, {}, options);
-    ASSERT_TRUE(idle);
-    EXPECT_FALSE((*idle)->classify(job_of("bob"), now).begin_time);  // when_unknown = idle (default)
-
-    cfg->signal_windows["busy"].when_unknown = UnknownSignalAction::Busy;
-    auto busy = Classifier::from_config(*cfg, {}, options);
+    ASSERT_FALSE(cfg->signal_windows["busy"].when_unknown_set);
+    auto busy = Classifier::from_config(*cfg, {}, options);  // when_unknown = busy (default)
     ASSERT_TRUE(busy);
     auto d = (*busy)->classify(job_of("bob"), now);
     ASSERT_TRUE(d.begin_time);
     EXPECT_GE(*d.begin_time, now + minutes{10});
+
+    cfg->signal_windows["busy"].when_unknown = UnknownSignalAction::Idle;
+    auto idle = Classifier::from_config(*cfg, {}, options);
+    ASSERT_TRUE(idle);
+    EXPECT_FALSE((*idle)->classify(job_of("bob"), now).begin_time);
 }
 
 TEST(SignalRouting, PolicyReadsSignalValueAndAge) {

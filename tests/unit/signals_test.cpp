@@ -112,7 +112,7 @@ TEST(SignalValue, FreshStaleFallback) {
     v = lanes::effective_value(cfg, st, t0 + seconds{21});
     EXPECT_FALSE(v.value);
     EXPECT_FALSE(v.fresh);
-    EXPECT_EQ(v.why_unusable, "stale (21s old): connection refused");
+    EXPECT_EQ(v.why_unusable, "stale since 2023-11-14 22:13:20 UTC (21s old): connection refused");
 
     cfg.fallback = 7;
     v = lanes::effective_value(cfg, st, t0 + seconds{21});
@@ -175,6 +175,76 @@ TEST(SignalWindow, UnknownValueFollowsWhenUnknown) {
         EXPECT_EQ(busy.busy(), expect_busy_after_busy) << static_cast<int>(action);
         EXPECT_NE(busy.reason().find("no usable value of p99"), std::string::npos);
     }
+}
+
+// The state function while a signal is unknown: which when_unknown applies, and
+// a reason that says why the value is unusable and whether that is the default.
+TEST(SignalWindow, UnknownIsBusyByDefaultAndSaysWhy) {
+    const SignalClock::time_point t0{seconds{1'700'000'000}};
+    struct Case {
+        const char* name;
+        std::optional<lanes::UnknownSignalAction> set;  // nullopt: not in lanes.toml
+        bool busy_before;
+        const char* why;
+        bool busy_after;
+        const char* reason;
+    };
+    using A = lanes::UnknownSignalAction;
+    const Case cases[] = {
+        {"API down, default", std::nullopt, false, "never fetched successfully: Failed to connect to 127.0.0.1 port 9",
+         true,
+         "no usable value of p99 (never fetched successfully: Failed to connect to 127.0.0.1 port 9): busy "
+         "(when_unknown = busy, the default)"},
+        {"stale, default", std::nullopt, false, "stale since 2023-11-14 22:13:20 UTC (93s old): HTTP 503", true,
+         "no usable value of p99 (stale since 2023-11-14 22:13:20 UTC (93s old): HTTP 503): busy (when_unknown = "
+         "busy, the default)"},
+        {"garbage, default, already busy", std::nullopt, true, "never fetched successfully: malformed JSON at byte 1",
+         true, "busy (when_unknown = busy, the default)"},
+        {"garbage, explicit idle", A::Idle, true, "never fetched successfully: malformed JSON", false,
+         "idle (when_unknown = idle)"},
+        {"down, explicit busy", A::Busy, false, "never fetched successfully: refused", true,
+         "busy (when_unknown = busy)"},
+        {"down, hold while idle", A::Hold, false, "stale", false, "holding idle (when_unknown = hold)"},
+        {"down, hold while busy", A::Hold, true, "stale", true, "holding busy (when_unknown = hold)"},
+    };
+    for (const auto& c : cases) {
+        auto cfg = window_config();
+        cfg.hold_for = seconds{0};
+        if (c.set) {
+            cfg.when_unknown = *c.set;
+            cfg.when_unknown_set = true;
+        }
+        lanes::SignalWindowTracker t(cfg);
+        if (c.busy_before) t.update(1.0, t0);
+        ASSERT_EQ(t.busy(), c.busy_before) << c.name;
+        t.update(std::nullopt, t0 + seconds{1}, c.why);
+        EXPECT_EQ(t.busy(), c.busy_after) << c.name;
+        EXPECT_NE(t.reason().find(c.reason), std::string::npos) << c.name << ": " << t.reason();
+        EXPECT_NE(t.reason().find(c.why), std::string::npos) << c.name << ": " << t.reason();
+    }
+}
+
+TEST(SignalWindow, WhenUnknownDefaultsToBusyInLanesToml) {
+    auto cfg = lanes::parse_config(R"(
+default_class = "training"
+[signals.p99]
+url = "http://127.0.0.1:9090/"
+query = 'up'
+[windows.peak]
+signal = "p99"
+above = 0.25
+[windows.calm]
+signal = "p99"
+above = 0.25
+when_unknown = "idle"
+[classes.training]
+)",
+                                   "lanes.toml");
+    ASSERT_TRUE(cfg) << cfg.error().message;
+    EXPECT_EQ(cfg->signal_windows.at("peak").when_unknown, lanes::UnknownSignalAction::Busy);
+    EXPECT_FALSE(cfg->signal_windows.at("peak").when_unknown_set);
+    EXPECT_EQ(cfg->signal_windows.at("calm").when_unknown, lanes::UnknownSignalAction::Idle);
+    EXPECT_TRUE(cfg->signal_windows.at("calm").when_unknown_set);
 }
 
 const char* kBase = R"(
@@ -323,7 +393,8 @@ TEST(SignalMonitor, FallbackWindowsAndLogLinesOnce) {
     int failed = 0, stale = 0, begins = 0;
     for (const auto& l : lines) {
         failed += l.find("signal p99: http://127.0.0.1:9090: query failed: connection refused") == 0;
-        stale += l.find("signal p99: no usable value (stale (30s old): connection refused); using fallback 0") == 0;
+        stale += l.find("signal p99: no usable value (stale since ") == 0 &&
+                 l.find(" (30s old): connection refused); using fallback 0") != std::string::npos;
         begins += l.find("window busy begins: p99=0.5 above 0.25 for 120s") == 0;
     }
     EXPECT_EQ(failed, 1);
