@@ -106,6 +106,7 @@ struct PluginState {
                         classifier->maintain();
                         follow_signals();
                         log_stats_if_changed();
+                        write_metrics();
                         return changed;
                     });
                 lock.lock();
@@ -126,6 +127,28 @@ struct PluginState {
         last_stats = key;
         last_stats_at = now;
         slurm_info("lanes: %s", lanes::describe_stats(classifier->stats()).c_str());
+    }
+    // [policy] metrics_file: the counters for node_exporter's textfile
+    // collector, rewritten (atomically) every 10 seconds. Reloader thread only.
+    std::chrono::steady_clock::time_point last_metrics_at{};
+    std::string metrics_error;
+    void write_metrics() {
+        auto config = classifier->config();
+        const std::string& path = config->policy.metrics_file;
+        auto now = std::chrono::steady_clock::now();
+        if (path.empty() || now - last_metrics_at < std::chrono::seconds(10)) return;
+        last_metrics_at = now;
+        std::string tmp = path + ".tmp";
+        std::string text = lanes::stats_prometheus(classifier->stats());
+        std::FILE* f = std::fopen(tmp.c_str(), "w");
+        bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+        if (f && std::fclose(f) != 0) ok = false;
+        if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
+        std::string error = ok ? "" : path + ": " + std::strerror(errno);
+        if (!ok) std::remove(tmp.c_str());
+        if (error != metrics_error && !error.empty())  // once per distinct failure
+            slurm_error("lanes: cannot write policy.metrics_file %s", error.c_str());
+        metrics_error = error;
     }
     // (Re)start the signal threads when lanes.toml's signals changed. Reloader
     // thread and init only.

@@ -441,6 +441,13 @@ struct Parser {
         }
         if (auto v = r.integer("workers", 1, 64)) config.policy.workers = static_cast<uint32_t>(*v);
         if (auto v = r.integer("queue", 0, 4096)) config.policy.queue = static_cast<uint32_t>(*v);
+        if (const toml::node* n = t.get("metrics_file")) {
+            r.get("metrics_file");
+            if (!n->is_string()) r.wrong_type(*n, "metrics_file", "an absolute path");
+            else if (n->as_string()->get().empty() || n->as_string()->get().front() != '/')
+                r.error(*n, "metrics_file", "must be an absolute path (a .prom file for node_exporter)");
+            else config.policy.metrics_file = n->as_string()->get();
+        }
         r.finish();
     }
 

@@ -102,8 +102,9 @@ struct PolicyConfig {
     // when a call overruns time_budget. Empty (a Config built in memory): the
     // policy runs in the calling process, under the Lua hook's budgets only.
     std::string worker;
-    uint32_t workers = 0;  // worker processes; 0: by CPU count (2..8)
-    uint32_t queue = 64;   // callers waiting for a free worker; past it a job is refused
+    uint32_t workers = 0;      // worker processes; 0: by CPU count (2..8)
+    uint32_t queue = 64;       // callers waiting for a free worker; past it a job is refused
+    std::string metrics_file;  // slurmctld writes its policy counters here (Prometheus text); empty: none
 };
 
 // Which interfaces to shape on which nodes.

@@ -130,6 +130,20 @@ public:
             old = std::move(current_);
             current_ = std::move(gen);
         }
+        // The counters of a replaced policy's workers carry over (Prometheus
+        // counters only go up while slurmctld runs).
+        if (old && old->policy) {
+            WorkerPoolStats s = old->policy->worker_stats();
+            std::lock_guard lock(retired_mutex_);
+            retired_.classifications += s.classifications;
+            retired_.overruns += s.overruns;
+            retired_.kills += s.kills;
+            retired_.queue_rejections += s.queue_rejections;
+            retired_.queue_timeouts += s.queue_timeouts;
+            retired_.worker_deaths += s.worker_deaths;
+            retired_.respawns += s.respawns;
+            retired_.spawn_failures += s.spawn_failures;
+        }
         // `old` is released here, outside the lock; calls in flight keep their own copy.
     }
 
@@ -180,6 +194,15 @@ public:
         try {
             auto gen = current();
             if (gen->policy) s.policy = gen->policy->worker_stats();
+            std::lock_guard lock(retired_mutex_);
+            s.policy.classifications += retired_.classifications;
+            s.policy.overruns += retired_.overruns;
+            s.policy.kills += retired_.kills;
+            s.policy.queue_rejections += retired_.queue_rejections;
+            s.policy.queue_timeouts += retired_.queue_timeouts;
+            s.policy.worker_deaths += retired_.worker_deaths;
+            s.policy.respawns += retired_.respawns;
+            s.policy.spawn_failures += retired_.spawn_failures;
         } catch (...) {
         }
         return s;
@@ -472,6 +495,8 @@ private:
     std::mutex reload_mutex_;
     bool failed_ = false;
     std::atomic<uint64_t> reloads_{0};
+    mutable std::mutex retired_mutex_;
+    WorkerPoolStats retired_;  // counters of replaced policies' workers
     std::atomic<uint64_t> reload_failures_{0};
     FileStamp failed_config_stamp_;
     FileStamp failed_script_stamp_;
@@ -490,6 +515,35 @@ std::string describe_stats(const ClassifierStats& s) {
            " workers started, " + std::to_string(p.spawn_failures) +
            " failed to start; reloads: " + std::to_string(s.reloads) + " done, " + std::to_string(s.reload_failures) +
            " refused";
+}
+
+std::string stats_prometheus(const ClassifierStats& s) {
+    const WorkerPoolStats& p = s.policy;
+    std::string out;
+    auto metric = [&](const char* name, const char* type, const char* help,
+                      std::initializer_list<std::pair<const char*, uint64_t>> samples) {
+        out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+        for (const auto& [labels, value] : samples)
+            out += std::string(name) + labels + " " + std::to_string(value) + "\n";
+    };
+    metric("lanes_policy_classifications_total", "counter", "Jobs classified by a policy worker.",
+           {{"", p.classifications}});
+    metric("lanes_policy_overruns_total", "counter",
+           "Classifications abandoned at time_budget + 1 ms (the worker was killed).", {{"", p.overruns}});
+    metric("lanes_policy_worker_kills_total", "counter", "Policy workers killed (overruns, protocol errors).",
+           {{"", p.kills}});
+    metric("lanes_policy_worker_failures_total", "counter", "Policy workers that ended or spoke garbage.",
+           {{"", p.worker_deaths}});
+    metric("lanes_policy_refused_total", "counter", "Jobs not classified: the queue was full or no worker was free.",
+           {{"{reason=\"queue_full\"}", p.queue_rejections}, {"{reason=\"no_worker_free\"}", p.queue_timeouts}});
+    metric("lanes_policy_workers_started_total", "counter", "Policy workers started after the first.",
+           {{"", p.respawns}});
+    metric("lanes_policy_worker_start_failures_total", "counter", "Policy workers that failed to start.",
+           {{"", p.spawn_failures}});
+    metric("lanes_policy_workers", "gauge", "Policy workers alive.", {{"", p.workers}});
+    metric("lanes_reloads_total", "counter", "lanes.toml/policy reloads by outcome.",
+           {{"{outcome=\"done\"}", s.reloads}, {"{outcome=\"refused\"}", s.reload_failures}});
+    return out;
 }
 
 Result<std::unique_ptr<Classifier>> Classifier::create(const std::string& config_path, LogSink log) {

@@ -52,6 +52,9 @@ struct ClassifierStats {
 
 // "policy workers: 4 alive, 0 busy; 1203 classifications, 2 overruns (killed), ..."
 std::string describe_stats(const ClassifierStats& stats);
+// The same in Prometheus' text format (lanes_policy_*, lanes_reloads_total),
+// for node_exporter's textfile collector ([policy] metrics_file).
+std::string stats_prometheus(const ClassifierStats& stats);
 
 class Classifier {
 public:

@@ -15,7 +15,8 @@ H=$LANES_SRCDIR/tests/hostile
 LIMIT=60  # seconds: only a hang gets near it
 e2e_pre_start() {
     cp -- "$H/xpcall_handler_loop.lua" "$1/policy.lua" &&
-        sed -i 's/^on_error = "reject"$/on_error = "reject"\ntime_budget = "50ms"/' "$1/lanes.toml"
+        sed -i "s|^on_error = \"reject\"\$|on_error = \"reject\"\ntime_budget = \"50ms\"\nmetrics_file = \"$1/controller.prom\"|" \
+            "$1/lanes.toml"
 }
 E2E_MODE=offpeak e2e_start_cluster
 user=$(cluster_test_user)
@@ -51,6 +52,9 @@ done
 e2e_wait_until 25 grep -qE "policy workers: .* [1-9][0-9]* over the time budget" "$ctl_log"
 e2e_check "the kill is counted in slurmctld's log" grep -qE 'policy workers: .* [1-9][0-9]* over the time budget' \
     "$ctl_log"
+
+e2e_wait_until 25 grep -qx 'lanes_policy_overruns_total 1' "$CLUSTER_CONF_DIR/controller.prom"
+e2e_check "the kill is in policy.metrics_file" grep -qx 'lanes_policy_overruns_total 1' "$CLUSTER_CONF_DIR/controller.prom"
 
 # A policy whose top level hangs: the reload is refused in bounded time and
 # the running policy stays.

@@ -597,6 +597,15 @@ rank = 1
     EXPECT_EQ(c->stats().reloads, 1u);
     EXPECT_EQ(c->stats().reload_failures, 1u);
     EXPECT_EQ(c->stats().policy.classifications, 3u);  // the self-check and two jobs
+    // A replaced policy's counters carry over; the Prometheus text has them.
+    dir.write("policy.lua", "function classify(job) return 'batch' end\n");
+    EXPECT_TRUE(c->reload_if_changed());
+    EXPECT_EQ(c->stats().policy.classifications, 4u);  // and the new one's self-check
+    std::string prom = stats_prometheus(c->stats());
+    EXPECT_NE(prom.find("\nlanes_policy_classifications_total 4\n"), std::string::npos) << prom;
+    EXPECT_NE(prom.find("\nlanes_reloads_total{outcome=\"done\"} 2\n"), std::string::npos) << prom;
+    EXPECT_NE(prom.find("\nlanes_reloads_total{outcome=\"refused\"} 1\n"), std::string::npos) << prom;
+    EXPECT_NE(prom.find("# TYPE lanes_policy_refused_total counter"), std::string::npos) << prom;
 }
 
 TEST(Classifier, ReloadIsRateLimited) {

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -411,6 +413,31 @@ TEST(PolicyWorker, AWorkerThatDiedIdleIsReplacedNotBlamedOnAJob) {
     EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
     EXPECT_EQ((*p)->worker_stats().worker_deaths, 1u);
     EXPECT_EQ(worker_children().size(), 1u);
+}
+
+// What the worker gave up before running the policy, as the kernel reports it.
+TEST(PolicyWorker, RunsUnderSeccompWithoutNewPrivileges) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config("workers = 1"), nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    auto pids = worker_children();
+    ASSERT_EQ(pids.size(), 1u);
+    std::ifstream status("/proc/" + std::to_string(pids[0]) + "/status");
+    std::map<std::string, std::string> fields;
+    for (std::string line; std::getline(status, line);) {
+        size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        size_t value = line.find_first_not_of(" \t", colon + 1);
+        fields[line.substr(0, colon)] = value == std::string::npos ? "" : line.substr(value);
+    }
+    EXPECT_EQ(fields["NoNewPrivs"], "1");
+#if defined(__x86_64__) || defined(__aarch64__)
+    EXPECT_EQ(fields["Seccomp"], "2");  // filter mode
+#endif
+    std::ifstream limits("/proc/" + std::to_string(pids[0]) + "/limits");
+    std::string text((std::istreambuf_iterator<char>(limits)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("Max open files            4                    4"), std::string::npos) << text;
+    EXPECT_NE(text.find("Max core file size        0                    0"), std::string::npos) << text;
 }
 
 TEST(PolicyWorker, ProgramIsChecked) {
