@@ -1147,20 +1147,22 @@ TEST_F(NodeShaperTest, AShiftedCeilIsDesiredStateAndSurvivesReapply) {
 
 TEST_F(NodeShaperTest, ShiftsAndRepairsUseTheJobsOwnRoot) {
     auto old_root = open();
-    ASSERT_TRUE(old_root->apply(req(7, kGbit)));
+    auto r7 = req(7, 100'000'000);
+    r7.net.ceil = Rate{kGbit, 0};
+    ASSERT_TRUE(old_root->apply(r7));
     config_.root_handle_major = 0x1b00;  // lanes.toml changed while job 7 runs
     auto s = open();
-    auto set = s->set_ceils({CeilChange{7, "eth0", 2 * kGbit}}, "busy");
+    auto set = s->set_ceils({CeilChange{7, "eth0", 500'000'000}}, "busy");
     ASSERT_TRUE(set);
     EXPECT_EQ((*set)[0].error, "");
-    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 2 * kGbit);
+    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 500'000'000u);
     EXPECT_FALSE(k_.classes[2].count(tc_handle(0x1b00, 7)));
     k_.classes[2].erase(tc_handle(0x1a4e, 7));
     auto r = s->converge();
     ASSERT_TRUE(r);
     EXPECT_EQ(repairs_of(*r), std::vector<std::string>{"class missing 7 eth0"});
     EXPECT_EQ(k_.roots[2].handle, tc_handle(0x1a4e, 0));  // the running jobs' root kept
-    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 2 * kGbit);
+    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 500'000'000u);
 }
 
 TEST(ConvergePlan, NftMissingTableRebuildsEveryJobElseOnlyTheMissing) {
