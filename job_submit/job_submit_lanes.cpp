@@ -149,7 +149,9 @@ void add_err_msg(char** err_msg, const std::string& text) noexcept {
     if (!err_msg || text.empty()) return;
     try {
         char* old = *err_msg;
-        std::string combined = old && *old ? std::string(old) + "\n" + text : text;
+        // What Lanes says reaches the user's terminal: escaped (core/text.hpp).
+        std::string safe = lanes::user_message(text);
+        std::string combined = old && *old ? std::string(old) + "\n" + safe : safe;
         *err_msg = slurm_xstrdup(combined.c_str());
         if (old) slurm_xfree(reinterpret_cast<void**>(&old));
     } catch (...) {
@@ -278,7 +280,8 @@ extern "C" int init(void) noexcept {
         options.check_config = check_slurm_conf;
         auto classifier = Classifier::create(state->config_path, log_sink, options);
         if (!classifier) {
-            slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(), classifier.error().message.c_str());
+            slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(),
+                        lanes::log_field(classifier.error().message, lanes::kLogLineBytes).c_str());
             return SLURM_ERROR;
         }
         state->classifier = std::move(*classifier);
@@ -310,13 +313,14 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             if (job.account.empty()) {
                 std::string rule = account_rule_of(*state.classifier->config());
                 if (!rule.empty()) {
-                    std::string text = "lanes: job " + lanes::printable(job.name, 256) + " of user " + job.user +
+                    std::string text = "lanes: job " + lanes::log_field(job.name, 256) + " of user " + job.user +
                                        " names no account (-A) and the user's default account is unknown to "
                                        "slurmctld (no association in slurmdbd); " +
                                        rule + " decides by account, so the job is refused; submit with -A";
                     add_err_msg(err_msg, text);
                     slurm_info("lanes: JobName=%s UserId=%s(%u): rejected: no account and no default account for %s",
-                               lanes::printable(job.name, 256).c_str(), job.user.c_str(), job.uid, rule.c_str());
+                               lanes::log_field(job.name, 256).c_str(), lanes::log_field(job.user, 256).c_str(),
+                               job.uid, lanes::log_field(rule).c_str());
                     lanes::strip_lanes_env(*job_desc);
                     return ESLURM_INVALID_ACCOUNT;
                 }
@@ -327,17 +331,19 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             std::string text = decision.reason.empty() ? "lanes: job rejected by policy" : decision.reason;
             for (const auto& line : decision.user_messages) text += "\n" + line;
             add_err_msg(err_msg, text);
-            slurm_info("lanes: JobName=%s UserId=%s(%u): rejected: %s", lanes::printable(job.name, 256).c_str(),
-                       job.user.c_str(), job.uid, lanes::printable(decision.reason, 4096).c_str());
+            slurm_info("lanes: JobName=%s UserId=%s(%u): rejected: %s", lanes::log_field(job.name, 256).c_str(),
+                       lanes::log_field(job.user, 256).c_str(), job.uid,
+                       lanes::log_field(decision.reason, 4096).c_str());
             // Strip any forged LANES_* entries even on reject; nothing of it will run.
             lanes::strip_lanes_env(*job_desc);
             return lanes::reject_code(decision);
         }
         std::string message = lanes::apply_decision_to_desc(*job_desc, decision);
         add_err_msg(err_msg, message);
-        slurm_debug("lanes: JobName=%s UserId=%s(%u): class %s (%s)", lanes::printable(job.name, 256).c_str(),
-                    job.user.c_str(), job.uid, decision.class_name.c_str(),
-                    lanes::printable(decision.reason, 4096).c_str());
+        slurm_debug("lanes: JobName=%s UserId=%s(%u): class %s (%s)", lanes::log_field(job.name, 256).c_str(),
+                    lanes::log_field(job.user, 256).c_str(), job.uid,
+                    lanes::log_field(decision.class_name, 256).c_str(),
+                    lanes::log_field(decision.reason, 4096).c_str());
         return SLURM_SUCCESS;
     });
 }
@@ -428,8 +434,11 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t subm
             // why is for the user ("lanes: ..."); the log line has its own prefix.
             const char* text = why.rfind("lanes: ", 0) == 0 ? why.c_str() + 7 : why.c_str();
             slurm_info("lanes: JobId=%s: refused update by uid %u: %s",
-                       job_desc->job_id_str ? job_desc->job_id_str : std::to_string(desc_job_id(*job_desc)).c_str(),
-                       submit_uid, text);
+                       lanes::log_field(job_desc->job_id_str ? std::string(job_desc->job_id_str)
+                                                             : std::to_string(desc_job_id(*job_desc)),
+                                        64)
+                           .c_str(),
+                       submit_uid, lanes::log_field(text, 4096).c_str());
             add_err_msg(err_msg, why);
         }
         return rc;

@@ -120,7 +120,7 @@ int run_policy_test(const Options& options, const Context& context) {
         at = *parsed;
     }
     LogSink log = [](LogLevel level, const std::string& line) {
-        if (level == LogLevel::Error) std::fprintf(stderr, "lanesctl: %s\n", line.c_str());
+        if (level == LogLevel::Error) print_error(line);
     };
     auto classifier = Classifier::create(context.config_path, log);
     if (!classifier) {
@@ -207,7 +207,7 @@ int run_policy_test(const Options& options, const Context& context) {
         print_json(policy_json(results, context.local_zone.get()));
     } else {
         std::string text = format_policy_human(results, context.local_zone.get(), fixture_mode);
-        std::fputs(text.c_str(), stdout);
+        print_human(text);
     }
     if (runtime_error) return kExitRuntime;
     for (const auto& r : results)

@@ -31,10 +31,11 @@ int run_reapply(const Options& options, const Context& context) {
                                 {"missing", done->what},
                                 {"reapplied", done->needed && !options.dry_run}});
     } else if (!done->needed) {
-        std::printf("%s: all %zu job(s) marked and shaped; nothing to reapply\n", context.node.c_str(), done->jobs);
+        print_human(context.node + ": all " + std::to_string(done->jobs) +
+                    " job(s) marked and shaped; nothing to reapply\n");
     } else {
-        std::printf("%s: %s: %s\n", context.node.c_str(), done->what.c_str(),
-                    options.dry_run ? "would reapply (dry run)" : "reapplied");
+        print_human(context.node + ": " + done->what + ": " +
+                    (options.dry_run ? "would reapply (dry run)" : "reapplied") + "\n");
     }
     return options.dry_run && done->needed ? kExitFailed : kExitOk;
 }
