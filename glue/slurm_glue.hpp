@@ -8,6 +8,7 @@
 
 #include "core/entry_guard.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 
 extern "C" {
 // Exported by slurmctld, slurmd and slurmstepd (plain info()/error() are not).
@@ -21,13 +22,16 @@ namespace lanes::glue {
 // lib/ never writes the "lanes: " prefix (core/log.hpp): this sink adds it.
 // Lines that still carry one (lib/node, until it follows the convention) keep
 // exactly one. A message of several lines (a reload with several config errors) is logged
-// line by line, so that every line gets Slurm's timestamp and the prefix.
+// line by line, so that every line gets Slurm's timestamp and the prefix, and
+// each line is escaped for the log (core/text.hpp log_line): whatever a value
+// in it came from (a policy, a user, a Prometheus server, the kernel), no
+// control character, escape sequence or invalid UTF-8 reaches the file raw.
 inline void log_sink(LogLevel level, const std::string& message) {
     size_t start = 0;
     do {
         size_t end = message.find('\n', start);
         if (end == std::string::npos) end = message.size();
-        std::string line = message.substr(start, end - start);
+        std::string line = log_line(std::string_view(message).substr(start, end - start));
         start = end + 1;
         const char* prefix = line.rfind("lanes: ", 0) == 0 ? "" : "lanes: ";
         switch (level) {

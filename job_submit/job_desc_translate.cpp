@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/job_env.hpp"
+#include "glue/slurm_job_fields.hpp"
 
 extern "C" {
 // Slurm's allocator, resolved in slurmctld (libslurmfull) or libslurm (tests).
@@ -18,8 +19,6 @@ void* slurm_xrecalloc(void** ptr, size_t nmemb, size_t size, bool clear, bool tr
 namespace lanes {
 
 namespace {
-
-std::string str(const char* s) { return s ? std::string(s) : std::string(); }
 
 void replace_string(char*& field, const std::string& value) {
     if (field) slurm_xfree(reinterpret_cast<void**>(&field));
@@ -37,40 +36,8 @@ std::vector<std::string> spank_env_entries(const job_desc_msg_t& desc) {
 }  // namespace
 
 JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names, SysSeconds now) {
-    JobView job;
-    job.name = str(desc.name);
-    job.comment = str(desc.comment);
-    // user_id is the owner; NO_VAL means "the submitter".
-    job.uid = (desc.user_id == NO_VAL || desc.user_id == 0xffffffffu) ? submit_uid : desc.user_id;
-    job.user = names.name(job.uid);
-    job.account = str(desc.account);
-    job.partition = str(desc.partition);
-    job.qos = str(desc.qos);
-    job.tres_per_node = str(desc.tres_per_node);
-    job.tres_per_job = str(desc.tres_per_job);
-    job.gpus =
-        requested_gpus(job.tres_per_job, job.tres_per_node, str(desc.tres_per_task),
-                       desc.min_nodes == NO_VAL ? 0 : desc.min_nodes, desc.num_tasks == NO_VAL ? 0 : desc.num_tasks);
-    job.min_nodes = desc.min_nodes == NO_VAL ? 0 : desc.min_nodes;
-    job.max_nodes = desc.max_nodes == NO_VAL ? 0 : desc.max_nodes;
-    job.num_tasks = desc.num_tasks == NO_VAL ? 0 : desc.num_tasks;
-    if (desc.time_limit != NO_VAL && desc.time_limit != INFINITE) job.time_limit_minutes = desc.time_limit;
-    job.features = str(desc.features);
-    job.batch = desc.script != nullptr;
-    if (job.batch && desc.environment) {
-        for (uint32_t i = 0; i < desc.env_size && desc.environment[i]; ++i) {
-            std::string_view entry = desc.environment[i];
-            auto eq = entry.find('=');
-            if (eq == std::string_view::npos) continue;
-            job.environment.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
-        }
-    }
-    auto requests = read_user_requests(spank_env_entries(desc));
-    job.requested_class = requests.lanes_class;
-    job.requested_cap = requests.cap;
-    job.submit_time = now;
-    if (desc.begin_time > 0) job.begin_time = SysSeconds{std::chrono::seconds{desc.begin_time}};
-    return job;
+    return job_view_from_fields(glue::fields_from_desc(desc, submit_uid), now,
+                                [&names](uint32_t uid) { return names.name(uid); });
 }
 
 void strip_lanes_env(job_desc_msg_t& desc) {

@@ -17,7 +17,8 @@ extern "C" {
 
 namespace lanes {
 
-// Build the classifier's view. `submit_uid` is who submitted (may be an admin
+// Build the classifier's view through the one translator (core/job_fields.hpp,
+// glue/slurm_job_fields.hpp). `submit_uid` is who submitted (may be an admin
 // submitting for another user: job_desc->user_id then names the owner).
 JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names, SysSeconds now);
 
@@ -43,6 +44,6 @@ std::optional<std::string> routed_field_changed(const job_desc_msg_t& update);
 // The ESLURM_* code for a rejected decision.
 int reject_code(const Decision& decision);
 
-// count_gpus() and requested_gpus() are in core/job.hpp (shared with lanesctl).
+// count_gpus() is in core/job.hpp, requested_gpus() in core/job_fields.hpp.
 
 }  // namespace lanes

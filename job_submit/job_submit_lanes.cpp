@@ -187,7 +187,9 @@ void add_err_msg(char** err_msg, const std::string& text) noexcept {
     if (!err_msg || text.empty()) return;
     try {
         char* old = *err_msg;
-        std::string combined = old && *old ? std::string(old) + "\n" + text : text;
+        // What Lanes says reaches the user's terminal: escaped (core/text.hpp).
+        std::string safe = lanes::user_message(text);
+        std::string combined = old && *old ? std::string(old) + "\n" + safe : safe;
         *err_msg = slurm_xstrdup(combined.c_str());
         if (old) slurm_xfree(reinterpret_cast<void**>(&old));
     } catch (...) {
@@ -323,7 +325,8 @@ extern "C" int init(void) noexcept {
         options.start_without_policy = true;  // a broken policy never stops slurmctld's start
         auto classifier = Classifier::create(state->config_path, log_sink, options);
         if (!classifier) {
-            slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(), classifier.error().message.c_str());
+            slurm_error("lanes: cannot load %s: %s", state->config_path.c_str(),
+                        lanes::log_field(classifier.error().message, lanes::kLogLineBytes).c_str());
             return SLURM_ERROR;
         }
         state->classifier = std::move(*classifier);
@@ -355,13 +358,14 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             if (job.account.empty()) {
                 std::string rule = account_rule_of(*state.classifier->config());
                 if (!rule.empty()) {
-                    std::string text = "lanes: job " + lanes::printable(job.name, 256) + " of user " + job.user +
+                    std::string text = "lanes: job " + lanes::log_field(job.name, 256) + " of user " + job.user +
                                        " names no account (-A) and the user's default account is unknown to "
                                        "slurmctld (no association in slurmdbd); " +
                                        rule + " decides by account, so the job is refused; submit with -A";
                     add_err_msg(err_msg, text);
                     slurm_info("lanes: JobName=%s UserId=%s(%u): rejected: no account and no default account for %s",
-                               lanes::printable(job.name, 256).c_str(), job.user.c_str(), job.uid, rule.c_str());
+                               lanes::log_field(job.name, 256).c_str(), lanes::log_field(job.user, 256).c_str(),
+                               job.uid, lanes::log_field(rule).c_str());
                     lanes::strip_lanes_env(*job_desc);
                     return ESLURM_INVALID_ACCOUNT;
                 }
@@ -372,17 +376,19 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             std::string text = decision.reason.empty() ? "lanes: job rejected by policy" : decision.reason;
             for (const auto& line : decision.user_messages) text += "\n" + line;
             add_err_msg(err_msg, text);
-            slurm_info("lanes: JobName=%s UserId=%s(%u): rejected: %s", lanes::printable(job.name, 256).c_str(),
-                       job.user.c_str(), job.uid, lanes::printable(decision.reason, 4096).c_str());
+            slurm_info("lanes: JobName=%s UserId=%s(%u): rejected: %s", lanes::log_field(job.name, 256).c_str(),
+                       lanes::log_field(job.user, 256).c_str(), job.uid,
+                       lanes::log_field(decision.reason, 4096).c_str());
             // Strip any forged LANES_* entries even on reject; nothing of it will run.
             lanes::strip_lanes_env(*job_desc);
             return lanes::reject_code(decision);
         }
         std::string message = lanes::apply_decision_to_desc(*job_desc, decision);
         add_err_msg(err_msg, message);
-        slurm_debug("lanes: JobName=%s UserId=%s(%u): class %s (%s)", lanes::printable(job.name, 256).c_str(),
-                    job.user.c_str(), job.uid, decision.class_name.c_str(),
-                    lanes::printable(decision.reason, 4096).c_str());
+        slurm_debug("lanes: JobName=%s UserId=%s(%u): class %s (%s)", lanes::log_field(job.name, 256).c_str(),
+                    lanes::log_field(job.user, 256).c_str(), job.uid,
+                    lanes::log_field(decision.class_name, 256).c_str(),
+                    lanes::log_field(decision.reason, 4096).c_str());
         return SLURM_SUCCESS;
     });
 }
@@ -470,9 +476,10 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t subm
         if (rc != SLURM_SUCCESS) {
             // The message is for the user ("lanes: ..."); the log line has its own prefix.
             const char* text = message.rfind("lanes: ", 0) == 0 ? message.c_str() + 7 : message.c_str();
-            std::string job_id = job_desc->job_id_str ? lanes::printable(job_desc->job_id_str, 64)
+            std::string job_id = job_desc->job_id_str ? std::string(job_desc->job_id_str)
                                                       : std::to_string(desc_job_id(*job_desc));
-            slurm_info("lanes: JobId=%s: refused update by uid %u: %s", job_id.c_str(), submit_uid, text);
+            slurm_info("lanes: JobId=%s: refused update by uid %u: %s", lanes::log_field(job_id, 64).c_str(),
+                       submit_uid, lanes::log_field(text, 4096).c_str());
             add_err_msg(err_msg, message);
         }
         return rc;

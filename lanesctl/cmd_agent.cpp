@@ -21,6 +21,7 @@
 #include <set>
 
 #include "core/lanes_toml.hpp"
+#include "core/text.hpp"
 #include "lanesctl/ceil_shift.hpp"
 #include "lanesctl/commands.hpp"
 #include "node/job_state_store.hpp"
@@ -41,7 +42,7 @@ void log_line(LogLevel level, const std::string& line) {
     // lib/ and the agent's own lines carry no prefix (core/log.hpp); lib/node's
     // may still start "lanes: " (kept, not doubled).
     std::fprintf(stderr, "%s %s%s%s\n", stamp, level == LogLevel::Error ? "error: " : "",
-                 line.rfind("lanes: ", 0) == 0 ? "" : "lanes: agent: ", line.c_str());
+                 line.rfind("lanes: ", 0) == 0 ? "" : "lanes: agent: ", lanes::log_line(line).c_str());
     std::fflush(stderr);
 }
 
@@ -64,23 +65,25 @@ std::string metrics_text(const ShiftCounts& counts, const SignalSnapshot* snap, 
     out += "# HELP lanes_agent_shifts_total Ceil changes of running jobs made by the Lanes agent.\n";
     out += "# TYPE lanes_agent_shifts_total counter\n";
     for (const auto& [key, n] : counts.shifts)
-        out += "lanes_agent_shifts_total{class=\"" + key.first + "\",to=\"" + key.second + "\"} " + std::to_string(n) +
-               "\n";
+        out += "lanes_agent_shifts_total{class=\"" + prometheus_label_value(key.first) + "\",to=\"" +
+               prometheus_label_value(key.second) + "\"} " + std::to_string(n) + "\n";
     out += "# TYPE lanes_agent_shift_errors_total counter\nlanes_agent_shift_errors_total " +
            std::to_string(counts.errors) + "\n";
     out += "# TYPE lanes_agent_jobs_tightened gauge\nlanes_agent_jobs_tightened " + std::to_string(tightened) + "\n";
     if (snap) {
         out += "# TYPE lanes_agent_window_busy gauge\n";
         for (const auto& [name, w] : snap->windows)
-            out += "lanes_agent_window_busy{window=\"" + name + "\"} " + (w.busy ? "1" : "0") + "\n";
+            out += "lanes_agent_window_busy{window=\"" + prometheus_label_value(name) + "\"} " + (w.busy ? "1" : "0") +
+                   "\n";
         out += "# TYPE lanes_agent_signal_value gauge\n";
         for (const auto& [name, s] : snap->signals)
             if (s.value.value)
-                out +=
-                    "lanes_agent_signal_value{signal=\"" + name + "\"} " + format_signal_value(*s.value.value) + "\n";
+                out += "lanes_agent_signal_value{signal=\"" + prometheus_label_value(name) + "\"} " +
+                       format_signal_value(*s.value.value) + "\n";
         out += "# TYPE lanes_agent_signal_fresh gauge\n";
         for (const auto& [name, s] : snap->signals)
-            out += "lanes_agent_signal_fresh{signal=\"" + name + "\"} " + (s.value.fresh ? "1" : "0") + "\n";
+            out += "lanes_agent_signal_fresh{signal=\"" + prometheus_label_value(name) + "\"} " +
+                   (s.value.fresh ? "1" : "0") + "\n";
     }
     return out;
 }

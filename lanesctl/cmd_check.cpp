@@ -57,7 +57,7 @@ int run_check(const Options& options, const Context& context) {
         print_json(check_json(report));
     } else {
         std::string text = format_check_human(report);
-        std::fputs(text.c_str(), report.ok ? stdout : stderr);
+        print_human(text, report.ok ? stdout : stderr);
     }
     return report.ok ? kExitOk : kExitFailed;
 }

@@ -74,7 +74,7 @@ int run_gc(const Options& options, const Context& context) {
         print_json(gc_json(report));
     } else {
         std::string text = format_gc_human(report);
-        std::fputs(text.c_str(), report.errors.empty() ? stdout : stderr);
+        print_human(text, report.errors.empty() ? stdout : stderr);
     }
     return report.errors.empty() ? kExitOk : kExitRuntime;
 }

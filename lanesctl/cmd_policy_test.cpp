@@ -17,7 +17,7 @@ extern "C" {
 #include "config.h"
 #include "ctld/classifier.hpp"
 #include "ctld/user_names.hpp"
-#include "job_submit/job_desc_translate.hpp"  // count_gpus
+#include "glue/slurm_job_fields.hpp"
 #include "lanesctl/commands.hpp"
 #include "lanesctl/policy_fixture.hpp"
 #include "lanesctl/policy_report.hpp"
@@ -62,32 +62,6 @@ Result<Input> load_input(const std::string& path) {
     return input;
 }
 
-std::string str(const char* s) { return s ? std::string(s) : std::string(); }
-
-// job_info_t (what slurmctld keeps, after job_submit rewrote it) -> JobView.
-JobView job_view_from_info(const job_info_t& info, UserNames& names) {
-    JobView job;
-    job.name = str(info.name);
-    job.comment = str(info.comment);
-    job.uid = info.user_id;
-    job.user = info.user_name && *info.user_name ? std::string(info.user_name) : names.name(info.user_id);
-    job.account = str(info.account);
-    job.partition = str(info.partition);
-    job.qos = str(info.qos);
-    job.tres_per_node = str(info.tres_per_node);
-    job.tres_per_job = str(info.tres_per_job);
-    job.min_nodes = info.num_nodes == NO_VAL ? 0 : info.num_nodes;
-    job.max_nodes = info.max_nodes == NO_VAL ? 0 : info.max_nodes;
-    job.num_tasks = info.num_tasks == NO_VAL ? 0 : info.num_tasks;
-    job.gpus = count_gpus(job.tres_per_job);
-    if (job.gpus == 0) job.gpus = count_gpus(job.tres_per_node) * (job.min_nodes == 0 ? 1 : job.min_nodes);
-    if (info.time_limit != NO_VAL && info.time_limit != INFINITE) job.time_limit_minutes = info.time_limit;
-    job.features = str(info.features);
-    job.batch = info.batch_flag != 0;
-    job.submit_time = SysSeconds{std::chrono::seconds{info.submit_time}};
-    return job;
-}
-
 // libslurm calls fatal() -> exit(1) when it finds no configuration (no slurm.conf,
 // no DNS SRV record). Exit 1 means "test failed" for us; while libslurm runs, an
 // exit is turned into our runtime-error code (3) instead.
@@ -115,7 +89,9 @@ int load_job_by_id(job_info_msg_t** msg, uint32_t job_id) {
 }
 
 // One job from slurmctld: Ok, or a runtime error message.
-Result<JobView> load_slurm_job(uint32_t job_id, UserNames& names) {
+// The same translator as job_submit/lanes (core/job_fields.hpp); job_info_t
+// is the job after Lanes routed it, without its SPANK or batch environment.
+Result<JobView> load_slurm_job(uint32_t job_id, UserNames& names, SysSeconds now) {
     job_info_msg_t* msg = nullptr;
     if (load_job_by_id(&msg, job_id) != SLURM_SUCCESS) {
         int err = errno;  // slurm_get_errno() is gone since 23.x; Slurm sets errno
@@ -125,7 +101,8 @@ Result<JobView> load_slurm_job(uint32_t job_id, UserNames& names) {
         if (msg) slurm_free_job_info_msg(msg);
         return fail("job " + std::to_string(job_id) + ": slurmctld does not know it");
     }
-    JobView job = job_view_from_info(msg->job_array[0], names);
+    JobView job = job_view_from_fields(glue::fields_from_info(msg->job_array[0]), now,
+                                       [&names](uint32_t uid) { return names.name(uid); });
     slurm_free_job_info_msg(msg);
     return job;
 }
@@ -143,7 +120,7 @@ int run_policy_test(const Options& options, const Context& context) {
         at = *parsed;
     }
     LogSink log = [](LogLevel level, const std::string& line) {
-        if (level == LogLevel::Error) std::fprintf(stderr, "lanesctl: %s\n", line.c_str());
+        if (level == LogLevel::Error) print_error(line);
     };
     auto classifier = Classifier::create(context.config_path, log);
     if (!classifier) {
@@ -211,7 +188,7 @@ int run_policy_test(const Options& options, const Context& context) {
         for (uint32_t id : options.job_ids) {
             PolicyTestResult result;
             result.source = "job " + std::to_string(id);
-            auto job = load_slurm_job(id, names);
+            auto job = load_slurm_job(id, names, at);
             if (!job) {
                 result.error = job.error().message;
                 runtime_error = true;
@@ -230,7 +207,7 @@ int run_policy_test(const Options& options, const Context& context) {
         print_json(policy_json(results, context.local_zone.get()));
     } else {
         std::string text = format_policy_human(results, context.local_zone.get(), fixture_mode);
-        std::fputs(text.c_str(), stdout);
+        print_human(text);
     }
     if (runtime_error) return kExitRuntime;
     for (const auto& r : results)

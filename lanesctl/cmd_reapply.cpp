@@ -8,6 +8,7 @@
 // hand-typed `tc class change` took. Nothing changes when everything is in place.
 // lanes-reconcile.timer runs it on nodes without lanes-agent.
 #include <cstdio>
+#include <string>
 
 #include "lanesctl/commands.hpp"
 #include "lanesctl/json.hpp"
@@ -51,14 +52,16 @@ int run_reapply(const Options& options, const Context& context) {
                                 {"problems", problems}});
     } else {
         for (const auto& r : done->repairs)
-            std::printf("%s: %s: %s %s%s%s: %s\n", context.node.c_str(),
-                        options.dry_run ? "would reapply (dry run)" : "reapplied", r.object.c_str(), r.cause.c_str(),
-                        r.job_id ? (" JobId=" + std::to_string(r.job_id)).c_str() : "",
-                        r.device.empty() ? "" : (" on " + r.device).c_str(), r.detail.c_str());
-        for (const auto& p : done->problems) std::fprintf(stderr, "%s: %s\n", context.node.c_str(), p.c_str());
+            print_human(context.node + ": " + (options.dry_run ? "would reapply (dry run)" : "reapplied") + ": " +
+                        r.object + " " + r.cause + (r.job_id ? " JobId=" + std::to_string(r.job_id) : "") +
+                        (r.device.empty() ? "" : " on " + r.device) + ": " + r.detail + "
+");
+        for (const auto& p : done->problems) print_human(context.node + ": " + p + "
+", stderr);
         if (!needed)
-            std::printf("%s: all %zu job(s) marked and shaped as desired; nothing to reapply\n", context.node.c_str(),
-                        done->jobs);
+            print_human(context.node + ": all " + std::to_string(done->jobs) +
+                        " job(s) marked and shaped as desired; nothing to reapply
+");
     }
     return options.dry_run && needed ? kExitFailed : kExitOk;
 }

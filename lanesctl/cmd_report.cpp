@@ -165,10 +165,10 @@ int run_report(const Options& options, const Context& context) {
         print_json(slo_report_json(report));
     } else if (options.parsable) {
         std::string text = format_slo_report_parsable(report, !options.noheader);
-        std::fputs(text.c_str(), stdout);
+        print_human(text);
     } else {
         std::string text = format_slo_report_human(report, !options.noheader);
-        std::fputs(text.c_str(), stdout);
+        print_human(text);
     }
     std::fflush(stdout);
     if (!options.plot_file.empty()) {

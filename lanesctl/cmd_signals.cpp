@@ -75,7 +75,7 @@ int run_signals(const Options& options, const Context& context) {
         doc["windows"] = std::move(windows);
         print_json(doc);
     } else {
-        std::fputs(text.c_str(), stdout);
+        print_human(text);
     }
     return all_fresh ? kExitOk : kExitFailed;
 }

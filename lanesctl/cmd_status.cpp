@@ -23,7 +23,7 @@ Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context) {
     auto config = load_config(context.config_path);
     if (!config) return std::unexpected(config.error());
     LogSink log = [](LogLevel level, const std::string& line) {
-        if (level == LogLevel::Error) std::fprintf(stderr, "lanesctl: %s\n", line.c_str());
+        if (level == LogLevel::Error) print_error(line);
     };
     // "%n" in state_dir/cgroup_root is the node name, as in spank_lanes.
     auto node = node_config_for(config->node, context.node);
@@ -63,7 +63,7 @@ int run_status(const Options& options, const Context& context) {
         print_json(status_json(report));
     } else if (options.prometheus_file.empty()) {
         std::string text = format_status_human(report, TableStyle{!options.noheader, options.parsable});
-        std::fputs(text.c_str(), stdout);
+        print_human(text);
     }
     return rc;
 }

@@ -78,7 +78,7 @@ int apply_reservations(const WindowsReport& report, const ReservationRequest& re
     int rc = kExitOk;
     for (const auto& r : report.reservations) {
         if (existing.count(r.name)) {
-            std::printf("%s exists (%s)\n", r.name.c_str(), r.window.c_str());
+            print_human(r.name + " exists (" + r.window + ")\n");
             continue;
         }
         auto done = create_reservation(r, request);
@@ -87,7 +87,7 @@ int apply_reservations(const WindowsReport& report, const ReservationRequest& re
             rc = kExitRuntime;
             continue;
         }
-        std::printf("%s %s (%s)\n", r.name.c_str(), *done ? "created" : "exists", r.window.c_str());
+        print_human(r.name + (*done ? " created" : " exists") + " (" + r.window + ")\n");
     }
     slurm_fini();
     g_in_libslurm = false;
@@ -125,10 +125,10 @@ int run_windows(const Options& options, const Context& context) {
         print_json(windows_json(*report));
     } else if (options.parsable) {
         std::string text = format_windows_parsable(*report, !options.noheader);
-        std::fputs(text.c_str(), stdout);
+        print_human(text);
     } else {
         std::string text = format_windows_human(*report);
-        std::fputs(text.c_str(), stdout);
+        print_human(text);
     }
     return kExitOk;
 }

@@ -4,6 +4,7 @@
 // liblanesctl. They return an ExitCode (args.hpp) and never throw.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -29,7 +30,12 @@ Result<std::shared_ptr<const TimeZone>> load_zone(const std::string& name);
 
 // Print a JSON document (pretty, 2 spaces) on stdout.
 void print_json(const json::Value& value);
-// "lanesctl: MESSAGE" on stderr.
+// A human report on stdout (or stderr), each line escaped for the terminal
+// (core/text.hpp escape_text): what it quotes cannot move the cursor, clear
+// the screen or forge a line.
+inline constexpr size_t kMaxHumanOutputBytes = 64u << 20;
+void print_human(const std::string& text, std::FILE* to = stdout);
+// "lanesctl: MESSAGE" on stderr, escaped the same way.
 void print_error(const std::string& message);
 
 int run_check(const Options& options, const Context& context);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/text.hpp"
 #include "lanesctl/commands.hpp"
 
 namespace lanes::ctl {
@@ -40,6 +41,16 @@ void print_json(const json::Value& value) {
     std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
-void print_error(const std::string& message) { std::fprintf(stderr, "lanesctl: %s\n", message.c_str()); }
+// Whatever a report quotes (job names, policy messages, state files, a
+// Prometheus server's errors) reaches a terminal: every line escaped
+// (core/text.hpp), the report's own line breaks kept.
+void print_human(const std::string& text, std::FILE* to) {
+    std::string safe = escape_text(text, kMaxHumanOutputBytes, true);
+    std::fwrite(safe.data(), 1, safe.size(), to);
+}
+
+void print_error(const std::string& message) {
+    std::fprintf(stderr, "lanesctl: %s\n", escape_text(message, kMaxHumanOutputBytes, true).c_str());
+}
 
 }  // namespace lanes::ctl

@@ -4,6 +4,8 @@
 #include <set>
 #include <vector>
 
+#include "core/text.hpp"
+
 namespace lanes::json {
 
 namespace {
@@ -63,7 +65,10 @@ Result<Value> parse(std::string_view text) {
 }
 
 std::string write(const Value& value, int indent) {
-    return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+    // Invalid UTF-8 (job names, comments, messages come from users) becomes
+    // U+FFFD, C0 controls \u00XX; what nlohmann leaves raw and a terminal obeys
+    // (DEL, C1, bidirectional controls) is escaped too.
+    return json_escape_raw_controls(value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 const Value* find(const Value& value, std::string_view key) {

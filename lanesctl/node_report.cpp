@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/lanes_toml.hpp"
+#include "core/text.hpp"
 
 namespace lanes::ctl {
 
@@ -39,7 +40,8 @@ std::string format_status_parsable(const StatusReport& report, bool header) {
     std::string out;
     if (header) out += "JOBID|CLASS|DEVICE|RATE|CEIL|DSCP|BYTES|PACKETS|DROPS|OVERLIMITS|BACKLOG|ERROR\n";
     // '|' and newlines cannot appear in a field: they would shift the columns.
-    auto field = [](std::string s) {
+    auto field = [](const std::string& text) {
+        std::string s = terminal_text(text);
         for (char& c : s)
             if (c == '|' || c == '\n') c = ' ';
         return s;
@@ -110,16 +112,17 @@ std::string format_status_human(const StatusReport& report, TableStyle style) {
            rpad("BACKLOG", 9) + "\n";
     for (const auto& job : report.jobs) {
         const auto& st = job.state;
-        const std::string head = pad(std::to_string(st.job_id), 10) + pad(st.class_name, 12);
+        // The class and the error come from a state file and the kernel: escaped.
+        const std::string head = pad(std::to_string(st.job_id), 10) + pad(terminal_text(st.class_name), 12);
         if (!job.error.empty()) {
-            out += head + "error: " + job.error + "\n";
+            out += head + "error: " + terminal_text(job.error) + "\n";
             continue;
         }
         if (st.devices.empty()) out += head + "(no devices)\n";
         for (const auto& dev : st.devices) {
             auto it = job.counters.find(dev.device);
             ClassCounters c = it == job.counters.end() ? ClassCounters{} : it->second;
-            out += head + pad(dev.device, 10) + rpad(format_rate(dev.rate_bits), 9) +
+            out += head + pad(terminal_text(dev.device), 10) + rpad(format_rate(dev.rate_bits), 9) +
                    rpad(format_rate(dev.ceil_bits), 9) + "  " + pad(dscp_text(st.net.dscp), 5) +
                    rpad(std::to_string(c.bytes), 14) + rpad(std::to_string(c.packets), 11) +
                    rpad(std::to_string(c.drops), 8) + rpad(std::to_string(c.overlimits), 9) +
@@ -177,16 +180,7 @@ json::Value status_json(const StatusReport& report) {
                         {"parked", std::move(parked)}};
 }
 
-std::string prometheus_label(std::string_view value) {
-    std::string out;
-    for (char c : value) {
-        if (c == '\\') out += "\\\\";
-        else if (c == '"') out += "\\\"";
-        else if (c == '\n') out += "\\n";
-        else out += c;
-    }
-    return out;
-}
+std::string prometheus_label(std::string_view value) { return prometheus_label_value(value); }
 
 std::string prometheus_text(const StatusReport& report) {
     struct Metric {

@@ -50,7 +50,7 @@ json::Value status_json(const StatusReport& report);
 // Base units (bytes, bytes per second); the job label is hpc_job (DCGM's name),
 // never job/instance, which Prometheus attaches to every scraped sample.
 std::string prometheus_text(const StatusReport& report);
-// A label value with \\, \" and \n escaped.
+// A label value of the exposition format: core/text.hpp prometheus_label_value().
 std::string prometheus_label(std::string_view value);
 
 struct GcJob {

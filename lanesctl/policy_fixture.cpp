@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/job_env.hpp"
 #include "ctld/router.hpp"
 
 namespace lanes {
@@ -96,11 +97,10 @@ std::string format_timestamp_utc(SysSeconds t) {
     return buf;
 }
 
-Result<JobView> job_from_json(const json::Value& v) {
+Result<SlurmJobFields> job_fields_from_json(const json::Value& v, std::optional<uint32_t>& gpus) {
     if (!v.is_object()) return fail("job: expected an object");
-    JobView j;
-    bool gpus_given = false;
-    std::string tres_per_task;
+    SlurmJobFields f;
+    gpus.reset();
     for (const auto& [key, val] : v.get_ref<const json::Object&>()) {
         const std::string k = "job." + key;
         auto str = [&](std::string& dst) -> Result<void> {
@@ -109,67 +109,76 @@ Result<JobView> job_from_json(const json::Value& v) {
             dst = *s;
             return {};
         };
-        auto num = [&](uint32_t& dst) -> Result<void> {
+        auto num = [&](std::optional<uint32_t>& dst) -> Result<void> {
             auto n = u32_of(val, k);
             if (!n) return fail(n.error());
             dst = *n;
             return {};
         };
         Result<void> r;
-        if (key == "name") r = str(j.name);
-        else if (key == "comment") r = str(j.comment);
-        else if (key == "user") r = str(j.user);
-        else if (key == "account") r = str(j.account);
-        else if (key == "partition") r = str(j.partition);
-        else if (key == "qos") r = str(j.qos);
-        else if (key == "tres_per_node") r = str(j.tres_per_node);
-        else if (key == "tres_per_job") r = str(j.tres_per_job);
-        else if (key == "features") r = str(j.features);
-        else if (key == "uid") r = num(j.uid);
-        else if (key == "tres_per_task") r = str(tres_per_task);
-        else if (key == "gpus") {
-            r = num(j.gpus);
-            gpus_given = true;
-        } else if (key == "min_nodes") r = num(j.min_nodes);
-        else if (key == "max_nodes") r = num(j.max_nodes);
-        else if (key == "num_tasks") r = num(j.num_tasks);
+        if (key == "name") r = str(f.name);
+        else if (key == "comment") r = str(f.comment);
+        else if (key == "user") r = str(f.user_name);
+        else if (key == "account") r = str(f.account);
+        else if (key == "partition") r = str(f.partition);
+        else if (key == "qos") r = str(f.qos);
+        else if (key == "tres_per_node") r = str(f.tres_per_node);
+        else if (key == "tres_per_job") r = str(f.tres_per_job);
+        else if (key == "tres_per_task") r = str(f.tres_per_task);
+        else if (key == "tres_per_socket") r = str(f.tres_per_socket);
+        else if (key == "gres") r = str(f.gres);
+        else if (key == "features") r = str(f.features);
+        else if (key == "uid") r = num(f.user_id);
+        else if (key == "gpus") r = num(gpus);
+        else if (key == "min_nodes") r = num(f.min_nodes);
+        else if (key == "max_nodes") r = num(f.max_nodes);
+        else if (key == "num_tasks") r = num(f.num_tasks);
+        else if (key == "ntasks_per_node") r = num(f.ntasks_per_node);
         else if (key == "time_limit") {
             if (val.is_null()) {
-                j.time_limit_minutes.reset();
+                f.time_limit_minutes.reset();
             } else if (val.is_string()) {
                 auto d = parse_slurm_duration(val.get_ref<const std::string&>());
                 if (!d) return fail(k + ": " + d.error().message);
-                j.time_limit_minutes = *d;
+                f.time_limit_minutes = *d;
             } else {
-                uint32_t m = 0;
-                r = num(m);
-                j.time_limit_minutes = m;
+                r = num(f.time_limit_minutes);
             }
         } else if (key == "batch") {
             if (!val.is_boolean()) return fail(k + ": expected true or false");
-            j.batch = val.get<bool>();
+            f.has_script = val.get<bool>();
         } else if (key == "env") {
             if (!val.is_object()) return fail(k + ": expected an object of strings");
             for (const auto& [ek, ev] : val.get_ref<const json::Object&>()) {
                 if (!ev.is_string()) return fail(k + "." + ek + ": expected a string");
-                j.environment[ek] = ev.get_ref<const std::string&>();
+                f.environment.push_back(ek + "=" + ev.get_ref<const std::string&>());
             }
         } else if (key == "lanes_class" || key == "lanes_cap") {
+            // As srun/sbatch pass --lanes-class/--lanes-cap to slurmctld.
             std::string s;
             r = str(s);
-            (key == "lanes_class" ? j.requested_class : j.requested_cap) = s;
+            f.spank_env.push_back(std::string(key == "lanes_class" ? kEnvRequestClass : kEnvRequestCap) + "=" + s);
         } else if (key == "submit_time" || key == "begin_time") {
             auto t = time_of(val, k);
             if (!t) return fail(t.error());
-            if (key == "submit_time") j.submit_time = *t;
-            else j.begin_time = *t;
+            (key == "submit_time" ? f.submit_time : f.begin_time) = t->time_since_epoch().count();
         } else {
             return fail(k + ": unknown key");
         }
         if (!r) return fail(r.error());
     }
-    // Counted from the TRES strings as job_submit/lanes counts them, unless given.
-    if (!gpus_given) j.gpus = requested_gpus(j.tres_per_job, j.tres_per_node, tres_per_task, j.min_nodes, j.num_tasks);
+    return f;
+}
+
+Result<JobView> job_from_json(const json::Value& v) {
+    std::optional<uint32_t> gpus;
+    auto fields = job_fields_from_json(v, gpus);
+    if (!fields) return fail(fields.error());
+    // The same translator as job_submit/lanes; "user" names the owner as job_info_t does.
+    JobView j = job_view_from_fields(*fields, SysSeconds{}, {});
+    if (fields->user_name.empty()) j.user.clear();
+    if (!fields->submit_time) j.submit_time = SysSeconds{};  // the fixture's "at", set by the caller
+    if (gpus) j.gpus = *gpus;                                // given outright, not counted from TRES
     return j;
 }
 

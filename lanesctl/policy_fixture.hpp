@@ -16,15 +16,21 @@
 // Job keys are the names a policy sees (lanes-policy(7)): name, comment, user, uid,
 // account, partition, qos, tres_per_node, tres_per_job, gpus, min_nodes, max_nodes,
 // num_tasks, time_limit (minutes or a Slurm time string), features, batch, env,
-// lanes_class, lanes_cap, submit_time and begin_time (timestamps or epoch seconds).
+// lanes_class, lanes_cap, submit_time and begin_time (timestamps or epoch seconds);
+// and Slurm's own request fields tres_per_task, tres_per_socket, gres and
+// ntasks_per_node. They fill SlurmJobFields, and the JobView comes from the same
+// translator as job_submit/lanes (core/job_fields.hpp); "gpus", when given,
+// replaces the count made from the GPU requests.
 // Only the expect keys present are checked; null means "must be unset".
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/job.hpp"
+#include "core/job_fields.hpp"
 #include "core/result.hpp"
 #include "lanesctl/json.hpp"
 
@@ -34,6 +40,8 @@ namespace lanes {
 Result<SysSeconds> parse_timestamp(std::string_view text);
 std::string format_timestamp_utc(SysSeconds t);  // "2026-12-01T08:00:00Z"
 
+// The Slurm fields a job object names; `gpus` gets its "gpus" key, if any.
+Result<SlurmJobFields> job_fields_from_json(const json::Value& job, std::optional<uint32_t>& gpus);
 Result<JobView> job_from_json(const json::Value& job);
 json::Value decision_to_json(const Decision& decision);
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/lanes_toml.hpp"
+#include "core/text.hpp"
 #include "ctld/router.hpp"              // format_minutes
 #include "lanesctl/policy_fixture.hpp"  // decision_to_json
 #include "lanesctl/time_spec.hpp"
@@ -24,13 +25,14 @@ std::string reject_kind_name(Decision::RejectKind kind) {
 
 }  // namespace
 
+// Every value a user or a policy chose is escaped for the terminal (core/text.hpp).
 std::string job_summary(const JobView& job) {
-    std::string out = "job '" + job.name + "'";
-    if (!job.user.empty()) out += " of " + job.user;
+    std::string out = "job '" + terminal_text(job.name, 256) + "'";
+    if (!job.user.empty()) out += " of " + terminal_text(job.user, 256);
     std::string details;
     auto add = [&details](const std::string& label, const std::string& value) {
         if (value.empty()) return;
-        details += (details.empty() ? "" : ", ") + label + " " + value;
+        details += (details.empty() ? "" : ", ") + label + " " + terminal_text(value, 256);
     };
     add("account", job.account);
     add("partition", job.partition);
@@ -44,7 +46,7 @@ namespace {
 void line(std::string& out, const char* label, const std::string& value) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "  %-12s ", label);
-    out += buf + value + "\n";
+    out += buf + terminal_text(value) + "\n";
 }
 
 std::string or_unchanged(const std::optional<std::string>& v) { return v ? *v : "(unchanged)"; }
@@ -92,22 +94,24 @@ std::string format_policy_human(const std::vector<PolicyTestResult>& results, co
         if (fixture_mode) {
             if (r.ok()) {
                 ++passed;
-                out += "PASS " + r.source + (r.description.empty() ? "" : " (" + r.description + ")") + "\n";
+                out += "PASS " + terminal_text(r.source) +
+                       (r.description.empty() ? "" : " (" + terminal_text(r.description) + ")") + "\n";
                 continue;
             }
             ++failed;
-            out += "FAIL " + r.source + (r.description.empty() ? "" : " (" + r.description + ")") + "\n";
-            if (!r.error.empty()) out += "  error: " + r.error + "\n";
-            for (const auto& d : r.diffs) out += "  " + d + "\n";
+            out += "FAIL " + terminal_text(r.source) +
+                   (r.description.empty() ? "" : " (" + terminal_text(r.description) + ")") + "\n";
+            if (!r.error.empty()) out += "  error: " + terminal_text(r.error) + "\n";
+            for (const auto& d : r.diffs) out += "  " + terminal_text(d) + "\n";
             if (r.decision && !r.diffs.empty())
-                out += "  why: " + (r.decision->reason.empty() ? "-" : r.decision->reason) + "\n";
+                out += "  why: " + (r.decision->reason.empty() ? "-" : terminal_text(r.decision->reason)) + "\n";
             continue;
         }
         if (!out.empty()) out += "\n";
-        out += r.source + ": ";
+        out += terminal_text(r.source) + ": ";
         if (!r.error.empty()) {
             ++failed;
-            out += "error: " + r.error + "\n";
+            out += "error: " + terminal_text(r.error) + "\n";
             continue;
         }
         out += r.job_summary + "\n";
@@ -120,7 +124,7 @@ std::string format_policy_human(const std::vector<PolicyTestResult>& results, co
             } else {
                 ++failed;
                 out += "  expect:      FAIL\n";
-                for (const auto& d : r.diffs) out += "    " + d + "\n";
+                for (const auto& d : r.diffs) out += "    " + terminal_text(d) + "\n";
             }
         }
     }

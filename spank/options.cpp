@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/job_env.hpp"
+#include "core/text.hpp"
 #include "spank/common.hpp"
 
 namespace lanes::spank {
@@ -24,7 +25,8 @@ int take_option(const char* optarg, int remote, std::optional<std::string>& slot
         [&]() -> int {
             auto checked = check(optarg ? optarg : "");
             if (!checked) {
-                slurm_error("lanes: %s", checked.error().message.c_str());
+                // Quotes the user's option value; srun prints it on their terminal.
+                slurm_error("lanes: %s", lanes::user_message(checked.error().message).c_str());
                 return -1;
             }
             slot = *checked;

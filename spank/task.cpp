@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "core/text.hpp"
 #include "node/cgroup_tree.hpp"
 #include "node/job_state_store.hpp"
 #include "node/task_env.hpp"
@@ -73,7 +74,7 @@ namespace {
 // A task that should be classified and is not: fail its launch, or with
 // nodes.classify_failure = "warn" let it run and say so.
 int refuse_task(uint32_t job_id, const std::string& why) {
-    std::string text = why.rfind("lanes: ", 0) == 0 ? why.substr(7) : why;
+    std::string text = lanes::log_field(why.rfind("lanes: ", 0) == 0 ? why.substr(7) : why, lanes::kLogLineBytes);
     if (text.find("JobId=") == std::string::npos) text = "JobId=" + std::to_string(job_id) + ": " + text;
     if (g_step_config && g_step_config->node.classify_failure_warns) {
         slurm_error("lanes: %s; the task runs unclassified (nodes.classify_failure = \"warn\")", text.c_str());

@@ -37,11 +37,4 @@ uint32_t count_gpus(std::string_view tres) {
     return total;
 }
 
-uint32_t requested_gpus(std::string_view tres_per_job, std::string_view tres_per_node, std::string_view tres_per_task,
-                        uint32_t nodes, uint32_t tasks) {
-    if (uint32_t n = count_gpus(tres_per_job)) return n;
-    if (uint32_t n = count_gpus(tres_per_node)) return n * (nodes == 0 ? 1 : nodes);
-    return count_gpus(tres_per_task) * (tasks == 0 ? 1 : tasks);
-}
-
 }  // namespace lanes

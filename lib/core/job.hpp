@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The job as the classifier sees it, and the decision it makes. No Slurm types:
-// job_submit/ translates job_desc_msg_t into JobView, lanesctl builds it from JSON.
+// One translator builds JobView from Slurm's fields (core/job_fields.hpp).
 #pragma once
 
 #include <chrono>
@@ -18,11 +18,7 @@ namespace lanes {
 // Total GPUs in a TRES string like "gres/gpu:4", "gres:gpu:a100:2,gres/gpu=1", "gpu:8".
 uint32_t count_gpus(std::string_view tres);
 
-// The job's total GPUs, the one way both job_submit/lanes and lanesctl count
-// them: per job if given, else per node times the node count, else per task
-// times the task count (a count of 0 counts as 1).
-uint32_t requested_gpus(std::string_view tres_per_job, std::string_view tres_per_node, std::string_view tres_per_task,
-                        uint32_t nodes, uint32_t tasks);
+// The job's total GPUs from all its requests: requested_gpus() in core/job_fields.hpp.
 
 struct JobView {
     std::string name;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Signals, the pure half: Prometheus answer parsing, freshness, hysteresis.
 #include "core/signals.hpp"
+#include "core/text.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -36,9 +37,9 @@ Result<double> sample_value(const Json& pair, const char* what) {
     errno = 0;
     double v = std::strtod(text.c_str(), &end);
     if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE)
-        return fail("malformed sample value \"" + text.substr(0, 64) + "\"");
+        return fail("malformed sample value \"" + log_field(text, 64) + "\"");
     if (std::isnan(v)) return fail("the query returned NaN");
-    if (std::isinf(v)) return fail("the query returned " + text + " (not a usable value)");
+    if (std::isinf(v)) return fail("the query returned " + log_field(text, 64) + " (not a usable value)");
     return v;
 }
 
@@ -50,11 +51,12 @@ std::string string_member(const Json& object, const char* key) {
 std::string series_name(const Json& series) {
     auto metric = series.find("metric");
     if (metric == series.end() || !metric->is_object()) return "{}";
-    std::string out = string_member(*metric, "__name__");
+    std::string out = log_field(string_member(*metric, "__name__"), 64);
     std::string labels;
     for (auto it = metric->begin(); it != metric->end(); ++it) {
         if (it.key() == "__name__" || !it.value().is_string()) continue;
-        labels += (labels.empty() ? "" : ",") + it.key() + "=\"" + it.value().get<std::string>() + "\"";
+        labels += (labels.empty() ? "" : ",") + log_field(it.key(), 64) + "=\"" +
+                  log_field(it.value().get<std::string>(), 64) + "\"";
     }
     out += "{" + labels + "}";
     return out.size() > 120 ? out.substr(0, 117) + "..." : out;
@@ -71,12 +73,13 @@ Result<double> parse_answer(long http_status, std::string_view body) {
     if (status == doc.end() || !status->is_string()) return fail("not a Prometheus API answer (no \"status\")");
     const std::string st = status->get<std::string>();
     if (st == "error") {
-        std::string type = string_member(doc, "errorType"), text = string_member(doc, "error");
-        if (text.size() > 200) text = text.substr(0, 197) + "...";
+        // The server's words reach slurmctld.log and lanesctl: escaped and bounded.
+        std::string type = log_field(string_member(doc, "errorType"), 64);
+        std::string text = log_field(string_member(doc, "error"), 200);
         return fail("Prometheus error" + (http_status ? " (HTTP " + std::to_string(http_status) + ")" : std::string()) +
                     (type.empty() ? "" : ": " + type) + (text.empty() ? "" : ": " + text));
     }
-    if (st != "success") return fail("unknown status \"" + st.substr(0, 32) + "\"");
+    if (st != "success") return fail("unknown status \"" + log_field(st, 32) + "\"");
     if (http_status != 200) return fail("HTTP " + std::to_string(http_status) + " with status \"success\"");
     auto data = doc.find("data");
     if (data == doc.end() || !data->is_object()) return fail("answer has no \"data\"");
@@ -97,7 +100,7 @@ Result<double> parse_answer(long http_status, std::string_view body) {
         return sample_value(*value, "vector sample");
     }
     if (t == "matrix") return fail("the query returned a range vector (matrix); use an instant query");
-    return fail("unsupported resultType \"" + t.substr(0, 32) + "\"");
+    return fail("unsupported resultType \"" + log_field(t, 32) + "\"");
 }
 
 }  // namespace

@@ -58,8 +58,8 @@ std::string describe_rate(const Rate& r) { return format_rate(r) + (r.is_relativ
 // A job in a log line, as slurmctld names one in its own lines. At job_submit
 // time Slurm has not given it a JobId yet: JobName and UserId are what exist.
 std::string job_label(const JobView& job) {
-    return "JobName=" + printable(job.name, 256) + " UserId=" + (job.user.empty() ? "?" : job.user) + "(" +
-           std::to_string(job.uid) + ")";
+    return "JobName=" + log_field(job.name, 256) + " UserId=" + (job.user.empty() ? "?" : log_field(job.user, 256)) +
+           "(" + std::to_string(job.uid) + ")";
 }
 
 // Builds a generation from files: config, then the policy it names, then a self-check.
@@ -305,7 +305,7 @@ private:
                 if (is_admin || listed(cls.allowed_users, job.user) || listed(cls.allowed_accounts, job.account))
                     names.push_back(name);
             return reject(Decision::RejectKind::InvalidOption,
-                          "lanes: unknown class '" + *job.requested_class + "' (--lanes-class); " +
+                          "lanes: unknown class '" + log_field(*job.requested_class, 256) + "' (--lanes-class); " +
                               (names.empty() ? std::string("you may not request any class")
                                              : "classes you may request: " + join(names, ", ")));
         }
@@ -313,7 +313,7 @@ private:
             return std::nullopt;
         std::string why = requested->allowed_users.empty() && requested->allowed_accounts.empty()
                               ? "it cannot be requested explicitly (no allowed_users/allowed_accounts)"
-                              : "user '" + job.user + "' and account '" + job.account +
+                              : "user '" + log_field(job.user, 256) + "' and account '" + log_field(job.account, 256) +
                                     "' are not in its allowed_users/allowed_accounts";
         return reject(Decision::RejectKind::ClassNotAllowed,
                       "lanes: you may not request class '" + requested->name + "' (--lanes-class): " + why);
@@ -322,8 +322,9 @@ private:
     // --lanes-cap: lowers the class's ceiling. Returns a rejection, or nullopt.
     static std::optional<Decision> apply_cap(const ClassConfig& cls, const JobView& job, NetworkDecision& net) {
         if (!job.requested_cap) return std::nullopt;
-        const std::string& text = *job.requested_cap;
-        auto cap = parse_rate(text);
+        // The user's own text, quoted in what they and the log see: escaped.
+        const std::string text = log_field(*job.requested_cap, 256);
+        auto cap = parse_rate(*job.requested_cap);
         if (!cap)
             return reject(Decision::RejectKind::InvalidOption,
                           "lanes: --lanes-cap=" + text + ": " + cap.error().message);
@@ -397,7 +398,10 @@ private:
                 case PolicyOutcome::Kind::Class: {
                     cls = cfg.find_class(po.class_name);
                     if (!cls) {
-                        error = policy_where + ": classify() returned unknown class '" + po.class_name + "'";
+                        // Refused like any name not in [classes]; quoted escaped, since
+                        // it reaches slurmctld.log and the user's terminal.
+                        error = policy_where + ": classify() returned unknown class '" + log_field(po.class_name, 256) +
+                                "'";
                         break;
                     }
                     for (const auto& field : po.overrides()) {
@@ -481,7 +485,7 @@ private:
         d.time_limit_minutes = r.time_limit_minutes;
         for (auto& m : r.user_messages) d.user_messages.push_back(std::move(m));
         d.reason = "class " + cls->name + ": " + source;
-        if (job.requested_cap) d.reason += "; --lanes-cap=" + *job.requested_cap;
+        if (job.requested_cap) d.reason += "; --lanes-cap=" + log_field(*job.requested_cap, 256);
         for (const auto& why : r.reasons) d.reason += "; " + why;
         return d;
     }

@@ -390,7 +390,7 @@ Result<void> Policy::self_check(SysSeconds now, const WindowOracle& windows) {
         return fail(chunk_name_ + ": self-check on a synthetic job failed: " + out.error);
     if (out.kind == PolicyOutcome::Kind::Class && !config_->find_class(out.class_name))
         return fail(chunk_name_ + (out.location.empty() ? "" : " (" + out.location + ")") +
-                    ": self-check: classify() returned unknown class '" + out.class_name + "'");
+                    ": self-check: classify() returned unknown class '" + log_field(out.class_name, 256) + "'");
     return {};
 }
 

@@ -9,7 +9,7 @@
 set -uo pipefail
 . "${LANES_SRCDIR:?run through make check}/tests/build/sanitized_tree.sh"
 
-targets=(lanes_toml units dscp hostlist time_spec job_env spank_args)
+targets=(lanes_toml units dscp hostlist time_spec job_env spank_args text)
 seconds=${LANES_FUZZ_SECONDS:-20}
 programs=()
 for t in "${targets[@]}"; do programs+=("tests/fuzz/${t}_fuzz"); done

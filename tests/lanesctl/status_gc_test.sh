@@ -3,7 +3,7 @@
 # lanesctl status and gc on real kernel state, in a private network namespace:
 # four jobs planted with NodeShaper (plant_state), traffic through one of them,
 # then status (human, JSON, Prometheus), gc --dry-run, gc, reapply after
-# `nft flush ruleset`, gc --all.
+# `nft flush ruleset`, status of a state file holding hostile strings, gc --all.
 # gc removes only what is proven gone (node_facts.hpp decide_liveness()): there
 # is no slurm.conf and no slurmctld here, so every job nothing local decides is
 # kept with "slurmctld cannot be asked" (lanesctl fails soft without Slurm).
@@ -187,6 +187,35 @@ PIDS=""
 out=$(ctl gc) || fail "second gc: $out"
 echo "$out" | grep -q "^removed" && fail "second gc removed a job before its epilog: $out"
 [ "$(echo "$out" | grep -c "slurmctld cannot be asked")" = 3 ] || fail "second gc: $out"
+
+# ---- hostile strings in a state file (job 106, a copy of 104 with another
+# class): status escapes them for the terminal, keeps --json valid, and keeps
+# the Prometheus textfile valid UTF-8 with no control byte.
+hostile=$(printf 'evil\033[2J\377\302\233')
+sed -e 's/^job_id=104$/job_id=106/' -e "s/^class=.*/class=$hostile/" "$TMP/state/job_104" >"$TMP/state/job_106" ||
+  fail "write job 106's state"
+inert() {
+  python3 - "$1" <<'PY'
+import sys
+text = open(sys.argv[1], "rb").read().decode("utf-8")  # strict: invalid UTF-8 raises
+bad = [hex(ord(c)) for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+sys.exit(1 if bad else 0)
+PY
+}
+ctl status >"$TMP/hostile.out" 2>&1
+inert "$TMP/hostile.out" || fail "status prints raw control bytes: $(od -c "$TMP/hostile.out" | head)"
+grep -qF 'evil\x1B[2J\xFF\x9B' "$TMP/hostile.out" || fail "status human: $(cat -v "$TMP/hostile.out")"
+ctl status --parsable >"$TMP/hostile.out" 2>&1
+inert "$TMP/hostile.out" || fail "status --parsable prints raw control bytes: $(cat -v "$TMP/hostile.out")"
+ctl status --json >"$TMP/hostile.json" || fail "status --json with job 106"
+inert "$TMP/hostile.json" || fail "status --json has raw control bytes: $(cat -v "$TMP/hostile.json")"
+py "j = {x['job_id']: x for x in d['jobs']}; assert j[106]['class'] == 'evil\\x1b[2J\\ufffd\\x9b', j[106]" \
+  <"$TMP/hostile.json" || fail "status --json class of job 106: $(cat -v "$TMP/hostile.json")"
+ctl status --prometheus "$prom" || fail "status --prometheus with job 106"
+inert "$prom" || fail "prometheus textfile has raw control bytes: $(cat -v "$prom")"
+grep -qF "class=\"evil$(printf '\357\277\275')[2J$(printf '\357\277\275\357\277\275')\"" "$prom" ||
+  fail "prometheus label of job 106: $(grep -a 106 "$prom" | cat -v)"
+rm -f "$TMP/state/job_106"
 
 # ---- gc --all: root qdisc and nft table go too
 $NA "$PLANT" "$CFG" testnode 105 batch >/dev/null || fail "plant job 105"

@@ -269,6 +269,42 @@ TEST(LanesctlStatusOutput, Prometheus) {
     EXPECT_FALSE(contains(text, "bits")) << text;
 }
 
+// A state file or the kernel can hold anything: every output form escapes it.
+TEST(LanesctlStatusOutput, HostileStringsEscapedInEveryForm) {
+    lanes::ctl::StatusReport report = status_report();
+    report.jobs[0].state.class_name = std::string("evil\x1b[2J\0\xff\xc2\x9b", 12);
+    report.jobs[0].state.devices[0].device = "eth0\n# TYPE fake counter";
+    report.jobs[0].counters = {{"eth0\n# TYPE fake counter", lanes::ClassCounters{1, 1, 0, 0, 0}}};
+    report.jobs[1].error = "kernel said \x1b]0;title\x07 and \xfe";
+    auto raw_control = [](const std::string& text, bool newlines_allowed) {
+        for (size_t i = 0; i < text.size(); ++i) {
+            auto c = static_cast<unsigned char>(text[i]);
+            if (c == '\n' && newlines_allowed) continue;
+            if (c < 0x20 || c == 0x7f || c == 0xff || c == 0xfe) return true;
+            if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9f) return true;
+        }
+        return false;
+    };
+    for (auto style : {lanes::ctl::TableStyle{}, lanes::ctl::TableStyle{true, true}}) {
+        const std::string human = lanes::ctl::format_status_human(report, style);
+        EXPECT_FALSE(raw_control(human, true)) << human;
+        EXPECT_TRUE(contains(human, "evil\\x1B[2J\\x00\\xFF\\x9B")) << human;
+        EXPECT_TRUE(contains(human, "kernel said \\x1B]0;title\\x07 and \\xFE")) << human;
+        EXPECT_FALSE(contains(human, "\n# TYPE")) << human;
+    }
+    const std::string json = lanes::json::write(lanes::ctl::status_json(report));
+    EXPECT_FALSE(raw_control(json, false)) << json;
+    EXPECT_TRUE(contains(json, R"("class":"evil\u001b[2J\u0000)"
+                               "\xef\xbf\xbd"
+                               R"(\u009b")"))
+        << json;
+    const std::string prom = lanes::ctl::prometheus_text(report);
+    EXPECT_FALSE(raw_control(prom, true)) << prom;
+    EXPECT_FALSE(contains(prom, "\n# TYPE fake")) << prom;
+    EXPECT_TRUE(contains(prom, "device=\"eth0\\n# TYPE fake counter\"")) << prom;
+    EXPECT_TRUE(contains(prom, "class=\"evil\xef\xbf\xbd[2J\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"")) << prom;
+}
+
 TEST(LanesctlGc, StepdProcessTitle) {
     using lanes::stepd_job_id;
     EXPECT_EQ(stepd_job_id(std::string("slurmstepd: [1234.batch]\0\0", 27)), 1234u);
