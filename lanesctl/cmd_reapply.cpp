@@ -54,14 +54,11 @@ int run_reapply(const Options& options, const Context& context) {
         for (const auto& r : done->repairs)
             print_human(context.node + ": " + (options.dry_run ? "would reapply (dry run)" : "reapplied") + ": " +
                         r.object + " " + r.cause + (r.job_id ? " JobId=" + std::to_string(r.job_id) : "") +
-                        (r.device.empty() ? "" : " on " + r.device) + ": " + r.detail + "
-");
-        for (const auto& p : done->problems) print_human(context.node + ": " + p + "
-", stderr);
+                        (r.device.empty() ? "" : " on " + r.device) + ": " + r.detail + "\n");
+        for (const auto& p : done->problems) print_human(context.node + ": " + p + "\n", stderr);
         if (!needed)
             print_human(context.node + ": all " + std::to_string(done->jobs) +
-                        " job(s) marked and shaped as desired; nothing to reapply
-");
+                        " job(s) marked and shaped as desired; nothing to reapply\n");
     }
     return options.dry_run && needed ? kExitFailed : kExitOk;
 }
