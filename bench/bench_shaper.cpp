@@ -112,6 +112,14 @@ public:
         Timer t{"tc: set gso size"};
         return in_->set_gso_size(i, g);
     }
+    std::optional<bool> link_down(const std::string& d) override {
+        Timer t{"tc: link state"};
+        return in_->link_down(d);
+    }
+    Result<TcSnapshot> snapshot(int i) override {
+        Timer t{"tc: dump root, classes, qdiscs (converge)"};
+        return in_->snapshot(i);
+    }
 
 private:
     std::unique_ptr<TrafficControl> in_;

@@ -270,20 +270,53 @@ struct NodeShaper::Impl {
         return first;
     }
 
-    // The table was missing when a job was added (a flushed ruleset, or the first
-    // job since boot): every job with a state file gets its marks back, in one
-    // transaction with the table.
-    Result<void> remark_all(const JobState& current) {
-        std::vector<NftEnsureJob> jobs;
+    // The marks every keyed job should have (`current`: a job being applied, in
+    // place of its stored state): what converge() checks the ruleset against.
+    std::vector<NftEnsureJob> wanted_marks(const JobState* current = nullptr) {
+        std::vector<NftEnsureJob> out;
+        auto add = [&](JobState st) {
+            if (!st.unshaped.empty() || st.cgroup_id == 0) return;
+            if (st.root_major == 0) st.root_major = config.root_handle_major;
+            out.push_back(nft_job_of(st));
+        };
         for (const auto& st : store.load_all())
-            if (st.job_id != current.job_id && st.cgroup_id != 0) jobs.push_back(nft_job_of(st));
-        if (jobs.empty()) return {};
-        JobState cur = current;
-        if (cur.root_major == 0) cur.root_major = config.root_handle_major;
-        jobs.push_back(nft_job_of(cur));
-        say(LogLevel::Error, "nft table inet lanes was missing (ruleset flushed?): re-marking " +
-                                 std::to_string(jobs.size()) + " job(s) from their state files");
-        return marker->rebuild(jobs);
+            if (!current || st.job_id != current->job_id) add(st);
+        if (current) add(*current);
+        return out;
+    }
+
+    // The nft part of converge(), as planned by plan_converge_nft(): a rebuild of
+    // the table with every job's marks (one transaction) or the missing elements.
+    // Returns the repairs done; what failed goes to `problems`.
+    std::vector<Repair> apply_nft(const NftConverge& plan, std::vector<std::string>& problems) {
+        std::vector<Repair> done;
+        if (plan.rebuild) {
+            if (auto r = marker->rebuild(plan.marks); !r) problems.push_back("nft: " + r.error().message);
+            else done = plan.repairs;
+            return done;
+        }
+        for (std::size_t i = 0; i < plan.marks.size(); ++i) {
+            bool rebuilt = false;
+            auto r = marker->add_job(plan.marks[i], &rebuilt);
+            if (!r) problems.push_back("nft: " + r.error().message);
+            else done.push_back(plan.repairs[i]);
+        }
+        return done;
+    }
+
+    // The table was missing when a job was added (a flushed ruleset, or the first
+    // job since boot): the prolog's cheap half of converge(). Every job with a
+    // state file gets its marks back, in one transaction with the table.
+    Result<void> remark_all(const JobState& current) {
+        auto wanted = wanted_marks(&current);
+        if (wanted.size() <= 1) return {};  // only this job: add_job made it all
+        std::vector<std::string> problems;
+        auto done = apply_nft(plan_converge_nft(wanted, MarkerCheck{false, {}}), problems);
+        if (!problems.empty()) return fail(problems.front());
+        for (const auto& rep : done)
+            say(LogLevel::Error, "converge: repaired " + repair_text(rep) +
+                                     " (found by the prolog of JobId=" + std::to_string(current.job_id) + ")");
+        return {};
     }
 
     // Roots Lanes made ("<dev> <major>" lines, next to the state dirs registry): an
@@ -720,13 +753,7 @@ struct NodeShaper::Impl {
         for (auto& p : tcplan.problems) out.problems.push_back(std::move(p));
 
         // nftables: every keyed job's marks.
-        std::vector<NftEnsureJob> wanted;
-        for (const auto& st : jobs) {
-            if (!st.unshaped.empty() || st.cgroup_id == 0) continue;
-            JobState s = st;
-            if (s.root_major == 0) s.root_major = config.root_handle_major;
-            wanted.push_back(nft_job_of(s));
-        }
+        const std::vector<NftEnsureJob> wanted = wanted_marks();
         NftConverge nftplan;
         if (!wanted.empty()) {
             auto c = marker->check(wanted);
@@ -789,18 +816,7 @@ struct NodeShaper::Impl {
             }
             out.repairs.push_back(step.repair);
         }
-        if (nftplan.rebuild) {
-            if (auto r = marker->rebuild(nftplan.marks); !r) out.problems.push_back("nft: " + r.error().message);
-            else
-                for (const auto& rep : nftplan.repairs) out.repairs.push_back(rep);
-        } else {
-            for (std::size_t i = 0; i < nftplan.marks.size(); ++i) {
-                bool rebuilt = false;
-                auto r = marker->add_job(nftplan.marks[i], &rebuilt);
-                if (!r) out.problems.push_back("nft: " + r.error().message);
-                else out.repairs.push_back(nftplan.repairs[i]);
-            }
-        }
+        for (auto& rep : apply_nft(nftplan, out.problems)) out.repairs.push_back(std::move(rep));
         for (const auto& [rep, fix] : gso_fixes) {
             if (auto r = tc->set_gso_size(fix.first, fix.second); !r) out.problems.push_back(r.error().message);
             else out.repairs.push_back(rep);

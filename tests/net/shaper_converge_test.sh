@@ -26,8 +26,9 @@ rate = "10Mbit"
 state_dir = "$STATE"
 cgroup_root = "$CGROOT"
 [[nodes.nic]]
+nodes = "*"
 device = "$DEV"
-link_speed = "$SPEED"
+link_speed = "$((SPEED / 1000000))Mbit"
 TOML
 reconcile() { $NA "$LANESCTL" --config "$CFG" reconcile --node testnode "$@"; }
 FILTER='udp dst portrange 5600-5699'

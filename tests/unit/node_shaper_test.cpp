@@ -39,6 +39,7 @@ struct FakeKernel {
     bool fail_nft_add = false;
     bool has_fq_codel = false;
     std::string route_dev = "ib0";
+    std::set<std::string> down;  // links that are down
 };
 
 class FakeTc final : public TrafficControl {
@@ -128,6 +129,7 @@ public:
         k_.gso[i] = g;
         return {};
     }
+    std::optional<bool> link_down(const std::string& d) override { return k_.down.count(d) > 0; }
     Result<TcSnapshot> snapshot(int i) override {
         TcSnapshot snap;
         snap.root = k_.roots.count(i) ? k_.roots[i] : RootQdisc{};
@@ -1078,6 +1080,28 @@ TEST_F(NodeShaperTest, ANicAbsentAtPrologIsShapedOnceItIsThere) {
     EXPECT_FALSE(k_.classes[5].count(tc_handle(0x1a4e, 7)));
 }
 
+TEST_F(NodeShaperTest, ANicDownAtPrologIsPendingThenShapedWhenUp) {
+    k_.down = {"eth1"};
+    auto s = open();
+    auto st = s->apply(req(7, kGbit));
+    ASSERT_TRUE(st) << st.error().message;
+    ASSERT_EQ(st->devices.size(), 1u);
+    EXPECT_EQ(st->pending_devices, std::vector<std::string>{"eth1"});
+    EXPECT_TRUE(k_.classes[3].empty());
+    auto still_down = s->converge();
+    ASSERT_TRUE(still_down);
+    EXPECT_TRUE(still_down->repairs.empty()) << ::testing::PrintToString(repairs_of(*still_down));
+    k_.down.clear();  // the link comes up
+    auto r = s->converge();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(repairs_of(*r), (std::vector<std::string>{"root_qdisc missing 0 eth1", "pending_nic link_up 7 eth1"}));
+    EXPECT_EQ(k_.classes[3][tc_handle(0x1a4e, 7)].rate_bits, kGbit);
+    auto now = s->list();
+    ASSERT_EQ(now.size(), 1u);
+    EXPECT_EQ(now[0].devices.size(), 2u);
+    EXPECT_TRUE(now[0].pending_devices.empty());
+}
+
 TEST_F(NodeShaperTest, AShiftedCeilIsDesiredStateAndSurvivesReapply) {
     auto s = open();
     auto r7 = req(7, 100'000'000);
@@ -1123,20 +1147,22 @@ TEST_F(NodeShaperTest, AShiftedCeilIsDesiredStateAndSurvivesReapply) {
 
 TEST_F(NodeShaperTest, ShiftsAndRepairsUseTheJobsOwnRoot) {
     auto old_root = open();
-    ASSERT_TRUE(old_root->apply(req(7, kGbit)));
+    auto r7 = req(7, 100'000'000);
+    r7.net.ceil = Rate{kGbit, 0};
+    ASSERT_TRUE(old_root->apply(r7));
     config_.root_handle_major = 0x1b00;  // lanes.toml changed while job 7 runs
     auto s = open();
-    auto set = s->set_ceils({CeilChange{7, "eth0", 2 * kGbit}}, "busy");
+    auto set = s->set_ceils({CeilChange{7, "eth0", 500'000'000}}, "busy");
     ASSERT_TRUE(set);
     EXPECT_EQ((*set)[0].error, "");
-    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 2 * kGbit);
+    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 500'000'000u);
     EXPECT_FALSE(k_.classes[2].count(tc_handle(0x1b00, 7)));
     k_.classes[2].erase(tc_handle(0x1a4e, 7));
     auto r = s->converge();
     ASSERT_TRUE(r);
     EXPECT_EQ(repairs_of(*r), std::vector<std::string>{"class missing 7 eth0"});
     EXPECT_EQ(k_.roots[2].handle, tc_handle(0x1a4e, 0));  // the running jobs' root kept
-    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 2 * kGbit);
+    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, 7)].ceil_bits, 500'000'000u);
 }
 
 TEST(ConvergePlan, NftMissingTableRebuildsEveryJobElseOnlyTheMissing) {
