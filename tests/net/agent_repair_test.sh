@@ -12,7 +12,8 @@
 #   - kill -9 and a restart during the busy window: the busy ceil stays, and a
 #     flush made while no agent ran is repaired at start;
 #   - the metrics file passes `promtool check metrics` and counts the repairs by
-#     object and cause; the agent's own repairs start no further repairs.
+#     object and cause; the agent's own repairs start no further repairs;
+#     `lanesctl status` shows the agent's last converge.
 # The busy window's signal has no server: unknown -> busy (when_unknown).
 # resync_interval is 1h so that notifications alone drive the repairs.
 . "${LANES_SRCDIR:-$(dirname "$0")/../..}/tests/net/common.sh"
@@ -181,6 +182,15 @@ grep '^lanes_agent_repairs_total' "$METRICS"
 grep -q '^# HELP lanes_agent_repairs_total ' "$METRICS" && grep -q '^# TYPE lanes_agent_repairs_total counter' "$METRICS" ||
   fail "no HELP/TYPE for lanes_agent_repairs_total"
 echo "ok: metrics pass promtool, repairs counted by object and cause"
+
+# lanesctl status shows the agent's last converge.
+status=$($NA "$BUILDDIR/lanesctl/lanesctl" --config "$STATE_ROOT/lanes.toml" status --node n1) || fail "lanesctl status"
+grep -q "^agent: pid $AGENT_PID running; last converge .*repairs" <<<"$status" || fail "no agent line in status: $status"
+grep -q "^agent: last repair .*repaired" <<<"$status" || fail "no last repair in status: $status"
+json=$($NA "$BUILDDIR/lanesctl/lanesctl" --config "$STATE_ROOT/lanes.toml" status --node n1 --json) || fail "status --json"
+python3 -c 'import json,sys; a=json.load(sys.stdin)["agent"]; assert a["running"] and a["pid"] == int(sys.argv[1]) and a["repairs"] >= 3, a' \
+  "$AGENT_PID" <<<"$json" || fail "status --json agent: $json"
+echo "ok: lanesctl status shows the agent"
 
 # 8. SIGTERM: normal ceils back.
 kill -TERM "$AGENT_PID"
