@@ -284,7 +284,12 @@ int Agent::run() {
         log_line(LogLevel::Error, ok.error().message);
         return kExitRuntime;
     }
-    auto shaper = NodeShaper::open(node_, node_name_, log_line);
+    // The executor logs each repair too; the agent logs it once, with what
+    // started the converge.
+    LogSink shaper_log = [](LogLevel level, const std::string& line) {
+        if (line.rfind("converge: repaired ", 0) != 0) log_line(level, line);
+    };
+    auto shaper = NodeShaper::open(node_, node_name_, shaper_log);
     if (!shaper) {
         log_line(LogLevel::Error, shaper.error().message);
         return kExitRuntime;
