@@ -92,13 +92,12 @@ ConvergePlan plan_converge_tc(const NodeConfig& config, const std::vector<JobSta
             EnsureRoot root = plan_root(config, nic, major);
             root.root_exists = false;
             root.replace_foreign = foreign;
-            plan.steps.push_back(
-                ConvergeStep{Repair{"root_qdisc", foreign ? "changed" : "missing", 0, nic.device,
-                                    "root htb " + handle_text(root_handle) +
-                                        (foreign ? " replaced " + seen.tc.root.kind + " " +
-                                                       handle_text(seen.tc.root.handle)
-                                                 : " missing")},
-                             {root}});
+            plan.steps.push_back(ConvergeStep{
+                Repair{"root_qdisc", foreign ? "changed" : "missing", 0, nic.device,
+                       "root htb " + handle_text(root_handle) +
+                           (foreign ? " replaced " + seen.tc.root.kind + " " + handle_text(seen.tc.root.handle)
+                                    : " missing")},
+                {root}});
             classes_gone = true;
         } else {
             EnsureRoot root = plan_root(config, nic, major);
@@ -120,9 +119,8 @@ ConvergePlan plan_converge_tc(const NodeConfig& config, const std::vector<JobSta
                                         ", the NIC has " + handle_text(root_handle) + "; not repaired");
                 continue;
             }
-            const JobDevice& dev =
-                *std::find_if(job->devices.begin(), job->devices.end(),
-                              [&](const JobDevice& d) { return d.device == nic.device; });
+            const JobDevice& dev = *std::find_if(job->devices.begin(), job->devices.end(),
+                                                 [&](const JobDevice& d) { return d.device == nic.device; });
             const AddClass want = plan_job_class(*job, dev, nic.ifindex);
             const AddLeafQdisc leaf = plan_job_leaf(*job, dev, nic.ifindex, leaf_kind);
             const bool was_pending = [&] {

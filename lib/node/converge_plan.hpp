@@ -75,8 +75,8 @@ ConvergePlan plan_converge_tc(const NodeConfig& config, const std::vector<JobSta
 
 // nftables: the marks of every keyed job (cgroup_id != 0) against the kernel's.
 struct NftConverge {
-    bool rebuild = false;              // the table (or its base) is gone: all of `marks` in one transaction
-    std::vector<NftEnsureJob> marks;   // rebuild: every job; else the jobs whose elements are missing
+    bool rebuild = false;             // the table (or its base) is gone: all of `marks` in one transaction
+    std::vector<NftEnsureJob> marks;  // rebuild: every job; else the jobs whose elements are missing
     std::vector<Repair> repairs;
 };
 // `wanted`: nft_job_of() of every keyed job (as passed to PacketMarker::check).

@@ -50,6 +50,11 @@ TEST(LanesctlArgs, Subcommands) {
     EXPECT_EQ(r.node, "n1");
     EXPECT_FALSE(lanes::ctl::parse_args({"reapply", "--all"}));
     EXPECT_FALSE(lanes::ctl::parse_args({"reapply", "extra"}));
+    // reconcile: the timer's name for it (NodeShaper::converge).
+    auto rc = ok({"reconcile", "--node", "n1", "--dry-run"});
+    EXPECT_EQ(rc.command, Command::Reapply);
+    EXPECT_TRUE(rc.dry_run);
+    EXPECT_EQ(ok({"help", "reconcile"}).command, Command::Reapply);
     auto o = ok({"policy", "test", "a.json", "b.json"});
     EXPECT_EQ(o.command, Command::PolicyTest);
     EXPECT_EQ(o.job_files, (std::vector<std::string>{"a.json", "b.json"}));
