@@ -5,7 +5,7 @@
 # nodes' caps protect inference): a training job through Slurm on train1 and
 # train2 (ceil 94 Mbit/s each), an inference service through Slurm on infer1,
 # its clients on the far side with `inference_probe load --metrics`, Debian's
-# prometheus scraping them, and `lanesctl agent` on both training nodes
+# prometheus scraping them, and `lanes-agent` on both training nodes
 # following [signals.pressure] (PromQL over the probe's histogram and request
 # rate) through [windows.busy]:
 #
@@ -101,6 +101,9 @@ fallback = 0
 signal = "pressure"
 above = 1.5
 until_below = 0.5
+
+[agent]
+textfile_dir = "$out/textfile"
 TOML
 "$lanesctl" --config "$conf" check >"$out/check.txt" 2>&1 || { cat "$out/check.txt" >&2; exit 1; }
 
@@ -146,7 +149,7 @@ say "inference job $serve_id on infer1, training job $train_id on train1+train2 
 stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done; }
 for node in train1 train2; do
     SLURM_CONF=$CLUSTER_CONF nsenter --net="/run/netns/$(cluster_netns "$node")" -- \
-        "$lanesctl" --config "$conf" agent --node "$node" 2> >(stamp >"$out/agent-$node.log") &
+        "$LANES_BUILDDIR/agent/lanes-agent" --config "$conf" --node "$node" 2> >(stamp >"$out/agent-$node.log") &
     pids+=($!)
 done
 
@@ -276,7 +279,7 @@ if [[ -n $plot ]]; then
     gnuplot <<EOF || { say "gnuplot failed"; exit 1; }
 set terminal pngcairo size 960,540 font "Sans,10"
 set output "$plot"
-set title "Closed loop on a real Slurm cluster: inference p99 vs training, lanesctl agent shifting the ceil\n(2 training nodes x 4 TCP streams, ceil 94 -> $busy_ceil per node; 200 Mbit/s shared FIFO uplink; SLO $slo_ms ms)"
+set title "Closed loop on a real Slurm cluster: inference p99 vs training, lanes-agent shifting the ceil\n(2 training nodes x 4 TCP streams, ceil 94 -> $busy_ceil per node; 200 Mbit/s shared FIFO uplink; SLO $slo_ms ms)"
 set xlabel "seconds"
 set ylabel "inference p99 (ms, log scale)"
 set logscale y

@@ -24,7 +24,7 @@ case ${1:-} in
 esac
 
 # The project's own source folders; a new top-level folder with C++ goes here.
-owned=(lib glue job_submit spank lanesctl policy_worker bench tests)
+owned=(lib glue job_submit spank lanesctl policy_worker agent bench tests)
 # Vendored or generated paths (shell patterns) inside them: never formatted.
 vendored=('*/build/*' '*/.libs/*' '*/.deps/*' 'tests/fuzz/corpus/*')
 

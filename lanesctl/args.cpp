@@ -495,10 +495,9 @@ std::string usage_text(Command command) {
                    "  and the state of the windows that follow it. Exit 1 when a signal has no fresh value.\n";
         case Command::Agent:
             return "usage: lanesctl agent [--config FILE] [--node NAME]\n"
-                   "  The node agent (root, long-running; contrib/lanes-agent.service): follows the\n"
-                   "  signal windows and moves the HTB ceil of running jobs of each class with\n"
-                   "  busy_window/busy_ceil between its normal and its busy value. On SIGTERM or\n"
-                   "  SIGINT it restores every normal ceil before it exits.\n";
+                   "  Runs lanes-agent(8) with the same --config and --node (the node agent is its\n"
+                   "  own program and unit, lanes-agent.service). `lanesctl status` shows its last\n"
+                   "  converge.\n";
         case Command::Rate:
             return "usage: lanesctl rate RATE...\n"
                    "  Check each RATE with the rules lanes.toml and --lanes-cap use and print it as\n"
@@ -525,7 +524,7 @@ std::string usage_text(Command command) {
            "  gc              remove shaping state of jobs that are gone (root)\n"
            "  reconcile       put back the marks and classes of running jobs (root; alias reapply)\n"
            "  signals         live values of [signals.NAME] and the windows that follow them\n"
-           "  agent           node agent: shift job ceils while signal windows hold (root)\n"
+           "  agent           run the node agent, lanes-agent(8) (root)\n"
            "  rate            check rates and print them in bits per second (for scripts)\n"
            "  report          training windows next to inference SLO attainment (Prometheus)\n"
            "\n"

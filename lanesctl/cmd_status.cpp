@@ -5,11 +5,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "core/lanes_toml.hpp"
+#include "lanesctl/agent_status.hpp"
 #include "lanesctl/commands.hpp"
 #include "lanesctl/node_report.hpp"
 #include "node/node_facts.hpp"
@@ -30,6 +36,25 @@ Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context) {
     if (!node) return std::unexpected(node.error());
     return NodeShaper::open(*node, context.node, log);
 }
+
+namespace {
+
+// lanes-agent's <state_dir>/agent/status, if there is one.
+std::optional<AgentStatus> read_agent_status(const Context& context) {
+    auto config = load_config(context.config_path);
+    if (!config) return std::nullopt;
+    auto node = node_config_for(config->node, context.node);
+    if (!node) return std::nullopt;
+    std::ifstream in(node->state_dir + "/agent/status");
+    if (!in) return std::nullopt;
+    std::stringstream text;
+    text << in.rdbuf();
+    auto status = parse_agent_status(text.str());
+    if (status) status->running = ::kill(static_cast<pid_t>(status->pid), 0) == 0 || errno == EPERM;
+    return status;
+}
+
+}  // namespace
 
 int run_status(const Options& options, const Context& context) {
     auto shaper = open_node_shaper(context);
@@ -59,10 +84,18 @@ int run_status(const Options& options, const Context& context) {
             rc = kExitRuntime;
         }
     }
+    const auto agent = read_agent_status(context);
     if (options.json) {
-        print_json(status_json(report));
+        json::Value doc = status_json(report);
+        doc["agent"] = agent ? agent_status_json(*agent) : json::Value();
+        print_json(doc);
     } else if (options.prometheus_file.empty()) {
         std::string text = format_status_human(report, TableStyle{!options.noheader, options.parsable});
+        if (agent && !options.noheader && !options.parsable) {
+            const double now =
+                std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+            text += format_agent_status(*agent, now);
+        }
         print_human(text);
     }
     return rc;

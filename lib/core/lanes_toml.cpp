@@ -392,6 +392,21 @@ struct Parser {
         if (const char* env = secure_getenv("LANES_POLICY_WORKER"); env && *env) config.policy.worker = env;
     }
 
+    void parse_agent(const toml::table& t) {
+        using namespace std::chrono;
+        TableReader r(errors, t, "agent");
+        if (auto v = r.string("textfile_dir")) {
+            if (v->empty() || v->front() != '/')
+                r.error(*t.get("textfile_dir"), "textfile_dir", "must be an absolute path");
+            else config.agent.textfile_dir = *v;
+        }
+        if (auto d = read_duration(r, "resync_interval", seconds{1}, hours{1}, "1s..1h"))
+            config.agent.resync_interval = duration_cast<milliseconds>(*d);
+        if (auto d = read_duration(r, "debounce", milliseconds{0}, seconds{1}, "0ms..1s"))
+            config.agent.debounce = duration_cast<milliseconds>(*d);
+        r.finish();
+    }
+
     void parse_policy(const toml::table& t) {
         TableReader r(errors, t, "policy");
         if (auto s = r.string("script")) {
@@ -1231,6 +1246,10 @@ struct Parser {
         if (const toml::node* n = r.get("nodes")) {
             if (const toml::table* t = n->as_table()) parse_nodes(*t);
             else r.wrong_type(*n, "nodes", "a table");
+        }
+        if (const toml::node* n = r.get("agent")) {
+            if (const toml::table* t = n->as_table()) parse_agent(*t);
+            else r.wrong_type(*n, "agent", "a table");
         }
         r.finish();
         check_never_runs(root);

@@ -107,6 +107,18 @@ struct PolicyConfig {
     std::string metrics_file;  // slurmctld writes its policy counters here (Prometheus text); empty: none
 };
 
+// The node agent, lanes-agent(8) ([agent]).
+struct AgentConfig {
+    // node_exporter's textfile collector directory: lanes_agent.prom goes there.
+    std::string textfile_dir = "/var/lib/prometheus/node-exporter";
+    // A full converge this often even when no netlink event came (what no event
+    // reports: a lost notification, a socket overrun).
+    std::chrono::milliseconds resync_interval{10000};
+    // After a netlink event, how long the agent waits for the burst to end
+    // before it looks (one converge per burst).
+    std::chrono::milliseconds debounce{5};
+};
+
 // Which interfaces to shape on which nodes.
 struct NicSelector {
     std::string nodes = "*";                  // hostlist expression or glob: "train[1-4]", "gpu*"
@@ -192,6 +204,7 @@ struct Config {
     std::map<std::string, SignalWindowConfig> signal_windows;
     PolicyConfig policy;
     NodeConfig node;
+    AgentConfig agent;
 
     const ClassConfig* find_class(const std::string& name) const {
         auto it = classes.find(name);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The objects that run as root (both plugins and lanesctl) carry the hardening
+# The objects that run as root (both plugins, lanesctl, lanes-agent) carry the hardening
 # configure turned on: full RELRO (GNU_RELRO + BIND_NOW), stack protector,
 # _FORTIFY_SOURCE (fortified libc calls), and on x86-64 the CET property note.
 # Reads the ELF files with readelf/nm (binutils), so it checks what was built,
@@ -45,6 +45,7 @@ check "$build/job_submit/.libs/job_submit_lanes.so" "$build/job_submit/.libs/job
 check "$build/spank/.libs/spank_lanes.so" "$build/spank/.libs/spank_lanes.o"
 check "$build/lanesctl/lanesctl" "$build/lanesctl/lanesctl-main.o"
 check "$build/policy_worker/lanes-policy-worker" "$build/policy_worker/lanes_policy_worker.o"
+check "$build/agent/lanes-agent" "$build/agent/main.o"
 if [[ $fortify == yes ]]; then
     if [[ -n $fortified ]]; then
         echo "ok: fortified libc calls in$fortified"

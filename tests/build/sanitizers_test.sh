@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The unit tests and the privileged network tests run under AddressSanitizer and
 # UndefinedBehaviorSanitizer: a second build tree (clang, --enable-sanitizers,
-# see tests/build/sanitized_tree.sh) builds lanes_unit and shaper_tool, then
+# see tests/build/sanitized_tree.sh) builds lanes_unit, shaper_tool and
+# lanes-agent (tests/net/agent_repair_test.sh runs it), then
 # runs them. Any sanitizer report, even from a command whose exit status a test
 # ignores (cleanup), fails this test and is printed.
 set -uo pipefail
 . "${LANES_SRCDIR:?run through make check}/tests/build/sanitized_tree.sh"
 
-sanitized_tree tests/unit/lanes_unit tests/net/shaper_tool
+sanitized_tree tests/unit/lanes_unit tests/net/shaper_tool agent/lanes-agent
 reports=$(mktemp -d "${TMPDIR:-/tmp}/lanes-san.XXXXXX")
 trap 'rm -rf "$reports"' EXIT
 sanitizer_env "$reports"

@@ -44,6 +44,9 @@ signal = "demand"
 above = 10
 until_below = 5
 retry = "10min"
+
+[agent]
+textfile_dir = "$SIG_T/textfile"
 TOML
     $ns ip link set lo up
     $ns python3 "$LANES_SRCDIR/tests/signals/fake_api.py" --port "$FAKE_PORT" --port-file "$SIG_T/port" \
@@ -114,9 +117,9 @@ e2e_check "job $id_low not deferred while idle ($(begin_delay "$id_low")s)" test
 e2e_check "job $id_low's class on train1 at its normal ceil" wait_ceil "$id_low" 60Mbit 20
 
 # The node agent on train1.
-# nsenter execs lanesctl, so $! is the agent itself (SIGTERM reaches it).
+# nsenter execs lanes-agent, so $! is the agent itself (SIGTERM reaches it).
 SLURM_CONF=$CLUSTER_CONF nsenter --net="/run/netns/$(cluster_netns train1)" -- \
-    "$LANESCTL" --config "$conf" agent --node train1 2>"$SIG_T/agent.log" &
+    "$LANES_BUILDDIR/agent/lanes-agent" --config "$conf" --node train1 2>"$SIG_T/agent.log" &
 agent=$!
 SIG_PIDS="$SIG_PIDS $agent"
 e2e_check "agent running" wait_log 'agent: started on train1' 20 "$SIG_T/agent.log"
@@ -139,7 +142,7 @@ echo 0 >"$SIG_T/value"
 e2e_check "agent restored job $id_low to 60Mbit" wait_ceil "$id_low" 60Mbit 30
 ends_after() { (($(grep -c 'lanes: window busy ends' "$ctld_log") > ends_before)); }
 e2e_check "slurmctld: window busy ends" e2e_wait_until 30 ends_after
-state=$(cluster_run_node train1 cat "$E2E_STATE_ROOT/train1/agent.prom" 2>/dev/null)
+state=$(cat "$SIG_T/textfile/lanes_agent.prom" 2>/dev/null)
 busy_n=$(sed -n 's/^lanes_agent_shifts_total{class="training",to="busy"} //p' <<<"$state")
 normal_n=$(sed -n 's/^lanes_agent_shifts_total{class="training",to="normal"} //p' <<<"$state")
 ((${busy_n:-0} >= 1 && ${normal_n:-0} >= 1)) && grep -q "JobId=$id_low (training) on eth0: ceil 45Mbit -> 60Mbit" "$SIG_T/agent.log" \

@@ -82,9 +82,10 @@ else
 fi
 multiarch=$(chroot "$root" dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 plugindir=/usr/lib/$multiarch/slurm-wlm
-for f in "$plugindir/job_submit_lanes.so" "$plugindir/spank_lanes.so" /usr/sbin/lanesctl \
+for f in "$plugindir/job_submit_lanes.so" "$plugindir/spank_lanes.so" /usr/sbin/lanesctl /usr/sbin/lanes-agent \
     /usr/libexec/lanes/lanes-policy-worker \
-    /etc/slurm/plugstack.conf.d/lanes.conf /usr/share/man/man8/lanesctl.8.gz /usr/share/man/man5/lanes.toml.5.gz \
+    /etc/slurm/plugstack.conf.d/lanes.conf /usr/share/man/man8/lanesctl.8.gz /usr/share/man/man8/lanes-agent.8.gz \
+    /usr/share/man/man5/lanes.toml.5.gz \
     /usr/share/bash-completion/completions/lanesctl /lib/systemd/system/lanes-metrics.timer \
     /usr/share/doc/lanes-slurm-plugins/examples/lanes.toml /usr/share/doc/lanes-slurm-plugins/examples/default.lua \
     /usr/share/lanes/grafana/lanes-dashboard.json /usr/share/lanes/prometheus/lanes-alerts.yml \

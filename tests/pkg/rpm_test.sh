@@ -48,7 +48,7 @@ for want in '/slurm/job_submit_lanes.so$' '/slurm/spank_lanes.so$' '^/etc/slurm/
 done
 grep -q '\.la$' <<<"$files" && bad "lanes-slurm-plugins ships libtool .la files"
 files=$(rpm -qlp "${ctl[0]}" 2>/dev/null)
-for want in '/sbin/lanesctl$' '/man8/lanesctl.8' '/bash-completion/completions/lanesctl$' \
+for want in '/sbin/lanesctl$' '/sbin/lanes-agent$' '/man8/lanesctl.8' '/man8/lanes-agent.8' '/bash-completion/completions/lanesctl$' \
     '/systemd/system/lanes-metrics.timer$' '/systemd/system/lanes-metrics.service$' '/systemd/system/lanes-agent.service$' \
     '/lanes/grafana/lanes-dashboard.json$' '/lanes/prometheus/lanes-alerts.yml$'; do
     grep -Eq "$want" <<<"$files" || bad "lanesctl lacks $want"

@@ -17,8 +17,12 @@ ceil_of() {  # JOB -> the ceil tc reports for the job's class ("" if absent)
   $NA tc class show dev "$DEV" classid "1a4e:$(printf %x "$1")" | grep -o 'ceil [0-9.]*[KMG]*bit' | awk '{print $2}'
 }
 ceil_is() { [ "$(ceil_of "$1")" = "$2" ]; }
-counter() {  # PROM-LINE-PREFIX -> value in agent.prom
-  grep -F "$1" "$STATE/agent.prom" 2>/dev/null | awk '{print $2}'
+PROM_DIR=$T/textfile
+METRICS=$PROM_DIR/lanes_agent.prom
+AGENT=$BUILDDIR/agent/lanes-agent
+[ -x "$AGENT" ] || fail "$AGENT not built"
+counter() {  # PROM-LINE-PREFIX -> value in lanes_agent.prom
+  grep -F "$1" "$METRICS" 2>/dev/null | awk '{print $2}'
 }
 
 tool apply 21 --class training --rate 100Mbit --ceil 1Gbit >/dev/null || fail "apply 21"
@@ -55,22 +59,24 @@ cgroup_root = "$CGROOT"
 [[nodes.nic]]
 device = "$DEV"
 link_speed = "10Gbit"
+[agent]
+textfile_dir = "$PROM_DIR"
 TOML
-$NA "$LANESCTL" agent --config "$T/lanes.toml" --node n1 2>"$T/agent.log" &
+$NA "$AGENT" --config "$T/lanes.toml" --node n1 2>"$T/agent.log" &
 AGENT=$!
 STARTED_PIDS="$STARTED_PIDS $AGENT"
-wait_for "agent metrics" 20 test -s "$STATE/agent.prom"
-wait_for "a fresh demand value" 30 grep -q 'lanes_agent_signal_fresh{signal="demand"} 1' "$STATE/agent.prom"
+wait_for "agent metrics" 20 test -s "$METRICS"
+wait_for "a fresh demand value" 30 grep -q 'lanes_agent_signal_fresh{signal="demand"} 1' "$METRICS"
 # Until the first value arrives the window is busy (when_unknown); then idle.
 wait_for "job 21 at its normal ceil" 20 ceil_is 21 1Gbit
-grep -q 'lanes_agent_window_busy{window="busy"} 0' "$STATE/agent.prom" || fail "window not idle: $(cat "$STATE/agent.prom")"
+grep -q 'lanes_agent_window_busy{window="busy"} 0' "$METRICS" || fail "window not idle: $(cat "$METRICS")"
 base_busy=$(counter 'lanes_agent_shifts_total{class="training",to="busy"}'); base_busy=${base_busy:-0}
 base_normal=$(counter 'lanes_agent_shifts_total{class="training",to="normal"}'); base_normal=${base_normal:-0}
 
 echo 50 >"$T/value"
 wait_for "job 21 tightened" 30 ceil_is 21 200Mbit
 [ "$(ceil_of 22)" = 1Gbit ] || fail "inference job 22 was shifted: $(ceil_of 22)"
-[ "$(counter 'lanes_agent_shifts_total{class="training",to="busy"}')" = $((base_busy + 1)) ] || fail "busy shifts: $(cat "$STATE/agent.prom")"
+[ "$(counter 'lanes_agent_shifts_total{class="training",to="busy"}')" = $((base_busy + 1)) ] || fail "busy shifts: $(cat "$METRICS")"
 grep -q "JobId=21 (training) on $DEV: ceil 1Gbit -> 200Mbit" "$T/agent.log" || fail "no shift line: $(cat "$T/agent.log")"
 echo "ok: busy: job 21 ceil 200Mbit, job 22 1Gbit"
 
@@ -89,7 +95,7 @@ echo "ok: a new job is tightened, an ended one's parked class is left alone"
 
 echo 0 >"$T/value"
 wait_for "job 21 back to normal" 30 ceil_is 21 1Gbit
-[ "$(counter 'lanes_agent_shifts_total{class="training",to="normal"}')" = $((base_normal + 1)) ] || fail "normal shifts: $(cat "$STATE/agent.prom")"
+[ "$(counter 'lanes_agent_shifts_total{class="training",to="normal"}')" = $((base_normal + 1)) ] || fail "normal shifts: $(cat "$METRICS")"
 echo "ok: demand fell: job 21 ceil 1Gbit"
 
 # Prometheus gone: stale after 4 s, then when_unknown = busy (the safe side).

@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // See ceil_shift.hpp.
-#include "lanesctl/ceil_shift.hpp"
+#include "agent/ceil_shift.hpp"
 
 #include <algorithm>
 
-namespace lanes::ctl {
+namespace lanes::agent {
 
 std::vector<CeilTarget> plan_ceil_targets(const Config& config, const std::vector<JobState>& jobs,
-                                          const std::vector<NicFacts>& nics, const std::map<std::string, bool>& busy,
-                                          uint16_t root_major) {
+                                          const std::vector<NicFacts>& nics, const std::map<std::string, bool>& busy) {
     std::vector<CeilTarget> out;
     for (const auto& job : jobs) {
         const ClassConfig* cls = config.find_class(job.class_name);
-        if (!cls || cls->busy_window.empty() || !cls->busy_ceil) continue;
+        if (!cls || cls->busy_window.empty() || !cls->busy_ceil || !job.unshaped.empty()) continue;
         auto it = busy.find(cls->busy_window);
         const bool is_busy = it != busy.end() && it->second;
         for (const auto& dev : job.devices) {
@@ -30,13 +29,10 @@ std::vector<CeilTarget> plan_ceil_targets(const Config& config, const std::vecto
             t.class_name = job.class_name;
             t.window = cls->busy_window;
             t.busy = is_busy;
+            t.device = dev.device;
+            t.ceil_bits = ceil;
             t.normal_ceil_bits = dev.ceil_bits;
             t.current_ceil_bits = dev.ceil_in_force();
-            // The job's own root (a root_handle change leaves running jobs on the
-            // old one); `root_major` only for states written before it was kept.
-            const uint16_t major = job.root_major ? job.root_major : root_major;
-            t.change = AddClass{dev.device, nic->ifindex, tc_handle(major, job.minor), tc_handle(major, kParentMinor),
-                                htb_params(dev.rate_bits, ceil, htb_prio_for_rank(job.net.rank))};
             out.push_back(std::move(t));
         }
     }
@@ -46,23 +42,8 @@ std::vector<CeilTarget> plan_ceil_targets(const Config& config, const std::vecto
 std::vector<CeilChange> ceil_changes(const std::vector<CeilTarget>& targets) {
     std::vector<CeilChange> out;
     for (const auto& t : targets)
-        if (t.change.htb.ceil_bits != t.current_ceil_bits)
-            out.push_back(CeilChange{t.job_id, t.change.device, t.change.htb.ceil_bits});
+        if (t.ceil_bits != t.current_ceil_bits) out.push_back(CeilChange{t.job_id, t.device, t.ceil_bits});
     return out;
 }
 
-std::vector<CeilTarget> changes_needed(const std::vector<CeilTarget>& targets, const AppliedCeils& applied,
-                                       bool assume_unknown) {
-    std::vector<CeilTarget> out;
-    for (const auto& t : targets) {
-        auto it = applied.find({t.job_id, t.change.device});
-        if (it == applied.end()) {
-            if (t.busy || assume_unknown) out.push_back(t);
-        } else if (it->second != t.change.htb.ceil_bits) {
-            out.push_back(t);
-        }
-    }
-    return out;
-}
-
-}  // namespace lanes::ctl
+}  // namespace lanes::agent
