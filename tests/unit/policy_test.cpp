@@ -699,5 +699,45 @@ TEST(PolicyHostile, BackgroundModeNeverBuildsInClassify) {
     EXPECT_EQ(h.run().class_name, "batch");
 }
 
+// Found by tests/fuzz/policy_fuzz (corpus: tests/fuzz/corpus/policy/): an
+// xpcall message handler ran where the budget error was raised, inside the
+// debug hook with hooks off, so a handler that loops never returned.
+TEST(PolicyHostile, MessageHandlersRunUnderTheBudget) {
+    auto time_only = std::make_shared<Config>(*test_config());
+    time_only->policy.instruction_budget = 1ull << 50;
+    time_only->policy.time_budget = std::chrono::milliseconds(30);
+    const char* handlers[] = {
+        "function(e) while true do end end",
+        "function(e) local n = 0 while true do n = n + 1 end end",
+        "function(e) return xpcall(error, function() while true do end end) end",
+    };
+    for (auto config : {test_config(), std::shared_ptr<const Config>(time_only)}) {
+        for (const char* handler : handlers) {
+            SCOPED_TRACE(handler);
+            within_a_minute("classify with a looping message handler", [&] {
+                Harness h(
+                    with_body(std::string("if job.name == 'loop' then xpcall(function() while true do end end, ") +
+                              handler + ") end return 'batch'"),
+                    config);
+                ASSERT_TRUE(h.policy) << h.compile_error;
+                JobView loop = sample_job();
+                loop.name = "loop";
+                expect_error(h.run(loop), "budget exceeded");
+                EXPECT_EQ(h.run().class_name, "batch");  // the next job, on a fresh state
+            });
+        }
+    }
+    // A handler that runs before any budget is spent still works, metered.
+    Harness h(
+        with_body("local ok, e = xpcall(error, function(m) return 'handled: ' .. tostring(m) end, 'x') "
+                  "return {class = 'batch', reason = e}"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    EXPECT_EQ(h.run().reason, "handled: x");
+    Harness spin(with_body("xpcall(error, function(m) while true do end end, 'x') return 'batch'"));
+    ASSERT_TRUE(spin.policy) << spin.compile_error;
+    within_a_minute("a looping handler of an ordinary error",
+                    [&] { expect_error(spin.run(), "instruction budget exceeded"); });
+}
+
 }  // namespace
 }  // namespace lanes
