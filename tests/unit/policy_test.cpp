@@ -739,5 +739,52 @@ TEST(PolicyHostile, MessageHandlersRunUnderTheBudget) {
                     [&] { expect_error(spin.run(), "instruction budget exceeded"); });
 }
 
+// Found by tests/fuzz/policy_fuzz: the table library's sort, concat and unpack
+// run in C with no hook; over an array built at load, one call took ~150 ms
+// with a 20 ms budget. Their work now counts against the instruction budget.
+TEST(PolicyHostile, TableFunctionsAreMetered) {
+    auto cfg = std::make_shared<Config>(*test_config());
+    cfg->policy.instruction_budget = 1000000;
+    cfg->policy.memory_limit_bytes = 16u << 20;
+    cfg->policy.time_budget = std::chrono::seconds(20);  // only the instruction count may stop these
+    const char* top =
+        "local A = {} for i = 1, 60000 do A[i] = (i * 7919) % 100003 end\n"
+        "local S = {} for i = 1, 10000 do S[i] = string.rep('a', 200) .. i end\n";
+    const char* bodies[] = {
+        "for i = 1, 20 do table.sort(A) end return 'batch'",
+        "for i = 1, 20 do table.sort(S) end return 'batch'",
+        "for i = 1, 20 do local _ = table.concat(A, ',') end return 'batch'",
+        "for i = 1, 20 do local _ = select('#', table.unpack(A)) end return 'batch'",
+    };
+    for (const char* body : bodies) {
+        SCOPED_TRACE(body);
+        within_a_minute("a table function over a big array", [&] {
+            Harness h(top + with_body(body), cfg);
+            ASSERT_TRUE(h.policy) << h.compile_error;
+            expect_error(h.run(), "instruction budget exceeded");
+        });
+    }
+    // Same results as the library's.
+    Harness h(with_body(R"(
+        local t = {5, 3, 9, 1, 7, 3}
+        table.sort(t)
+        local u = {'pear', 'apple', 'fig'}
+        table.sort(u, function(a, b) return a > b end)
+        local big = {} for i = 1, 500 do big[i] = (i * 37) % 101 end
+        table.sort(big)
+        for i = 2, #big do assert(big[i - 1] <= big[i]) end
+        local ok, err = pcall(table.sort, {3, 2, 1, 4, 5, 6}, function(a, b) return true end)
+        local ok2, err2 = pcall(table.concat, {1, {}, 3})
+        local r = table.concat(t, ',') .. '|' .. table.concat(u, ',', 2, 3) .. '|' .. select('#', table.unpack(t, 2, 4))
+        return {class = 'batch', reason = r .. '|' .. tostring(err) .. '|' .. tostring(err2)}
+    )"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    auto out = h.run();
+    EXPECT_EQ(out.reason,
+              "1,3,3,5,7,9|fig,apple|3|invalid order function for sorting|"
+              "invalid value (at index 2) in table for 'concat'")
+        << out.error;
+}
+
 }  // namespace
 }  // namespace lanes
