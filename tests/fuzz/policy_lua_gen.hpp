@@ -648,7 +648,9 @@ private:
             case 8: big_array_statement(); break;
             case 1: {
                 std::string v = fresh("tl");
-                line("local " + v + " = " + expr(2));
+                // Protected: an error at the top level fails the compile, and
+                // the program never reaches classify().
+                line("local " + v + " = select(2, pcall(function() return " + expr(2) + " end))");
                 declare(v);
                 break;
             }
