@@ -88,7 +88,7 @@ namespace {
 // Records the first budget the state has run past; true once one has been.
 bool note_overrun(LuaState* s) {
     if (s->abort == Abort::None) {
-        if (s->instructions > s->instruction_budget) s->abort = Abort::Instructions;
+        if (s->instructions > s->instruction_limit) s->abort = Abort::Instructions;
         else if (Clock::now() > s->deadline) s->abort = Abort::Time;
     }
     return s->abort != Abort::None;
@@ -142,7 +142,7 @@ void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
         }
         if (s->abort == Abort::Instructions)
             lua_pushfstring(L, "%s:%d: instruction budget exceeded (%I VM instructions)", src, line,
-                            static_cast<lua_Integer>(s->instruction_budget));
+                            static_cast<lua_Integer>(s->instruction_limit));
         else
             lua_pushfstring(L, "%s:%d: time budget exceeded (%I us)", src, line,
                             static_cast<lua_Integer>(s->time_budget.count()));
@@ -167,7 +167,10 @@ void arm_budget(LuaState* s, int factor) {
     s->abort = Abort::None;
     s->mem_refused = false;
     s->deadline = Clock::now() + s->time_budget * factor;
+    // The top level gets `factor` times the instruction budget too (it got
+    // only the time budget's factor, against lanes-policy(7)).
     uint64_t budget = s->instruction_budget * static_cast<uint64_t>(factor);
+    s->instruction_limit = budget;
     s->hook_chunk = static_cast<int>(std::clamp<uint64_t>(budget / 100, 1, 1000));
     s->calls = 0;
     s->unplaced = 0;
@@ -186,7 +189,7 @@ void charge_steps(lua_State* L, uint64_t steps) {
     luaL_where(L, 1);
     if (s->abort == Abort::Instructions)
         lua_pushfstring(L, "instruction budget exceeded (%I VM instructions) in a string or table function",
-                        static_cast<lua_Integer>(s->instruction_budget));
+                        static_cast<lua_Integer>(s->instruction_limit));
     else
         lua_pushfstring(L, "time budget exceeded (%I us) in a string or table function",
                         static_cast<lua_Integer>(s->time_budget.count()));

@@ -304,6 +304,23 @@ TEST(Policy, InstructionBudget) {
     EXPECT_EQ(h.run().class_name, "batch");  // a fresh state
 }
 
+TEST(Policy, TopLevelGetsTenTimesTheInstructionBudget) {
+    // lanes-policy(7): the top level of the script gets ten times the budgets.
+    // It got the time budget ten times but the instruction budget only once.
+    const std::string loop = "local n = 0 for i = 1, 150000 do n = n + i end";  // 300k..450k instructions
+    Harness h(loop + "\n" + with_body("if job.name == 'loop' then " + loop + " end return 'batch'"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    JobView job = sample_job();
+    job.name = "loop";
+    expect_error(h.run(job), "instruction budget exceeded (200000 VM instructions)");
+    EXPECT_EQ(h.run().class_name, "batch");
+    Harness big("local n = 0 for i = 1, 1500000 do n = n + i end\n" + with_body("return 'batch'"));
+    EXPECT_FALSE(big.policy);
+    EXPECT_NE(big.compile_error.find("test.lua:1: instruction budget exceeded (2000000 VM instructions)"),
+              std::string::npos)
+        << big.compile_error;
+}
+
 TEST(Policy, BudgetCannotBeSwallowedByPcall) {
     Harness h(with_body("while true do pcall(function() while true do end end) end"));
     ASSERT_TRUE(h.policy) << h.compile_error;
