@@ -16,9 +16,14 @@
 // involuntary context switches, or wall time more than 1 ms over CPU time) is
 // judged by its CPU time instead, which a busy machine does not stretch; and a
 // program that goes over is run twice more: it is a finding only if it goes
-// over every time. The slack over the
-// bound (LANES_POLICY_FUZZ_SLACK_MS, default 4 ms) covers the clock reads, page
-// faults and one lua_State's garbage collection step.
+// over every time.
+// The slack over the bound (LANES_POLICY_FUZZ_SLACK_MS, default 15 ms) is what
+// the in-process sandbox does not meter: it reads the clock between C calls,
+// and one C call over a string of up to memory_limit bytes runs to its end
+// (string.upper of 12 MB, string.format('%q') of 6 MB: ~13 ms of CPU on a busy
+// 2-core machine). With 4 ms, such a call that starts near the deadline made
+// runs fail now and then. Classification that can be cut short from outside
+// (a worker process) can run this with a slack of 1 ms or 2.
 //
 // Programs from the corpus (tests/fuzz/corpus/policy/*.lua) are replayed first;
 // every program found to break a bound is saved there. Usage:
@@ -479,7 +484,7 @@ double env_number(const char* name, double fallback) {
 int main_impl(int argc, char** argv) {
     signal(SIGPIPE, SIG_IGN);
     double seconds = env_number("LANES_POLICY_FUZZ_SECONDS", 120);
-    double slack_ms = env_number("LANES_POLICY_FUZZ_SLACK_MS", 4);
+    double slack_ms = env_number("LANES_POLICY_FUZZ_SLACK_MS", 15);
     std::string corpus = std::getenv("LANES_POLICY_FUZZ_CORPUS")
                              ? std::getenv("LANES_POLICY_FUZZ_CORPUS")
                              : std::string(LANES_TEST_SRCDIR) + "/tests/fuzz/corpus/policy";

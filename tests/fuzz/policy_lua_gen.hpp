@@ -156,6 +156,9 @@ private:
                                         "job.comment",
                                         "string.rep(job.name, 10000)",
                                         "string.rep('(', 50000) .. string.rep(')', 50000)"};
+        // Open hole: string.format('%q') writes a control character with a
+        // snprintf of its own; over 3 MB of NULs that one C call runs ~100 ms.
+        if (open_holes_ && chance(10)) return "string.rep('\\0', 3000000)";
         return pick(s);
     }
 
