@@ -27,6 +27,21 @@ void note_position(LuaState* s) noexcept {
     }
 }
 
+void budget_hook(lua_State* L, lua_Debug* ar) noexcept;
+
+// One VM instruction may copy or build a string of up to memory_limit bytes
+// (`s .. t`), and the count hook runs only every hook_chunk instructions (up to
+// 1000): a loop of such instructions ran for seconds between two checks. A
+// large block allocated during a call reads the clock, and past the deadline
+// makes the hook run at the very next instruction. lua_sethook() is safe at
+// any point (Lua allows it in signal handlers).
+constexpr size_t kLargeBlock = 64 * 1024;
+
+void check_clock_on_large_block(LuaState* s) noexcept {
+    if (!s->L || s->deadline == Clock::time_point{} || s->abort != Abort::None) return;
+    if (Clock::now() > s->deadline) lua_sethook(s->L, budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
+}
+
 }  // namespace
 
 void* counting_alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept {
@@ -55,6 +70,7 @@ void* counting_alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept {
         return nullptr;
     }
     s->mem_used = s->mem_used - old + nsize;
+    if (nsize >= kLargeBlock) check_clock_on_large_block(s);
     return p;
 }
 
@@ -72,7 +88,7 @@ namespace {
 // Records the first budget the state has run past; true once one has been.
 bool note_overrun(LuaState* s) {
     if (s->abort == Abort::None) {
-        if (s->instructions > s->instruction_budget) s->abort = Abort::Instructions;
+        if (s->instructions > s->instruction_limit) s->abort = Abort::Instructions;
         else if (Clock::now() > s->deadline) s->abort = Abort::Time;
     }
     return s->abort != Abort::None;
@@ -126,7 +142,7 @@ void budget_hook(lua_State* L, lua_Debug* ar) noexcept {
         }
         if (s->abort == Abort::Instructions)
             lua_pushfstring(L, "%s:%d: instruction budget exceeded (%I VM instructions)", src, line,
-                            static_cast<lua_Integer>(s->instruction_budget));
+                            static_cast<lua_Integer>(s->instruction_limit));
         else
             lua_pushfstring(L, "%s:%d: time budget exceeded (%I us)", src, line,
                             static_cast<lua_Integer>(s->time_budget.count()));
@@ -151,7 +167,10 @@ void arm_budget(LuaState* s, int factor) {
     s->abort = Abort::None;
     s->mem_refused = false;
     s->deadline = Clock::now() + s->time_budget * factor;
+    // The top level gets `factor` times the instruction budget too (it got
+    // only the time budget's factor, against lanes-policy(7)).
     uint64_t budget = s->instruction_budget * static_cast<uint64_t>(factor);
+    s->instruction_limit = budget;
     s->hook_chunk = static_cast<int>(std::clamp<uint64_t>(budget / 100, 1, 1000));
     s->calls = 0;
     s->unplaced = 0;
@@ -170,7 +189,7 @@ void charge_steps(lua_State* L, uint64_t steps) {
     luaL_where(L, 1);
     if (s->abort == Abort::Instructions)
         lua_pushfstring(L, "instruction budget exceeded (%I VM instructions) in a string or table function",
-                        static_cast<lua_Integer>(s->instruction_budget));
+                        static_cast<lua_Integer>(s->instruction_limit));
     else
         lua_pushfstring(L, "time budget exceeded (%I us) in a string or table function",
                         static_cast<lua_Integer>(s->time_budget.count()));
@@ -209,6 +228,32 @@ int l_collectgarbage(lua_State* L) noexcept {
         return 1;
     }
     return luaL_error(L, "collectgarbage('%s') is not available in policies", opt);
+}
+
+// xpcall(f, msgh, ...) with the handler guarded. Lua runs a message handler
+// where the error is raised, before unwinding; a budget error is raised inside
+// the debug hook, where Lua has turned hooks off, so the script's handler ran
+// with no budget at all (`xpcall(f, function() while true do end end)` never
+// returned, and slurmctld spun). Once a budget is spent the guard passes the
+// error on without running the script's handler; before that the handler runs
+// metered like any other function.
+int guarded_handler(lua_State* L) noexcept {
+    if (state_of(L)->abort != Abort::None) return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+int l_xpcall(lua_State* L) noexcept {
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, guarded_handler, 1);
+    lua_replace(L, 2);
+    lua_pushvalue(L, lua_upvalueindex(1));  // the library's xpcall
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
 }
 
 // A snapshot metatable remembers here whether the script's metatable was
@@ -302,6 +347,9 @@ void open_sandbox(lua_State* L, LuaState* s) {
     lua_setglobal(L, "load");
     lua_pushcfunction(L, l_collectgarbage);
     lua_setglobal(L, "collectgarbage");
+    lua_getglobal(L, "xpcall");
+    lua_pushcclosure(L, l_xpcall, 1);
+    lua_setglobal(L, "xpcall");
     lua_getglobal(L, LUA_STRLIBNAME);
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");

@@ -39,6 +39,7 @@ struct LuaState {
     bool mem_refused = false;
     // Budgets.
     uint64_t instruction_budget = 0;
+    uint64_t instruction_limit = 0;  // this call's: instruction_budget x arm_budget's factor
     int hook_chunk = 1000;
     uint64_t instructions = 0;
     std::chrono::microseconds time_budget{0};

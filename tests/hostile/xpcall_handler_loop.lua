@@ -1,11 +1,10 @@
--- attack: an xpcall whose message handler loops forever; Lua runs the handler
--- of the budget error while the hook that raised it is still running, so the
--- hook never sees the loop (only the policy worker's deadline stops it)
+-- attack: an xpcall message handler that loops; Lua runs it where the budget error is raised, inside the hook, hooks off
 -- check: OK
--- test: budget
+-- test: xpcall_handler_loop.lua:
+-- test: budget exceeded
 function classify(job)
   if job.comment ~= "" then
-    xpcall(function() while true do end end, function() while true do end end)
+    xpcall(function() while true do end end, function(e) while true do end end)
   end
   return nil
 end

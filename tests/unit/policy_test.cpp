@@ -304,6 +304,23 @@ TEST(Policy, InstructionBudget) {
     EXPECT_EQ(h.run().class_name, "batch");  // a fresh state
 }
 
+TEST(Policy, TopLevelGetsTenTimesTheInstructionBudget) {
+    // lanes-policy(7): the top level of the script gets ten times the budgets.
+    // It got the time budget ten times but the instruction budget only once.
+    const std::string loop = "local n = 0 for i = 1, 150000 do n = n + i end";  // 300k..450k instructions
+    Harness h(loop + "\n" + with_body("if job.name == 'loop' then " + loop + " end return 'batch'"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    JobView job = sample_job();
+    job.name = "loop";
+    expect_error(h.run(job), "instruction budget exceeded (200000 VM instructions)");
+    EXPECT_EQ(h.run().class_name, "batch");
+    Harness big("local n = 0 for i = 1, 1500000 do n = n + i end\n" + with_body("return 'batch'"));
+    EXPECT_FALSE(big.policy);
+    EXPECT_NE(big.compile_error.find("test.lua:1: instruction budget exceeded (2000000 VM instructions)"),
+              std::string::npos)
+        << big.compile_error;
+}
+
 TEST(Policy, BudgetCannotBeSwallowedByPcall) {
     Harness h(with_body("while true do pcall(function() while true do end end) end"));
     ASSERT_TRUE(h.policy) << h.compile_error;
@@ -697,6 +714,93 @@ TEST(PolicyHostile, BackgroundModeNeverBuildsInClassify) {
     h.policy->maintain();
     EXPECT_EQ(h.policy->state_count(), 2u);
     EXPECT_EQ(h.run().class_name, "batch");
+}
+
+// Found by tests/fuzz/policy_fuzz (corpus: tests/fuzz/corpus/policy/): an
+// xpcall message handler ran where the budget error was raised, inside the
+// debug hook with hooks off, so a handler that loops never returned.
+TEST(PolicyHostile, MessageHandlersRunUnderTheBudget) {
+    auto time_only = std::make_shared<Config>(*test_config());
+    time_only->policy.instruction_budget = 1ull << 50;
+    time_only->policy.time_budget = std::chrono::milliseconds(30);
+    const char* handlers[] = {
+        "function(e) while true do end end",
+        "function(e) local n = 0 while true do n = n + 1 end end",
+        "function(e) return xpcall(error, function() while true do end end) end",
+    };
+    for (auto config : {test_config(), std::shared_ptr<const Config>(time_only)}) {
+        for (const char* handler : handlers) {
+            SCOPED_TRACE(handler);
+            within_a_minute("classify with a looping message handler", [&] {
+                Harness h(
+                    with_body(std::string("if job.name == 'loop' then xpcall(function() while true do end end, ") +
+                              handler + ") end return 'batch'"),
+                    config);
+                ASSERT_TRUE(h.policy) << h.compile_error;
+                JobView loop = sample_job();
+                loop.name = "loop";
+                expect_error(h.run(loop), "budget exceeded");
+                EXPECT_EQ(h.run().class_name, "batch");  // the next job, on a fresh state
+            });
+        }
+    }
+    // A handler that runs before any budget is spent still works, metered.
+    Harness h(
+        with_body("local ok, e = xpcall(error, function(m) return 'handled: ' .. tostring(m) end, 'x') "
+                  "return {class = 'batch', reason = e}"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    EXPECT_EQ(h.run().reason, "handled: x");
+    Harness spin(with_body("xpcall(error, function(m) while true do end end, 'x') return 'batch'"));
+    ASSERT_TRUE(spin.policy) << spin.compile_error;
+    within_a_minute("a looping handler of an ordinary error",
+                    [&] { expect_error(spin.run(), "instruction budget exceeded"); });
+}
+
+// Found by tests/fuzz/policy_fuzz: the table library's sort, concat and unpack
+// run in C with no hook; over an array built at load, one call took ~150 ms
+// with a 20 ms budget. Their work now counts against the instruction budget.
+TEST(PolicyHostile, TableFunctionsAreMetered) {
+    auto cfg = std::make_shared<Config>(*test_config());
+    cfg->policy.instruction_budget = 1000000;
+    cfg->policy.memory_limit_bytes = 16u << 20;
+    cfg->policy.time_budget = std::chrono::seconds(20);  // only the instruction count may stop these
+    const char* top =
+        "local A = {} for i = 1, 60000 do A[i] = (i * 7919) % 100003 end\n"
+        "local S = {} for i = 1, 10000 do S[i] = string.rep('a', 200) .. i end\n";
+    const char* bodies[] = {
+        "for i = 1, 20 do table.sort(A) end return 'batch'",
+        "for i = 1, 20 do table.sort(S) end return 'batch'",
+        "for i = 1, 20 do local _ = table.concat(A, ',') end return 'batch'",
+        "for i = 1, 20 do local _ = select('#', table.unpack(A)) end return 'batch'",
+    };
+    for (const char* body : bodies) {
+        SCOPED_TRACE(body);
+        within_a_minute("a table function over a big array", [&] {
+            Harness h(top + with_body(body), cfg);
+            ASSERT_TRUE(h.policy) << h.compile_error;
+            expect_error(h.run(), "instruction budget exceeded");
+        });
+    }
+    // Same results as the library's.
+    Harness h(with_body(R"(
+        local t = {5, 3, 9, 1, 7, 3}
+        table.sort(t)
+        local u = {'pear', 'apple', 'fig'}
+        table.sort(u, function(a, b) return a > b end)
+        local big = {} for i = 1, 500 do big[i] = (i * 37) % 101 end
+        table.sort(big)
+        for i = 2, #big do assert(big[i - 1] <= big[i]) end
+        local ok, err = pcall(table.sort, {3, 2, 1, 4, 5, 6}, function(a, b) return true end)
+        local ok2, err2 = pcall(table.concat, {1, {}, 3})
+        local r = table.concat(t, ',') .. '|' .. table.concat(u, ',', 2, 3) .. '|' .. select('#', table.unpack(t, 2, 4))
+        return {class = 'batch', reason = r .. '|' .. tostring(err) .. '|' .. tostring(err2)}
+    )"));
+    ASSERT_TRUE(h.policy) << h.compile_error;
+    auto out = h.run();
+    EXPECT_EQ(out.reason,
+              "1,3,3,5,7,9|fig,apple|3|invalid order function for sorting|"
+              "invalid value (at index 2) in table for 'concat'")
+        << out.error;
 }
 
 }  // namespace
