@@ -2,6 +2,8 @@
 // See agent_metrics.hpp.
 #include "agent/agent_metrics.hpp"
 
+#include "core/text.hpp"
+
 #include <cstdio>
 
 namespace lanes::agent {
@@ -32,17 +34,8 @@ std::string label(const char* key, std::string_view value) {
 
 }  // namespace
 
-std::string escape_label_value(std::string_view value) {
-    std::string out;
-    out.reserve(value.size());
-    for (char c : value) {
-        if (c == '\\') out += "\\\\";
-        else if (c == '"') out += "\\\"";
-        else if (c == '\n') out += "\\n";
-        else out += c;
-    }
-    return out;
-}
+// One escaper per sink (core/text.hpp): \\, \" and \n, and valid UTF-8.
+std::string escape_label_value(std::string_view value) { return prometheus_label_value(value); }
 
 std::string metrics_text(const AgentCounters& c, const SignalSnapshot* snapshot) {
     std::string out;

@@ -43,6 +43,7 @@
 #include "agent/ceil_shift.hpp"
 #include "agent/kernel_events.hpp"
 #include "core/lanes_toml.hpp"
+#include "core/text.hpp"
 #include "core/version.hpp"
 #include "node/node_facts.hpp"
 #include "node/node_shaper.hpp"
@@ -72,7 +73,7 @@ void log_line(LogLevel level, const std::string& line) {
     // lib/'s lines carry no prefix (core/log.hpp); some of lib/node's may still
     // start "lanes: " (kept, not doubled).
     std::fprintf(stderr, "%s %s%s%s\n", stamp, level == LogLevel::Error ? "error: " : "",
-                 line.rfind("lanes: ", 0) == 0 ? "" : "lanes: agent: ", line.c_str());
+                 line.rfind("lanes: ", 0) == 0 ? "" : "lanes: agent: ", lanes::log_line(line).c_str());
     std::fflush(stderr);
 }
 
