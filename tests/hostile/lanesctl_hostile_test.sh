@@ -4,7 +4,8 @@
 # loaded by `lanesctl check` and run by `lanesctl policy test` on a job whose
 # comment is 1000 user-chosen characters. Each must return (a hang is caught
 # by a generous timeout) and say what its header promises (`-- check:` and
-# `-- test:` lines: "OK" or text the output must contain, file:line included).
+# `-- test:` lines: "OK" or text the output must contain, file:line included;
+# `-- policy:` lines add keys to its [policy] table).
 # Elapsed times are printed as ratios to a benign policy, never asserted.
 set -u
 BUILDDIR=${LANES_BUILDDIR:-.}
@@ -28,8 +29,14 @@ run() {
   out=$(cat "$TMP/out")
 }
 
-config_for() {  # policy file -> config path
+config_for() {  # policy file -> config path; its `-- policy: key = value` lines join [policy]
+  local extra
+  extra=$(sed -n 's/^-- policy: //p' "$1")
   sed "s|@POLICY@|$1|" "$H/lanes.toml.in" >"$TMP/lanes.toml"
+  if [ -n "$extra" ]; then
+    printf '%s\n' "$extra" >"$TMP/extra"
+    sed -i "/^\[policy\]\$/r $TMP/extra" "$TMP/lanes.toml"
+  fi
   echo "$TMP/lanes.toml"
 }
 

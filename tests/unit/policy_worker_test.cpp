@@ -195,19 +195,24 @@ std::shared_ptr<const Config> worker_config(const std::string& extra = "", const
     return std::make_shared<const Config>(std::move(*c));
 }
 
-// Outlasts the budget in classify() for a job with a comment, inside one C
-// call that no Lua hook can interrupt (string.format's %q over 3 MiB of NUL
-// bytes: some 50-150 ms of CPU); only the process bound stops it in time. (A
-// looping xpcall handler, the first such hole, is closed in the sandbox too.)
-const char* kHandlerLoop = R"(
-local big = string.rep("\0", 3 * 1024 * 1024)
+// Outlasts the budget in classify() for a job with a comment where no Lua
+// hook looks in time: each `<` of two 12 MiB strings is one VM instruction
+// (a long strcoll), and the count hook fires every 1000 instructions, some
+// 200-300 ms apart; only the process bound (time_budget + 1 ms) stops it in
+// time. (A looping xpcall handler, the first such hole, is closed in the
+// sandbox too.) Needs kRoomForBigStrings.
+const char* kOutlastsTheHook = R"(
+local a = string.rep("x", 12 * 1024 * 1024)
+local b = a:sub(1, -2) .. "y"
 function classify(job)
   if job.comment ~= "" then
-    for i = 1, 100 do local q = string.format("%q", big) end
+    local n = 0
+    while true do if a < b then n = n + 1 end end
   end
   return 'training'
 end
 )";
+const std::string kRoomForBigStrings = "memory_limit = \"64MiB\"\ninstruction_budget = 10000000\n";
 
 JobView plain_job() {
     JobView j;
@@ -252,7 +257,7 @@ end)",
 
 TEST(PolicyWorker, OverrunKillsTheWorkerAndTheNextJobIsClassified) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config(), nullptr, 2);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings), nullptr, 2);
     ASSERT_TRUE(p) << p.error().message;
     test::FixedWindows windows;
     auto out = (*p)->classify(attacking_job(), utc(2026, 11, 30, 9), windows);
@@ -271,7 +276,7 @@ TEST(PolicyWorker, OverrunKillsTheWorkerAndTheNextJobIsClassified) {
 
 TEST(PolicyWorker, BackgroundModeRespawnsOffThePath) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config("workers = 2"), nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 2"), nullptr);
     ASSERT_TRUE(p) << p.error().message;
     std::atomic<int> wakes{0};
     (*p)->build_in_background([&] { ++wakes; });
@@ -292,8 +297,8 @@ TEST(PolicyWorker, BackgroundModeRespawnsOffThePath) {
 TEST(PolicyWorker, QueueFullAndNoWorkerFreeAreErrorsThatSayWhy) {
     REQUIRE_WORKER();
     for (const char* queue : {"queue = 0", "queue = 4"}) {
-        auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua",
-                                 worker_config(std::string("workers = 1\n") + queue, "300ms"), nullptr);
+        auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua",
+                                 worker_config(kRoomForBigStrings + "workers = 1\n" + queue, "100ms"), nullptr);
         ASSERT_TRUE(p) << p.error().message;
         (*p)->build_in_background(nullptr);
         test::FixedWindows windows;
@@ -307,7 +312,7 @@ TEST(PolicyWorker, QueueFullAndNoWorkerFreeAreErrorsThatSayWhy) {
             EXPECT_NE(out.error.find("policy queue is full"), std::string::npos) << out.error;
             EXPECT_EQ(stats.queue_rejections, 1u);
         } else {
-            EXPECT_NE(out.error.find("no policy worker became free within the time budget of 300ms"), std::string::npos)
+            EXPECT_NE(out.error.find("no policy worker became free within the time budget of 100ms"), std::string::npos)
                 << out.error;
             EXPECT_EQ(stats.queue_timeouts, 1u);
         }
@@ -408,7 +413,7 @@ std::vector<pid_t> worker_children() {
 
 TEST(PolicyWorker, AWorkerThatDiedIdleIsReplacedNotBlamedOnAJob) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config("workers = 1"), nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1"), nullptr);
     ASSERT_TRUE(p) << p.error().message;
     auto before = worker_children();
     ASSERT_EQ(before.size(), 1u);
@@ -424,7 +429,7 @@ TEST(PolicyWorker, AWorkerThatDiedIdleIsReplacedNotBlamedOnAJob) {
 // What the worker gave up before running the policy, as the kernel reports it.
 TEST(PolicyWorker, RunsUnderSeccompWithoutNewPrivileges) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kHandlerLoop, "/etc/slurm/p.lua", worker_config("workers = 1"), nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1"), nullptr);
     ASSERT_TRUE(p) << p.error().message;
     auto pids = worker_children();
     ASSERT_EQ(pids.size(), 1u);
