@@ -16,7 +16,11 @@ ceil_of() {  # JOB -> the ceil tc reports for the job's class ("" if absent)
   $NA tc class show dev "$DEV" classid "1a4e:$(printf %x "$1")" | grep -o 'ceil [0-9.]*[KMG]*bit' | awk '{print $2}'
 }
 ceil_is() { [ "$(ceil_of "$1")" = "$2" ]; }
-window_busy() { grep -q "lanes_agent_window_busy{window=\"busy\"} $1" "$STATE/agent.prom"; }
+PROM_DIR=$T/textfile
+METRICS=$PROM_DIR/lanes_agent.prom
+AGENT_BIN=$BUILDDIR/agent/lanes-agent
+[ -x "$AGENT_BIN" ] || fail "$AGENT_BIN not built"
+window_busy() { grep -q "lanes_agent_window_busy{window=\"busy\"} $1" "$METRICS"; }
 
 start_fake api
 cat >"$T/lanes.toml" <<TOML
@@ -46,6 +50,8 @@ cgroup_root = "$CGROOT"
 [[nodes.nic]]
 device = "$DEV"
 link_speed = "10Gbit"
+[agent]
+textfile_dir = "$PROM_DIR"
 TOML
 
 # lanesctl check: which setting applies while the signal is unknown.
@@ -72,11 +78,11 @@ PY
 tool apply 21 --class training --rate 100Mbit --ceil 1Gbit >/dev/null || fail "apply 21"
 tool apply 22 --class inference --rate 100Mbit --ceil 1Gbit >/dev/null || fail "apply 22"
 echo 0 >"$T/value"
-$NA "$LANESCTL" agent --config "$T/lanes.toml" --node n1 2>"$T/agent.log" &
+$NA "$AGENT_BIN" --config "$T/lanes.toml" --node n1 2>"$T/agent.log" &
 AGENT=$!
 STARTED_PIDS="$STARTED_PIDS $AGENT"
-wait_for "agent metrics" 20 test -s "$STATE/agent.prom"
-wait_for "a fresh demand value" 30 grep -q 'lanes_agent_signal_fresh{signal="demand"} 1' "$STATE/agent.prom"
+wait_for "agent metrics" 20 test -s "$METRICS"
+wait_for "a fresh demand value" 30 grep -q 'lanes_agent_signal_fresh{signal="demand"} 1' "$METRICS"
 wait_for "job 21 at its normal ceil" 20 ceil_is 21 1Gbit
 wait_for "window idle" 20 window_busy 0
 
@@ -87,7 +93,7 @@ for fault in garbage empty error; do
   n=$((n + 1))
   echo "$fault" >"$T/value"
   wait_for "$fault: stale -> busy -> job 21 tightened" 30 ceil_is 21 200Mbit
-  window_busy 1 || fail "$fault: window not busy: $(cat "$STATE/agent.prom")"
+  window_busy 1 || fail "$fault: window not busy: $(cat "$METRICS")"
   [ "$(ceil_of 22)" = 1Gbit ] || fail "$fault: inference job 22 was shifted: $(ceil_of 22)"
   [ "$(grep -c 'window busy begins: no usable value of demand (stale since .*: busy (when_unknown = busy, the default)' "$T/agent.log")" -eq $n ] ||
     fail "$fault: no begin line naming the stale value and the default: $(grep 'window busy' "$T/agent.log")"
