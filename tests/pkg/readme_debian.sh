@@ -99,15 +99,16 @@ grep -qw slurmctld "$restarts" 2>/dev/null && grep -qw slurmd "$restarts" &&
 export LANES_CLUSTER_TOML=/etc/slurm/lanes.toml LANES_CLUSTER_FILES=/etc/slurm/lanes.lua
 if start_site_cluster /etc/slurm/slurm.conf; then
     ok "the cluster starts with Lanes turned on as README.Debian says"
-    cat >"$CLUSTER_WORK_DIR/shaped.sh" <<'SH'
+    # The job asks lanesctl status on its node while it runs (after its
+    # prolog, as Slurm orders them), and writes the answer where we read it.
+    cat >"$CLUSTER_WORK_DIR/shaped.sh" <<SH
 #!/bin/sh
-lanesctl --json status --config /etc/slurm/lanes.toml --node "$SLURMD_NODENAME" >"$0.$SLURM_JOB_ID.json" 2>&1
-env | grep '^LANES_' >"$0.$SLURM_JOB_ID.env"
+/usr/sbin/lanesctl --json status --config /etc/slurm/lanes.toml --node "\$SLURMD_NODENAME" >"$CLUSTER_WORK_DIR/shaped.\$SLURM_JOB_ID.json" 2>&1
 SH
     chmod 755 "$CLUSTER_WORK_DIR/shaped.sh"
     id=$(cluster_sbatch -w node1 -o /dev/null "$CLUSTER_WORK_DIR/shaped.sh") && cluster_wait_job "$id" COMPLETED 90 &&
         ok "a job runs with Lanes on (job $id)" || { bad "the job did not run with Lanes on"; cluster_dump_logs; }
-    out=$CLUSTER_WORK_DIR/shaped.sh.$id.json
+    out=$CLUSTER_WORK_DIR/shaped.$id.json
     if python3 - "$out" "$id" <<'PY'; then
 import json, sys
 jobs = {j["job_id"]: j for j in json.load(open(sys.argv[1]))["jobs"]}
