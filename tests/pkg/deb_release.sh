@@ -93,7 +93,7 @@ deb_release_run() {
     DEB_RELEASE_PID=""
     deb_release__say "$suite: install and README.Debian: exit $rc after $(($(date +%s) - t)) s"
     ((rc == 0)) || failed=1
-    deb_release__say "$suite: total $(($(date +%s) - t0)) s (build $t_build s); CPU (user, system; children second): $(times | tr '\n' ' ')"
+    deb_release__say "$suite: total $(($(date +%s) - t0)) s (build $t_build s)"
     return $failed
 }
 
