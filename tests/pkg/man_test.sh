@@ -8,7 +8,7 @@ set -uo pipefail
 : "${LANES_SRCDIR:?run through make check}" "${LANES_BUILDDIR:?run through make check}"
 command -v groff >/dev/null || { echo "FAIL: groff missing (apt-get install groff-base)"; exit 1; }
 pages=$(printf 'lanes-print-man-pages:\n\t@echo $(man_MANS)\n' |
-    make -s -C "$LANES_BUILDDIR" -f Makefile -f - lanes-print-man-pages)
+    make -s --no-print-directory -C "$LANES_BUILDDIR" -f Makefile -f - lanes-print-man-pages)
 [[ -n $pages ]] || { echo "FAIL: no man_MANS in $LANES_BUILDDIR/Makefile"; exit 1; }
 # shellcheck disable=SC2086
 make -C "$LANES_BUILDDIR" -s $pages >/dev/null || { echo "FAIL: cannot build the man pages"; exit 1; }
