@@ -34,7 +34,7 @@ phase "configure and build"
 jobs=${LANES_CHECK_JOBS:-2}
 # (Test names have no spaces; anything else make might print is dropped.)
 mapfile -t all_tests < <(make -s -f Makefile -f - lanes-print-tests <<<$'lanes-print-tests:\n\t@printf "%s\\n" $(TESTS)' | grep -v " ")
-slow_first=(tests/slurm_versions/ tests/vm/ tests/pkg/install_test.sh tests/pkg/rpm_test.sh
+slow_first=(tests/slurm_versions/ tests/vm/ tests/pkg/deb_ tests/pkg/install_test.sh tests/pkg/rpm_test.sh
     tests/build/sanitizers_test.sh tests/fuzz/ tests/e2e/faults_test.sh tests/e2e/hostile_policy_test.sh)
 ordered=()
 for pattern in "${slow_first[@]}"; do

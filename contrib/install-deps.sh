@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Install everything Lanes needs to build, test and run its demo on Debian 12.
-# Idempotent; run as root. `install-deps.sh --list` prints the packages and
-# installs nothing (tests/roots/make_root.sh builds Debian roots from it).
+# Install everything Lanes needs to build, test and run its demo on Debian 12
+# (bookworm), 13 (trixie) or unstable (sid). Idempotent; run as root.
+# `install-deps.sh --list` prints the packages and installs nothing
+# (tests/roots/make_root.sh builds Debian roots from it).
 set -euo pipefail
+# The sanitizer and fuzzer builds' clang (tests/build/sanitized_tree.sh,
+# LANES_SANITIZE_CC): Debian 12's default clang (14) is too old, so 12 gets
+# clang-16; 13 its default, 19; unstable and later the default clang of the
+# release (llvm-defaults). LANES_CLANG_VERSION=N picks clang-N anywhere.
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+clang_version=${LANES_CLANG_VERSION:-}
+if [[ -z $clang_version ]]; then
+  case $codename in
+    bookworm) clang_version=16 ;;
+    trixie) clang_version=19 ;;
+  esac
+fi
+if [[ -n $clang_version ]]; then clang=("clang-$clang_version" "libclang-rt-$clang_version-dev")
+else clang=(clang libclang-rt-dev); fi
 packages=(
   build-essential autoconf automake libtool pkg-config
   libslurm-dev slurm-wlm-basic-plugins-dev slurmctld slurmd slurm-client munge
   liblua5.4-dev lua5.4 libtomlplusplus-dev
   libnl-3-dev libnftables-dev nftables libcurl4-openssl-dev
-  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-  clang-16 libclang-rt-16-dev clang-format
+  libgtest-dev libbenchmark-dev nlohmann-json3-dev
+  "${clang[@]}" clang-format
   iproute2 iperf3 tcpdump procps util-linux python3 xz-utils
   ethtool gnuplot-nox
   dpkg-dev debhelper dh-autoreconf fakeroot lintian rpm bash-completion

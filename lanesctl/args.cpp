@@ -284,6 +284,25 @@ const char* command_name(Command command) {
     return "";
 }
 
+CompletionTable completion_table() {
+    static constexpr Command kCommands[] = {Command::Check, Command::PolicyTest, Command::Windows, Command::Status,
+                                            Command::Gc,    Command::Reapply,    Command::Signals, Command::Agent,
+                                            Command::Rate,  Command::Report};
+    CompletionTable table;
+    for (Command c : kCommands) table.commands.emplace_back(command_name(c));
+    for (const OptionSpec& spec : option_table()) {
+        if (spec.commands.empty()) table.global_options.emplace_back(spec.name);
+        if (spec.arg == OptionSpec::Arg::Required) table.value_options.emplace_back(spec.name);
+    }
+    for (Command c : kCommands) {
+        std::vector<std::string> own;
+        for (const OptionSpec& spec : option_table())
+            if (!spec.commands.empty() && accepts(spec, c)) own.emplace_back(spec.name);
+        table.command_options.emplace_back(command_name(c), std::move(own));
+    }
+    return table;
+}
+
 Result<Options> parse_args(const std::vector<std::string>& args) {
     Options options;
     std::set<std::string_view> seen;

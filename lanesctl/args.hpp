@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/result.hpp"
@@ -82,6 +83,17 @@ Result<Options> parse_args(const std::vector<std::string>& args);
 // Full help (command == None) or one subcommand's help.
 std::string usage_text(Command command);
 const char* command_name(Command command);
+
+// What bash completion offers, from the option table parse_args() uses
+// (lanesctl/completion_gen.cpp writes contrib/completions/lanesctl from it).
+struct CompletionTable {
+    std::vector<std::string> commands;        // "check", "policy test", ... in --help's order
+    std::vector<std::string> global_options;  // valid before and after every subcommand
+    // Per subcommand (command_name()): its own options, without the global ones.
+    std::vector<std::pair<std::string, std::vector<std::string>>> command_options;
+    std::vector<std::string> value_options;  // options that must have a value (--config FILE)
+};
+CompletionTable completion_table();
 
 // lanes.toml to use: --config, else $LANES_CONFIG, else lanes.toml next to $SLURM_CONF,
 // else `compiled_default` (LANES_DEFAULT_CONFIG): the same order as job_submit/lanes.

@@ -9,7 +9,7 @@
 # arrive); never lanes.toml or the Lua policy, nor files plugstack.conf includes. The plugstack.conf
 # it sends is used as is, so an "include DIR/*.conf" line there is expanded
 # on the node, against the node's own DIR (Debian's plugstack.conf includes
-# /etc/slurm/plugstack.conf.d/*.conf, where the package puts lanes.conf).
+# /etc/slurm/plugstack.conf.d/*.conf, where README.Debian links lanes.conf).
 #
 # Here train1's slurmd is restarted configless, with no slurm.conf of its own,
 # in a private mount namespace where the include directory is train1's own

@@ -6,8 +6,12 @@
 # Slurm but no build tree (tests/roots/make_root.sh --runtime, cached), and then the
 # real-cluster end-to-end tests run inside that root against the installed
 # files only: E2E_JOB_SUBMIT_SO, E2E_SPANK_SO and E2E_LANESCTL name the
-# package's files, and one run loads spank_lanes through the package's
-# plugstack.conf.d snippet and /etc/slurm/lanes.toml.
+# package's files. Before them, tests/pkg/readme_debian.sh: installing armed
+# nothing (a job runs without lanes.toml, the node stays idle), then
+# README.Debian's commands run verbatim and a job runs shaped; last, one run
+# loads spank_lanes through the plugstack.conf.d link README.Debian made and
+# /etc/slurm/lanes.toml. (tests/pkg/deb_bookworm_test.sh builds the same
+# packages in a clean root from their Build-Depends.)
 #
 # The .debs are always built from the tree under test (no reuse of earlier
 # ones: stale packages once failed spank_test's nft checks).
@@ -84,10 +88,11 @@ multiarch=$(chroot "$root" dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null ||
 plugindir=/usr/lib/$multiarch/slurm-wlm
 for f in "$plugindir/job_submit_lanes.so" "$plugindir/spank_lanes.so" /usr/sbin/lanesctl /usr/sbin/lanes-agent \
     /usr/libexec/lanes/lanes-policy-worker \
-    /etc/slurm/plugstack.conf.d/lanes.conf /usr/share/man/man8/lanesctl.8.gz /usr/share/man/man8/lanes-agent.8.gz \
+    /usr/share/lanes/plugstack.conf.d/lanes.conf /usr/share/man/man8/lanesctl.8.gz /usr/share/man/man8/lanes-agent.8.gz \
     /usr/share/man/man5/lanes.toml.5.gz \
     /usr/share/bash-completion/completions/lanesctl /lib/systemd/system/lanes-metrics.timer \
     /usr/share/doc/lanes-slurm-plugins/examples/lanes.toml /usr/share/doc/lanes-slurm-plugins/examples/default.lua \
+    /usr/share/doc/lanes-slurm-plugins/examples/lanes.lua \
     /usr/share/lanes/grafana/lanes-dashboard.json /usr/share/lanes/prometheus/lanes-alerts.yml \
     /lib/systemd/system/lanes-metrics.service /lib/systemd/system/lanes-agent.service \
     /usr/share/doc/lanes-slurm-plugins/examples/nftables-lanes.conf \
@@ -102,22 +107,24 @@ done
     ok "dpkg -i enabled lanes-metrics.timer" || bad "lanes-metrics.timer is not enabled after dpkg -i"
 [[ ! -e $root/etc/systemd/system/multi-user.target.wants/lanes-agent.service ]] &&
     ok "dpkg -i left lanes-agent.service disabled" || bad "dpkg -i enabled lanes-agent.service"
-grep -qx 'include /etc/slurm/plugstack.conf.d/\*.conf' "$root/etc/slurm/plugstack.conf" &&
-    grep -q '^required spank_lanes.so config=/etc/slurm/lanes.toml' "$root/etc/slurm/plugstack.conf.d/lanes.conf" &&
-    ok "Debian's plugstack.conf includes the package's lanes.conf" || bad "plugstack snippet not where Debian's plugstack.conf includes it"
-# As README.Debian says: the example lanes.toml and policy into /etc/slurm
-# (the example names its policy lanes.lua), then lanesctl check.
-mkdir -p "$work/site" && cp "$root/usr/share/doc/lanes-slurm-plugins/examples/lanes.toml" "$work/site/" &&
-    cp "$root/usr/share/doc/lanes-slurm-plugins/examples/default.lua" "$work/site/lanes.lua" &&
-    mkdir -p "$root/tmp/site" && cp "$work/site/"* "$root/tmp/site/"
-chroot "$root" lanesctl --config /tmp/site/lanes.toml check >"$work/check.log" 2>&1 &&
-    ok "installed lanesctl checks the installed example lanes.toml and policy" ||
-    { cat "$work/check.log"; bad "lanesctl check of the example"; }
+# Installing arms nothing: the line is shipped where plugstack.conf does not
+# look, and postinst says how to turn it on.
+grep -q '^required spank_lanes.so config=/etc/slurm/lanes.toml' "$root/usr/share/lanes/plugstack.conf.d/lanes.conf" &&
+    [[ ! -e $root/etc/slurm/plugstack.conf.d/lanes.conf ]] &&
+    ok "the plugstack line is shipped inactive in /usr/share/lanes/plugstack.conf.d" ||
+    bad "the plugstack line is missing or active after dpkg -i"
+grep -q 'ln -s /usr/share/lanes/plugstack.conf.d/lanes.conf' "$work/dpkg-i.log" &&
+    ok "postinst prints the next steps" || { cat "$work/dpkg-i.log"; bad "postinst printed no next steps"; }
+# The examples as installed (lanes.toml names lanes.lua next to it).
+chroot "$root" lanesctl --config /usr/share/doc/lanes-slurm-plugins/examples/lanes.toml check >"$work/check.log" 2>&1 &&
+    ok "installed lanesctl checks the installed example lanes.toml and policy as they are" ||
+    { cat "$work/check.log"; bad "lanesctl check of the installed example"; }
 
 # 3. The e2e tests inside the root, on the installed files only: the scripts
 # are copied in, nothing of the build tree is.
 mkdir -p "$root/opt/lanes/tests"
 cp -r "$LANES_SRCDIR/tests/cluster" "$LANES_SRCDIR/tests/e2e" "$root/opt/lanes/tests/"
+mkdir -p "$root/opt/lanes/tests/pkg" && cp "$LANES_SRCDIR/tests/pkg/readme_debian.sh" "$root/opt/lanes/tests/pkg/"
 run_in_root() {  # run_in_root NAME ENV... -- SCRIPT: one e2e script in the root
     local name=$1
     shift
@@ -137,18 +144,20 @@ run_in_root() {  # run_in_root NAME ENV... -- SCRIPT: one e2e script in the root
         env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 TZ=UTC \
         LANES_SRCDIR=/opt/lanes TMPDIR=/tmp \
         E2E_JOB_SUBMIT_SO="$plugindir/job_submit_lanes.so" E2E_SPANK_SO="$plugindir/spank_lanes.so" \
-        E2E_LANESCTL=/usr/sbin/lanesctl "${envv[@]}" bash "/opt/lanes/tests/e2e/$1" >"$work/$name.log" 2>&1
+        E2E_LANESCTL=/usr/sbin/lanesctl "${envv[@]}" bash "/opt/lanes/tests/$1" >"$work/$name.log" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL):' "$work/$name.log" | sed "s/^/  $name: /"
     if ((rc == 0)); then ok "$name passes in the root on the installed files ($(( $(now) - t )) s)"
     else tail -60 "$work/$name.log"; bad "$name failed in the root (exit $rc)"; fi
 }
-# job_submit_test.sh with the plugins named by path; spank_test.sh with
-# spank_lanes loaded through the package's plugstack.conf.d snippet.
+# README.Debian first (it needs the root as dpkg left it), then
+# job_submit_test.sh with the plugins named by path, and spank_test.sh with
+# spank_lanes loaded through the plugstack.conf.d link README.Debian made.
+run_in_root readme_debian -- pkg/readme_debian.sh
 for script in ${LANES_INSTALL_E2E:-job_submit_test.sh}; do
-    run_in_root "${script%.sh}" -- "$script"
+    run_in_root "${script%.sh}" -- "e2e/$script"
 done
-run_in_root spank_test-via-plugstack.conf.d E2E_INSTALLED_PLUGSTACK=1 -- spank_test.sh
+run_in_root spank_test-via-plugstack.conf.d E2E_INSTALLED_PLUGSTACK=1 -- e2e/spank_test.sh
 t_end=$(now)
 echo "times: packages $((t_build - t0)) s, root $((t_root - t_build)) s, install and e2e $((t_end - t_root)) s, total $((t_end - t0)) s"
 ((failed)) && exit 1

@@ -19,6 +19,23 @@ mkdir -p "$top/SOURCES"
 failed=0
 bad() { printf 'FAIL: %s\n' "$*"; failed=1; }
 
+# BuildRequires: every library configure requires (its PKG_CHECK_MODULES
+# that fail the build when missing) has its EL -devel package in the spec.
+# A module missing from this map fails too: add it here and to the spec.
+declare -A el_devel=([gtest_main]=gtest-devel [libcurl]=libcurl-devel [libnl-3.0]=libnl3-devel [lua5.4]=lua-devel
+    [libnftables]=nftables-devel [nlohmann_json]=json-devel [tomlplusplus]=tomlplusplus-devel)
+brs=$(sed -n 's/^BuildRequires: *//p' "$LANES_SRCDIR/contrib/lanes.spec.in" | tr ' ' '\n')
+nmods=0
+while read -r module; do
+    ((nmods++))
+    want=${el_devel[$module]:-}
+    if [[ -z $want ]]; then bad "configure requires pkg-config module $module: map it to its EL package here and in the spec"
+    elif ! grep -qx "$want" <<<"$brs"; then bad "contrib/lanes.spec.in lacks BuildRequires: $want (configure requires $module)"; fi
+done < <(cat "$LANES_SRCDIR"/configure.ac "$LANES_SRCDIR"/m4/x_ac_*.m4 | tr '\n' ' ' |
+    grep -o 'PKG_CHECK_MODULES(\[[A-Z_0-9]*\], *\[[^] ]*[^]]*\], *\[[^]]*\], *\[[^]]*AC_MSG_ERROR' |
+    sed 's/^PKG_CHECK_MODULES(\[[A-Z_0-9]*\], *\[\([^] ]*\).*/\1/')
+((nmods >= 5)) || bad "found only $nmods required pkg-config modules in configure (the pattern broke?)"
+
 make -C "$LANES_BUILDDIR" -s dist >"$top/dist.log" 2>&1 || true
 version=$(sed -n 's/^PACKAGE_VERSION = //p' "$LANES_BUILDDIR/Makefile")
 tarball=$LANES_BUILDDIR/lanes-$version.tar.xz
@@ -40,9 +57,9 @@ ctl=("$top"/RPMS/*/lanesctl-"$version"-*.rpm)
 echo "built: $(basename "${plugins[0]}") $(basename "${ctl[0]}")"
 
 files=$(rpm -qlp "${plugins[0]}" 2>/dev/null)
-for want in '/slurm/job_submit_lanes.so$' '/slurm/spank_lanes.so$' '^/etc/slurm/plugstack.conf.d/lanes.conf$' \
+for want in '/slurm/job_submit_lanes.so$' '/slurm/spank_lanes.so$' '^/usr/share/lanes/plugstack.conf.d/lanes.conf$' \
     '/man8/job_submit_lanes.8' '/man8/spank_lanes.8' '/man5/lanes.toml.5' '/man7/lanes-policy.7' \
-    '/examples/lanes.toml$' '/examples/default.lua$' '/examples/nftables-lanes.conf$' \
+    '/examples/lanes.toml$' '/examples/default.lua$' '/examples/lanes.lua$' '/examples/nftables-lanes.conf$' \
     '/examples/lanes-reapply.service$' '/examples/lanes-reapply.timer$' '/LICENSE$'; do
     grep -Eq "$want" <<<"$files" || bad "lanes-slurm-plugins lacks $want"
 done
@@ -53,8 +70,9 @@ for want in '/sbin/lanesctl$' '/sbin/lanes-agent$' '/man8/lanesctl.8' '/man8/lan
     '/lanes/grafana/lanes-dashboard.json$' '/lanes/prometheus/lanes-alerts.yml$'; do
     grep -Eq "$want" <<<"$files" || bad "lanesctl lacks $want"
 done
-grep -q '^/etc/slurm/plugstack.conf.d/lanes.conf$' <<<"$(rpm -qcp "${plugins[0]}" 2>/dev/null)" ||
-    bad "lanes.conf is not a %config file"
+# Installing must not arm spank_lanes: nothing in plugstack.conf.d.
+rpm -qlp "${plugins[0]}" 2>/dev/null | grep -v '^/usr/share/lanes/' | grep -q '/plugstack.conf.d/' &&
+    bad "lanes-slurm-plugins installs into an active plugstack.conf.d"
 num=$(awk '/define SLURM_VERSION_NUMBER/ { print $3 }' /usr/include/slurm/slurm_version.h)
 slurm=$(printf '%d.%02d.%d' $((num >> 16 & 255)) $((num >> 8 & 255)) $((num & 255)))
 requires=$(rpm -qRp "${plugins[0]}" 2>/dev/null)

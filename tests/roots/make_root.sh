@@ -70,14 +70,20 @@ runtime_packages=(
     slurmctld slurmd slurm-client munge
     # what the cluster harness and the e2e tests run
     iproute2 nftables iperf3 tcpdump python3 procps util-linux passwd hostname iputils-ping
-    # Lanes' shared libraries (what the .debs' shlibs Depends name)
-    liblua5.4-0 libtomlplusplus3 libnl-3-200 libnl-route-3-200 libnftables1 libslurm38 libcurl4
 )
+# Lanes' shared libraries (what the .debs' shlibs Depends name) on bookworm,
+# where tests/pkg/install_test.sh installs the host's .debs with dpkg -i. Their
+# names change between releases (t64, Slurm's soname): on the other suites the
+# package tests install with apt, which brings what the .debs depend on.
+runtime_libs_bookworm=(liblua5.4-0 libtomlplusplus3 libnl-3-200 libnl-route-3-200 libnftables1 libslurm38 libcurl4)
 flavor=build
 
-root_packages() {
+root_packages() {  # root_packages [SUITE]
     if [[ $flavor == runtime ]]; then
-        printf '%s\n' "${runtime_packages[@]}" | sort -u
+        {
+            printf '%s\n' "${runtime_packages[@]}"
+            [[ ${1:-bookworm} != bookworm ]] || printf '%s\n' "${runtime_libs_bookworm[@]}"
+        } | sort -u
         return
     fi
     local -a pkgs=()
@@ -135,7 +141,7 @@ cache_key() {
         printf 'recipe=%s\nsuite=%s\nmirror=%s\n' "$recipe" "$suite" "$mirror"
         # The build root's key is unchanged by the runtime kind's addition.
         [[ $flavor == build ]] || root_sources "$suite" "$mirror"
-        root_packages
+        root_packages "$suite"
     } | sha256sum | cut -c1-16
 }
 
@@ -190,7 +196,7 @@ fi
 work=$(mktemp -d "$cache/roots/.build-$name.XXXXXX")
 cleanup() { rm -rf -- "$work"; }
 trap cleanup EXIT
-mapfile -t pkgs < <(root_packages)
+mapfile -t pkgs < <(root_packages "$suite")
 mapfile -t sources < <(root_sources "$suite" "$mirror")
 include=$(IFS=,; printf '%s' "${pkgs[*]}")
 say "building a $name root from $mirror (${#pkgs[@]} packages; $(find "$debs" -name '*.deb' | wc -l) .debs cached)"

@@ -72,7 +72,7 @@ slurm_versions__enter() {
         # As Debian installs it: the host name resolves from /etc/hosts. Without
         # it slurmctld asks DNS for the client host "lanes-root" (srun steps on
         # 24.11) and, where DNS answers "try again", the step fails.
-        grep -qw lanes-root "$root/etc/hosts" || echo "127.0.1.1 lanes-root" >>"$root/etc/hosts"
+        grep -qsw lanes-root "$root/etc/hosts" || echo "127.0.1.1 lanes-root" >>"$root/etc/hosts"
         exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root LANES_FULL_BUILD="${LANES_FULL_BUILD:-0}" \
             LANES_TAG_PREFIX="$LANES_TAG_PREFIX" "$@"
     ' slurm-versions "$root" "$@"
