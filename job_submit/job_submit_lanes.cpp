@@ -476,8 +476,8 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t subm
         if (rc != SLURM_SUCCESS) {
             // The message is for the user ("lanes: ..."); the log line has its own prefix.
             const char* text = message.rfind("lanes: ", 0) == 0 ? message.c_str() + 7 : message.c_str();
-            std::string job_id = job_desc->job_id_str ? std::string(job_desc->job_id_str)
-                                                      : std::to_string(desc_job_id(*job_desc));
+            std::string job_id =
+                job_desc->job_id_str ? std::string(job_desc->job_id_str) : std::to_string(desc_job_id(*job_desc));
             slurm_info("lanes: JobId=%s: refused update by uid %u: %s", lanes::log_field(job_id, 64).c_str(),
                        submit_uid, lanes::log_field(text, 4096).c_str());
             add_err_msg(err_msg, message);

@@ -274,7 +274,7 @@ const char* command_name(Command command) {
         case Command::Windows: return "windows";
         case Command::Status: return "status";
         case Command::Gc: return "gc";
-        case Command::Reapply: return "reapply";
+        case Command::Reapply: return "reconcile";
         case Command::Signals: return "signals";
         case Command::Agent: return "agent";
         case Command::Rate: return "rate";
@@ -298,6 +298,10 @@ CompletionTable completion_table() {
         std::vector<std::string> own;
         for (const OptionSpec& spec : option_table())
             if (!spec.commands.empty() && accepts(spec, c)) own.emplace_back(spec.name);
+        if (c == Command::Reapply) {  // its older name, still accepted
+            table.commands.emplace_back("reapply");
+            table.command_options.emplace_back("reapply", own);
+        }
         table.command_options.emplace_back(command_name(c), std::move(own));
     }
     return table;

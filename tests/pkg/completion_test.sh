@@ -10,7 +10,7 @@
 set -uo pipefail
 : "${LANES_SRCDIR:?run through make check}" "${LANES_BUILDDIR:?run through make check}"
 completion=$LANES_BUILDDIR/contrib/completions/lanesctl
-make -C "$LANES_BUILDDIR" -s contrib/completions/lanesctl lanesctl/lanesctl >/dev/null ||
+env -u MAKEFLAGS -u MFLAGS make -C "$LANES_BUILDDIR" -s contrib/completions/lanesctl lanesctl/lanesctl >/dev/null ||
     { echo "FAIL: cannot build the completion"; exit 1; }
 failed=0
 complete_line() {  # complete_line WORD... : COMPREPLY for the last word

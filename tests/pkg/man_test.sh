@@ -7,11 +7,13 @@
 set -uo pipefail
 : "${LANES_SRCDIR:?run through make check}" "${LANES_BUILDDIR:?run through make check}"
 command -v groff >/dev/null || { echo "FAIL: groff missing (apt-get install groff-base)"; exit 1; }
+# Nested in `make -jN check`: without the parent's MAKEFLAGS, so that no
+# "jobserver unavailable" warning lands among the page names.
 pages=$(printf 'lanes-print-man-pages:\n\t@echo $(man_MANS)\n' |
-    make -s --no-print-directory -C "$LANES_BUILDDIR" -f Makefile -f - lanes-print-man-pages)
+    env -u MAKEFLAGS -u MFLAGS make -s --no-print-directory -C "$LANES_BUILDDIR" -f Makefile -f - lanes-print-man-pages)
 [[ -n $pages ]] || { echo "FAIL: no man_MANS in $LANES_BUILDDIR/Makefile"; exit 1; }
 # shellcheck disable=SC2086
-make -C "$LANES_BUILDDIR" -s $pages >/dev/null || { echo "FAIL: cannot build the man pages"; exit 1; }
+env -u MAKEFLAGS -u MFLAGS make -C "$LANES_BUILDDIR" -s $pages >/dev/null || { echo "FAIL: cannot build the man pages"; exit 1; }
 failed=0 n=0
 for page in $pages; do
     for dev in utf8 ps; do

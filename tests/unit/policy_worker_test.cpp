@@ -276,7 +276,8 @@ TEST(PolicyWorker, OverrunKillsTheWorkerAndTheNextJobIsClassified) {
 
 TEST(PolicyWorker, BackgroundModeRespawnsOffThePath) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 2"), nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 2"),
+                             nullptr);
     ASSERT_TRUE(p) << p.error().message;
     std::atomic<int> wakes{0};
     (*p)->build_in_background([&] { ++wakes; });
@@ -413,7 +414,8 @@ std::vector<pid_t> worker_children() {
 
 TEST(PolicyWorker, AWorkerThatDiedIdleIsReplacedNotBlamedOnAJob) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1"), nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1"),
+                             nullptr);
     ASSERT_TRUE(p) << p.error().message;
     auto before = worker_children();
     ASSERT_EQ(before.size(), 1u);
@@ -429,7 +431,8 @@ TEST(PolicyWorker, AWorkerThatDiedIdleIsReplacedNotBlamedOnAJob) {
 // What the worker gave up before running the policy, as the kernel reports it.
 TEST(PolicyWorker, RunsUnderSeccompWithoutNewPrivileges) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1"), nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1"),
+                             nullptr);
     ASSERT_TRUE(p) << p.error().message;
     auto pids = worker_children();
     ASSERT_EQ(pids.size(), 1u);
