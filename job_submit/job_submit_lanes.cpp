@@ -31,6 +31,7 @@ extern "C" {
 #include "config.h"
 #include "core/text.hpp"
 #include "ctld/classifier.hpp"
+#include "ctld/controller_metrics.hpp"
 #include "ctld/user_names.hpp"
 #include "glue/slurm_glue.hpp"
 #include "job_submit/job_desc_translate.hpp"
@@ -53,6 +54,8 @@ using lanes::Decision;
 
 struct PluginState {
     std::unique_ptr<Classifier> classifier;
+    // Bumped by job_submit per decision; read by write_metrics().
+    lanes::ControllerCounters decisions;
     // [signals.NAME]: refreshed by the monitor's own threads; job_submit only
     // reads its latest snapshot (a pointer copy), never the network.
     std::shared_ptr<lanes::SignalMonitor> signals;
@@ -103,6 +106,7 @@ struct PluginState {
                     0, [](const char* what) { slurm_error("lanes: reload failed: %s", what); },
                     [this] {
                         int changed = classifier->reload_if_changed() ? 1 : 0;
+                        note_reload(changed != 0);
                         classifier->maintain();
                         follow_signals();
                         log_stats_if_changed();
@@ -128,6 +132,38 @@ struct PluginState {
         last_stats_at = now;
         slurm_info("lanes: %s", lanes::describe_stats(classifier->stats()).c_str());
     }
+    // When reloads happened, for the metrics. Reloader thread only.
+    int64_t last_reload_unix = 0;
+    int64_t last_reload_success_unix = 0;
+    uint64_t reload_failures_seen = 0;
+    void note_reload(bool done) {
+        int64_t now =
+            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        uint64_t failures = classifier->stats().reload_failures;
+        if (done) last_reload_unix = last_reload_success_unix = now;
+        if (failures != reload_failures_seen) last_reload_unix = now;
+        reload_failures_seen = failures;
+    }
+    lanes::ControllerSnapshot metrics_snapshot() const {
+        lanes::ControllerSnapshot snapshot;
+        snapshot.classes = decisions.classes();
+        snapshot.policy_errors = decisions.policy_errors();
+        snapshot.classifier = classifier->stats();
+        snapshot.last_reload_unix = last_reload_unix;
+        snapshot.last_reload_success_unix = last_reload_success_unix;
+        if (auto signal_snapshot = signals ? signals->snapshot() : nullptr) {
+            for (const auto& [name, signal] : signal_snapshot->signals) {
+                lanes::SignalHealth health;
+                health.name = name;
+                if (signal.value.age) health.age_seconds = signal.value.age->count();
+                health.fresh = signal.value.fresh;
+                health.last_error = signal.state.last_error;
+                snapshot.signals.push_back(std::move(health));
+            }
+        }
+        return snapshot;
+    }
     // [policy] metrics_file: the counters for node_exporter's textfile
     // collector, rewritten (atomically) every 10 seconds. Reloader thread only.
     std::chrono::steady_clock::time_point last_metrics_at{};
@@ -139,7 +175,7 @@ struct PluginState {
         if (path.empty() || now - last_metrics_at < std::chrono::seconds(10)) return;
         last_metrics_at = now;
         std::string tmp = path + ".tmp";
-        std::string text = lanes::stats_prometheus(classifier->stats());
+        std::string text = lanes::controller_metrics_text(metrics_snapshot());
         std::FILE* f = std::fopen(tmp.c_str(), "w");
         bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
         if (f && std::fclose(f) != 0) ok = false;
@@ -367,11 +403,15 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
                                lanes::log_field(job.name, 256).c_str(), lanes::log_field(job.user, 256).c_str(),
                                job.uid, lanes::log_field(rule).c_str());
                     lanes::strip_lanes_env(*job_desc);
+                    Decision refused;
+                    refused.verdict = Decision::Verdict::Reject;
+                    state.decisions.record(refused);
                     return ESLURM_INVALID_ACCOUNT;
                 }
             }
         }
         Decision decision = state.classifier->classify(job, now, is_admin(submit_uid));
+        state.decisions.record(decision);
         if (decision.verdict == Decision::Verdict::Reject) {
             std::string text = decision.reason.empty() ? "lanes: job rejected by policy" : decision.reason;
             for (const auto& line : decision.user_messages) text += "\n" + line;

@@ -205,6 +205,7 @@ std::string prometheus_text(const StatusReport& report) {
         {"lanes_job_ceil_bytes_per_second", "gauge", "Maximum rate (HTB ceil) of the job on the device.",
          [](const JobDevice& d, const ClassCounters&) { return d.ceil_bits / 8; }},
     };
+    const std::string host = prometheus_label(report.node);
     std::string out;
     out += "# HELP lanes_jobs Jobs Lanes shapes on this node.\n# TYPE lanes_jobs gauge\n";
     out += "lanes_jobs{node=\"" + prometheus_label(report.node) + "\"} " + std::to_string(report.jobs.size()) + "\n";
@@ -229,9 +230,11 @@ std::string prometheus_text(const StatusReport& report) {
                 if (it == job.counters.end()) continue;
                 // hpc_job, as DCGM's exporter labels GPU metrics: never "job" or
                 // "instance", which Prometheus sets itself on every scrape.
+                // host: the node's name, so a multi-node job's series stay
+                // apart and join DCGM's per node, whatever `instance` is.
                 out += std::string(m.name) + "{hpc_job=\"" + std::to_string(job.state.job_id) + "\",class=\"" +
-                       prometheus_label(job.state.class_name) + "\",device=\"" + prometheus_label(dev.device) + "\"} " +
-                       std::to_string(m.value(dev, it->second)) + "\n";
+                       prometheus_label(job.state.class_name) + "\",device=\"" + prometheus_label(dev.device) +
+                       "\",host=\"" + host + "\"} " + std::to_string(m.value(dev, it->second)) + "\n";
             }
         }
     }

@@ -46,9 +46,10 @@ std::string format_status_human(const StatusReport& report, TableStyle style = {
 //  "parked": [{"class": "1a4e:41", "devices": ["eth0"]}]}
 json::Value status_json(const StatusReport& report);
 // node_exporter textfile collector format: HELP/TYPE once per metric, then samples
-// lanes_job_bytes_total{hpc_job="7",class="training",device="eth0"} 123 ...
+// lanes_job_bytes_total{hpc_job="7",class="training",device="eth0",host="gpu1"} 123 ...
 // Base units (bytes, bytes per second); the job label is hpc_job (DCGM's name),
-// never job/instance, which Prometheus attaches to every scraped sample.
+// never job/instance, which Prometheus attaches to every scraped sample; host is
+// the node name (StatusReport::node), for multi-node jobs and the join with DCGM.
 std::string prometheus_text(const StatusReport& report);
 // A label value of the exposition format: core/text.hpp prometheus_label_value().
 std::string prometheus_label(std::string_view value);

@@ -74,6 +74,10 @@ struct Decision {
     std::optional<SysSeconds> begin_time;
     std::optional<uint32_t> time_limit_minutes;
     NetworkDecision network;
+    // For the controller's metrics: default_class because nothing chose one
+    // (the policy fell through, or failed with on_error = accept-default).
+    bool defaulted = false;
+    bool policy_failed = false;  // the policy run failed; on_error applied
 };
 
 }  // namespace lanes

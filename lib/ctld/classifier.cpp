@@ -278,6 +278,7 @@ private:
                 d.reason = "lanes: job rejected: internal error in the lanes classifier: " + what;
             } else {
                 d.class_name = gen.config->default_class;
+                d.defaulted = true;
                 d.reason = "internal error: " + what + "; default class";
             }
         } catch (...) {
@@ -315,8 +316,10 @@ private:
                               ? "it cannot be requested explicitly (no allowed_users/allowed_accounts)"
                               : "user '" + log_field(job.user, 256) + "' and account '" + log_field(job.account, 256) +
                                     "' are not in its allowed_users/allowed_accounts";
-        return reject(Decision::RejectKind::ClassNotAllowed,
-                      "lanes: you may not request class '" + requested->name + "' (--lanes-class): " + why);
+        Decision refused = reject(Decision::RejectKind::ClassNotAllowed,
+                                  "lanes: you may not request class '" + requested->name + "' (--lanes-class): " + why);
+        refused.class_name = requested->name;  // counted per class in the controller's metrics
+        return refused;
     }
 
     // --lanes-cap: lowers the class's ceiling. Returns a rejection, or nullopt.
@@ -377,6 +380,7 @@ private:
         std::string source;
         PolicyOutcome po;
         bool use_overrides = false;
+        bool policy_failed = false;
         if (gen.policy || !gen.policy_error.empty()) {
             if (gen.policy) {
                 po = gen.policy->classify(job, now, *gen.windows);
@@ -424,6 +428,7 @@ private:
                     log(LogLevel::Error, job_label(job) + ": policy error: " + error + "; job rejected");
                     Decision d = reject(Decision::RejectKind::Policy,
                                         "lanes: job rejected because the site policy failed: " + error);
+                    d.policy_failed = true;
                     return d;
                 }
                 cls = cfg.find_class(cfg.default_class);
@@ -435,6 +440,7 @@ private:
                     1, "lanes: the site policy failed; job placed in class '" + cfg.default_class + "': " + error);
                 source = "policy error: " + error + "; default_class";
                 po = PolicyOutcome{};
+                policy_failed = true;
             }
         }
         if (!cls && requested) {
@@ -447,12 +453,16 @@ private:
                 source = describe_rule(cfg.rules, *rule, cfg.path);
             }
         }
+        bool defaulted = policy_failed;
         if (!cls) {
             cls = cfg.find_class(cfg.default_class);
             if (source.empty()) source = "default_class";
+            defaulted = true;
         }
         Decision d;
         d.user_messages = std::move(messages);
+        d.defaulted = defaulted;
+        d.policy_failed = policy_failed;
         if (!cls) {
             d.reason = "no class: default_class '" + cfg.default_class + "' is not configured";
             return d;

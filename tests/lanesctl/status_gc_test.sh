@@ -17,7 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: $(basename "$0") needs root (network namespaces, tc, nftables, cgroup2)"
   exit 77
 fi
-for cmd in ip nsenter tc nft python3; do
+for cmd in ip nsenter tc nft python3 promtool; do
   command -v "$cmd" >/dev/null || { echo "FAIL: $cmd not found"; exit 1; }
 done
 BUILDDIR=${LANES_BUILDDIR:-.}
@@ -125,8 +125,13 @@ echo "$human" | grep -Eq "^101 +training +$DEV +100Mbit +400Mbit +CS1 " || fail 
 prom=$TMP/lanes.prom
 ctl status --prometheus "$prom" >"$TMP/prom.out" || fail "status --prometheus"
 [ -s "$TMP/prom.out" ] && fail "status --prometheus printed: $(cat "$TMP/prom.out")"
-grep -Eq "^lanes_job_bytes_total\{hpc_job=\"101\",class=\"training\",device=\"$DEV\"\} [1-9][0-9]+$" "$prom" \
+node=$(sed -n 's/^lanes_jobs{node="\(.*\)"} [0-9]*$/\1/p' "$prom")
+[ -n "$node" ] || fail "lanes_jobs has no node label: $(cat "$prom")"
+# host: the node, on every per-job series (multi-node jobs, the join with DCGM).
+grep -Eq "^lanes_job_bytes_total\{hpc_job=\"101\",class=\"training\",device=\"$DEV\",host=\"$node\"\} [1-9][0-9]+$" "$prom" \
   || fail "prometheus bytes: $(cat "$prom")"
+grep '^lanes_job_' "$prom" | grep -v "host=\"$node\"}" && fail "a per-job series without host=\"$node\""
+promtool check metrics <"$prom" || fail "promtool check metrics: $(cat "$prom")"
 grep -q '^# TYPE lanes_job_drops_total counter$' "$prom" || fail "prometheus TYPE line"
 grep -q '^lanes_jobs{node="testnode"} 4$' "$prom" || grep -q '^lanes_jobs{node=' "$prom" || fail "lanes_jobs"
 ls "$TMP" | grep -q 'lanes.prom.tmp' && fail "temporary prometheus file left"

@@ -264,6 +264,9 @@ TEST(Classifier, DefaultClassWhenNothingMatches) {
     EXPECT_EQ(d.reason, "class batch: default_class");
     EXPECT_FALSE(d.partition);
     EXPECT_FALSE(d.begin_time);
+    EXPECT_TRUE(d.defaulted);  // counted in lanes_controller_jobs_defaulted_total
+    EXPECT_FALSE(d.policy_failed);
+    EXPECT_FALSE(c->classify(training_job(), kPeak).defaulted);  // a rule chose training
 }
 
 TEST(Classifier, NetworkFromClass) {
@@ -472,11 +475,14 @@ TEST(Classifier, PolicyRuntimeErrorFailureModes) {
     EXPECT_NE(d.reason.find("policy error: /"), std::string::npos) << d.reason;
     EXPECT_NE(d.reason.find("policy.lua:2: boom"), std::string::npos) << d.reason;
     EXPECT_EQ(logs.count("policy.lua:2: boom"), 1u);
+    EXPECT_TRUE(d.defaulted);
+    EXPECT_TRUE(d.policy_failed);
 
     cfg.policy.on_error = PolicyFailureMode::Reject;
     auto r = make(cfg, logs);
     d = r->classify(j, kOffPeak);
     EXPECT_EQ(d.verdict, Decision::Verdict::Reject);
+    EXPECT_TRUE(d.policy_failed);
     EXPECT_NE(d.reason.find("policy.lua:2: boom"), std::string::npos) << d.reason;
     EXPECT_EQ(logs.count("policy.lua:2: boom"), 2u);
 }

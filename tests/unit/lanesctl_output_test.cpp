@@ -236,18 +236,23 @@ TEST(LanesctlStatusOutput, Json) {
 
 TEST(LanesctlStatusOutput, Prometheus) {
     const std::string text = lanes::ctl::prometheus_text(status_report());
-    EXPECT_TRUE(contains(text,
-                         "# HELP lanes_job_bytes_total Bytes sent through the job's HTB class.\n"
-                         "# TYPE lanes_job_bytes_total counter\n"
-                         "lanes_job_bytes_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 123456\n"))
+    EXPECT_TRUE(
+        contains(text,
+                 "# HELP lanes_job_bytes_total Bytes sent through the job's HTB class.\n"
+                 "# TYPE lanes_job_bytes_total counter\n"
+                 "lanes_job_bytes_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\"} 123456\n"))
         << text;
-    EXPECT_TRUE(contains(text, "lanes_job_drops_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 2\n"));
-    EXPECT_TRUE(contains(text, "lanes_job_overlimits_total{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 5\n"));
-    EXPECT_TRUE(contains(text,
-                         "# TYPE lanes_job_backlog_bytes gauge\n"
-                         "lanes_job_backlog_bytes{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 1500\n"));
+    EXPECT_TRUE(
+        contains(text, "lanes_job_drops_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\"} 2\n"));
     EXPECT_TRUE(contains(
-        text, "lanes_job_ceil_bytes_per_second{hpc_job=\"7\",class=\"training\",device=\"eth0\"} 3125000000\n"));
+        text, "lanes_job_overlimits_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\"} 5\n"));
+    EXPECT_TRUE(
+        contains(text,
+                 "# TYPE lanes_job_backlog_bytes gauge\n"
+                 "lanes_job_backlog_bytes{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\"} 1500\n"));
+    EXPECT_TRUE(contains(text,
+                         "lanes_job_ceil_bytes_per_second{hpc_job=\"7\",class=\"training\",device=\"eth0\",host="
+                         "\"gpu1\"} 3125000000\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs{node=\"gpu1\"} 2\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs_unreadable{node=\"gpu1\"} 1\n"));
     EXPECT_TRUE(contains(text, "# TYPE lanes_parked_classes gauge\nlanes_parked_classes{node=\"gpu1\"} 2\n"));
