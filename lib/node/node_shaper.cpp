@@ -15,10 +15,13 @@
 #include <sstream>
 
 #include "core/hostlist.hpp"
+#include "node/burst_bound_plan.hpp"
 #include "node/cgroup_tree.hpp"
 #include "node/job_state_store.hpp"
 #include "node/node_facts.hpp"
 #include "node/packet_marker.hpp"
+#include "node/pool_plan.hpp"
+#include "node/state_registry.hpp"
 
 namespace lanes {
 
@@ -321,51 +324,35 @@ struct NodeShaper::Impl {
 
     // Roots Lanes made ("<dev> <major>" lines, next to the state dirs registry): an
     // idle root of ours under an older root_handle is replaced, not refused as foreign.
-    std::string roots_path() const {
-        const std::string reg = registry_path();
-        return reg.substr(0, reg.find_last_of('/')) + "/.lanes-roots";
+    // (state_registry.hpp: the paths and lines.)
+    static std::string read_text(const std::string& path) {
+        std::ifstream in(path);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     }
+    static void append_line(const std::string& path, const std::string& line) {
+        int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) return;
+        (void)!::write(fd, line.data(), line.size());
+        ::close(fd);
+    }
+    std::string roots_path() const { return roots_registry_path(registry_path()); }
     bool is_our_old_root(const std::string& dev, uint16_t major) const {
-        std::ifstream in(roots_path());
-        std::string d;
-        unsigned m = 0;
-        while (in >> d >> m)
-            if (d == dev && m == major) return true;
-        return false;
+        return root_listed(read_text(roots_path()), dev, major);
     }
     void remember_root(const std::string& dev, uint16_t major) {
         if (is_our_old_root(dev, major)) return;
-        int fd = ::open(roots_path().c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) return;
-        std::string line = dev + " " + std::to_string(major) + "\n";
-        (void)!::write(fd, line.data(), line.size());
-        ::close(fd);
+        append_line(roots_path(), root_line(dev, major));
     }
 
     // Remember every state dir used since boot in a small registry next to the
     // default one, so an epilog finds a job whose prolog ran with another state_dir.
-    std::string registry_path() const {
-        const std::string& d = config.state_dir;
-        std::size_t slash = d.find_last_of('/');
-        return (slash == 0 || slash == std::string::npos ? std::string() : d.substr(0, slash)) + "/.lanes-state-dirs";
-    }
+    std::string registry_path() const { return state_dirs_registry_path(config.state_dir); }
     std::vector<std::string> registered_dirs() const {
-        std::vector<std::string> out;
-        std::ifstream in(registry_path());
-        for (std::string line; std::getline(in, line);)
-            if (!line.empty() && line[0] == '/' && line != config.state_dir) out.push_back(line);
-        return out;
+        return other_state_dirs(read_text(registry_path()), config.state_dir);
     }
     void register_state_dir() {
-        auto dirs = registered_dirs();
-        std::ifstream in(registry_path());
-        std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (all.find(config.state_dir + "\n") != std::string::npos) return;
-        int fd = ::open(registry_path().c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) return;
-        std::string line = config.state_dir + "\n";
-        (void)!::write(fd, line.data(), line.size());
-        ::close(fd);
+        if (state_dir_registered(read_text(registry_path()), config.state_dir)) return;
+        append_line(registry_path(), state_dir_line(config.state_dir));
     }
 
     Result<JobState> apply(const JobNetRequest& req) {
@@ -622,18 +609,14 @@ struct NodeShaper::Impl {
     // Park `state`'s classes (its nft element is removed first). false = not
     // parked (pool full, another root, a NIC gone, a kernel error): delete instead.
     bool park(const JobState& state) {
-        if (config.parked_classes == 0 || state.devices.empty() || state.root_major != config.root_handle_major)
-            return false;
-        if (store.parked_count() >= config.parked_classes) return false;
-        ParkedClass p{state.minor, state.root_major, {}};
+        if (!parkable(config, state) || !pool_has_room(config, store.parked_count())) return false;
         std::map<std::string, int> ifindex;
         for (const auto& dev : state.devices) {
             auto idx = ifindex_of(dev.device);
             if (!idx) return false;
             ifindex[dev.device] = *idx;
-            p.devices.push_back(dev.device);
         }
-        std::sort(p.devices.begin(), p.devices.end());
+        const ParkedClass p = parked_record_of(state);
         if (!store.save_parked(p)) return false;
         JobState scratch = state;
         auto r = execute_all_best_effort(plan_park(state, ifindex).operations, scratch);
@@ -650,11 +633,9 @@ struct NodeShaper::Impl {
     // `job_id`; nullopt when there is none.
     Result<std::optional<uint16_t>> take_parked(uint32_t job_id, uint16_t major) {
         if (config.parked_classes == 0) return std::optional<uint16_t>{};
-        std::vector<std::string> want;
-        for (const auto& nic : nics) want.push_back(nic.device);
-        std::sort(want.begin(), want.end());
-        for (const auto& p : store.load_parked()) {
-            if (p.root_major != major || p.devices != want || p.minor == major) continue;
+        std::vector<std::string> here;
+        for (const auto& nic : nics) here.push_back(nic.device);
+        for (const auto& p : takeover_candidates(store.load_parked(), major, std::move(here))) {
             if (!store.claim_minor(p.minor, job_id)) {
                 // A running job holds it: the record is stale. Any other failure
                 // keeps the record, so the drain still deletes the class.
@@ -695,8 +676,8 @@ struct NodeShaper::Impl {
     void drain_parked() {
         for (const auto& p : store.load_parked()) {
             JobState none;
-            for (const auto& dev : p.devices) {
-                auto r = execute(DeleteClass{dev, 0, tc_handle(p.root_major, p.minor)}, none);
+            for (const auto& del : plan_drain({p})) {
+                auto r = execute(del, none);
                 if (!r) say(LogLevel::Error, r.error().message);
             }
             (void)store.erase_parked(p.minor);
@@ -768,12 +749,13 @@ struct NodeShaper::Impl {
                 auto f = load_gso(nic.device);
                 if (!f || f->ceils.empty()) continue;
                 auto now = tc->gso_size(nic.ifindex);
-                if (!now || now->max == f->set) continue;
-                GsoSize want{f->set, f->orig.ipv4_max ? std::min(f->set, f->orig.ipv4_max) : 0};
+                if (!now) continue;
+                auto want = plan_gso_repair(*f, *now);
+                if (!want) continue;
                 gso_fixes.push_back({Repair{"gso_max_size", "changed", 0, nic.device,
                                             "gso_max_size " + std::to_string(now->max) + ", desired " +
                                                 std::to_string(f->set) + " (node.gso_burst)"},
-                                     {nic.ifindex, want}});
+                                     {nic.ifindex, *want}});
             }
         }
 
@@ -888,39 +870,18 @@ struct NodeShaper::Impl {
         return out;
     }
 
-    // ---- the GSO/TSO burst bound (node.gso_burst) ------------------------------
-    // On a NIC with a capped job (ceil below the link), the largest GSO/TSO packet
-    // is what the lowest such ceil sends in gso_burst, so one skb never puts more
-    // than that on the wire at line rate in one go. state_dir/gso_<dev> holds the
-    // NIC's own sizes (restored when its last capped job ends) and how many capped
-    // jobs have each ceil; jobs without a cap never touch it (no file, no netlink).
-    struct GsoFile {
-        GsoSize orig;
-        uint32_t set = 0;
-        std::map<uint64_t, uint32_t> ceils;  // ceil bits/s -> capped jobs
-    };
+    // ---- the GSO/TSO burst bound (node.gso_burst, burst_bound_plan.hpp) --------
+    // Jobs without a cap never touch it (no file, no netlink).
     std::string gso_path(const std::string& dev) const { return store.dir() + "/gso_" + dev; }
     std::optional<GsoFile> load_gso(const std::string& dev) const {
         std::ifstream in(gso_path(dev));
         if (!in) return std::nullopt;
-        GsoFile f;
-        std::string key;
-        while (in >> key) {
-            if (key == "orig") in >> f.orig.max >> f.orig.ipv4_max;
-            else if (key == "set") in >> f.set;
-            else if (key == "ceil") {
-                uint64_t bits = 0;
-                uint32_t n = 0;
-                if (in >> bits >> n && n > 0) f.ceils[bits] = n;
-            } else break;
-        }
-        if (f.orig.max == 0) return std::nullopt;
-        return f;
+        std::ostringstream text;
+        text << in.rdbuf();
+        return parse_gso_file(text.str());
     }
     Result<void> save_gso(const std::string& dev, const GsoFile& f) {
-        std::string text = "orig " + std::to_string(f.orig.max) + " " + std::to_string(f.orig.ipv4_max) + "\nset " +
-                           std::to_string(f.set) + "\n";
-        for (const auto& [bits, n] : f.ceils) text += "ceil " + std::to_string(bits) + " " + std::to_string(n) + "\n";
+        const std::string text = format_gso_file(f);
         const std::string path = gso_path(dev), tmp = path + ".tmp";
         int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0) return fail(tmp + ": " + std::strerror(errno));
@@ -932,13 +893,9 @@ struct NodeShaper::Impl {
         }
         return {};
     }
-    uint32_t gso_target(uint64_t ceil_bits, const GsoSize& orig) const {
-        const uint64_t bytes = ceil_bits / 8 * *config.gso_burst_us / 1'000'000;
-        return static_cast<uint32_t>(std::clamp<uint64_t>(bytes, std::min<uint64_t>(kMinGsoBytes, orig.max), orig.max));
-    }
-    static constexpr uint64_t kMinGsoBytes = 3028;  // two full-size frames
 
-    // Count `st`'s capped NICs in (+1) or out (-1), then set or restore the size.
+    // Count `st`'s capped NICs in (+1) or out (-1), then set or restore the size
+    // as plan_gso_account() says.
     Result<void> gso_account(const JobState& st, int delta) {
         if (!config.gso_burst_us) return {};
         for (const auto& dev : st.devices) {
@@ -964,32 +921,28 @@ struct NodeShaper::Impl {
                 f.orig = *now;
                 f.set = now->max;
             }
-            if (delta > 0) {
-                f.ceils[dev.ceil_bits] += 1;
-            } else {
-                auto it = f.ceils.find(dev.ceil_bits);
-                if (it == f.ceils.end()) continue;
-                if (--it->second == 0) f.ceils.erase(it);
+            const GsoStep step = plan_gso_account(std::move(f), dev.ceil_bits, delta, *config.gso_burst_us);
+            switch (step.action) {
+                case GsoStep::Action::Nothing: continue;
+                case GsoStep::Action::Restore: {
+                    auto r = tc->set_gso_size(*idx, step.size);
+                    if (!r) return r;
+                    ::unlink(gso_path(dev.device).c_str());
+                    say(LogLevel::Info, "NIC " + dev.device + ": gso_max_size back to " +
+                                            std::to_string(step.size.max) + " (no capped job left)");
+                    continue;
+                }
+                case GsoStep::Action::Set: {
+                    auto r = tc->set_gso_size(*idx, step.size);
+                    if (!r) return r;
+                    say(LogLevel::Info, "NIC " + dev.device + ": gso_max_size " + std::to_string(step.size.max) +
+                                            " (lowest ceil " + format_rate(step.file.ceils.begin()->first) +
+                                            ", node.gso_burst " + std::to_string(*config.gso_burst_us) + "us)");
+                    break;
+                }
+                case GsoStep::Action::Save: break;
             }
-            if (f.ceils.empty()) {
-                auto r = tc->set_gso_size(*idx, f.orig);
-                if (!r) return r;
-                ::unlink(gso_path(dev.device).c_str());
-                say(LogLevel::Info, "NIC " + dev.device + ": gso_max_size back to " + std::to_string(f.orig.max) +
-                                        " (no capped job left)");
-                continue;
-            }
-            const uint32_t want = gso_target(f.ceils.begin()->first, f.orig);
-            if (want != f.set) {
-                GsoSize size{want, f.orig.ipv4_max ? std::min(want, f.orig.ipv4_max) : 0};
-                auto r = tc->set_gso_size(*idx, size);
-                if (!r) return r;
-                say(LogLevel::Info, "NIC " + dev.device + ": gso_max_size " + std::to_string(want) + " (lowest ceil " +
-                                        format_rate(f.ceils.begin()->first) + ", node.gso_burst " +
-                                        std::to_string(*config.gso_burst_us) + "us)");
-                f.set = want;
-            }
-            auto r = save_gso(dev.device, f);
+            auto r = save_gso(dev.device, step.file);
             if (!r) return r;
         }
         return {};
@@ -1011,19 +964,16 @@ struct NodeShaper::Impl {
         if (!d) return;
         std::vector<uint16_t> stale;
         while (dirent* e = ::readdir(d)) {
-            std::string_view name = e->d_name;
-            if (!name.starts_with("minor_") || name.size() != 10) continue;
-            auto minor = static_cast<uint16_t>(std::strtoul(e->d_name + 6, nullptr, 16));
-            auto owner = store.minor_owner(minor);
-            if (!owner || ::access(store.job_path(*owner).c_str(), F_OK) != 0) stale.push_back(minor);
+            auto minor = minor_of_claim_name(e->d_name);
+            if (!minor) continue;
+            auto owner = store.minor_owner(*minor);
+            if (!owner || ::access(store.job_path(*owner).c_str(), F_OK) != 0) stale.push_back(*minor);
         }
         ::closedir(d);
         for (uint16_t m : stale) {
             auto owner = store.minor_owner(m);
-            char buf[16];
-            std::snprintf(buf, sizeof buf, "minor_%04x", m);
             if (owner ? ::access(store.job_path(*owner).c_str(), F_OK) != 0 : true)
-                ::unlink((store.dir() + "/" + buf).c_str());
+                ::unlink((store.dir() + "/" + claim_name(m)).c_str());
         }
     }
 };

@@ -36,6 +36,19 @@
 // the executor below under flock(state_dir/lock); nothing outside lib/node
 // writes tc or nftables.
 //
+// Layout: NodeShaper::Impl (node_shaper.cpp) coordinates: it takes the lock,
+// loads the state, asks a pure planner what to change and runs the operations
+// through the executor (TrafficControl, PacketMarker, CgroupTree), then saves.
+// The planners, each unit-tested on its own without a kernel:
+//   shaping_plan.hpp      a job's classes, leaves, cgroup and marks (prolog,
+//                         epilog, park), the minor allocation
+//   converge_plan.hpp     desired vs observed state -> the repairs (converge())
+//   pool_plan.hpp         the parked pool: whether to park, which parked class a
+//                         new job takes over, what a drain deletes
+//   burst_bound_plan.hpp  the GSO/TSO burst bound (node.gso_burst): the gso_<dev>
+//                         file, the size per lowest capped ceil, its repair
+//   state_registry.hpp    .lanes-state-dirs, .lanes-roots and the minor claim names
+//
 // Concurrency: apply/remove/reconcile/remove_all/classify_step hold
 // flock(state_dir/lock) while they change things, so prologs, steps and epilogs
 // of concurrent jobs on the node (separate processes) serialise. One NodeShaper
