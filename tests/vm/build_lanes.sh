@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Compile Lanes for the VM's Debian 13 (Slurm 24.11 headers, GCC 14) in a chroot
 # root made with mmdebstrap, and put what the node needs in OUTDIR:
-#   spank_lanes.so job_submit_lanes.so lanesctl
+#   spank_lanes.so job_submit_lanes.so lanesctl lanes-agent
 #   build_lanes.sh SRCDIR OUTDIR
 # The root is kept in the cache (keyed on this script) and builds go through
 # ccache, so a warm run only recompiles what changed; builds in it take turns.
@@ -52,12 +52,12 @@ unshare -m bash -euo pipefail -c '
   chroot "$root" env -i PATH=/usr/bin:/bin CCACHE_DIR=/ccache HOME=/root bash -euo pipefail -c "
     cd /src && autoreconf -fi >/dev/null 2>&1 && mkdir -p b && cd b
     ../configure -q CXX=\"ccache g++\" CC=\"ccache gcc\" >/dev/null
-    make -s -j\$(nproc) spank/spank_lanes.la job_submit/job_submit_lanes.la lanesctl/lanesctl
+    make -s -j\$(nproc) spank/spank_lanes.la job_submit/job_submit_lanes.la lanesctl/lanesctl agent/lanes-agent
   "' _ "$root" "$LANES_VM_CACHE/ccache"
 
 cp "$root/src/b/.libs/spank_lanes.so" "$root/src/b/.libs/job_submit_lanes.so" "$out/" 2>/dev/null ||
   cp "$root"/src/b/spank/.libs/spank_lanes.so "$root"/src/b/job_submit/.libs/job_submit_lanes.so "$out/"
-cp "$root/src/b/lanesctl/lanesctl" "$out/"
+cp "$root/src/b/lanesctl/lanesctl" "$root/src/b/agent/lanes-agent" "$out/"
 # 24.11's slurm_version.h has SLURM_VERSION_NUMBER only (no _STRING).
 chroot "$root" dpkg-query -W -f '${Version}\n' libslurm-dev >"$out/slurm-version" 2>/dev/null || true
 vm_log "Lanes built against libslurm-dev $(cat "$out/slurm-version")"

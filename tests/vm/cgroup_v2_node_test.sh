@@ -5,7 +5,10 @@
 # PrologFlags=Alloc,Contain, both Lanes plugins built for that Slurm. The guest
 # (guest/node_test.sh) checks that a batch step, an srun step and a process
 # adopted into the job send the class's DSCP and are capped, that a process
-# outside the job is not, that a launch Lanes cannot classify fails, and that
+# outside the job is not, that a launch Lanes cannot classify fails, that
+# `nft flush ruleset` and a deleted root qdisc under a running job are repaired
+# by `lanesctl reconcile` and by lanes-agent (#19), that a churn of short jobs
+# with a flush and an agent kill -9 in the middle leaves nothing, and that
 # nothing is left afterwards. This script builds what is missing (cached, see
 # lib.sh), boots the VM, and fails when any guest check fails.
 #

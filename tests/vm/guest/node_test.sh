@@ -20,7 +20,7 @@ CG=/sys/fs/cgroup
 # ---- install the build and the configuration
 mkdir -p /usr/local/lib/lanes /etc/slurm /run/munge /run/slurm /run/slurmctld
 cp /host/lanes/spank_lanes.so /host/lanes/job_submit_lanes.so /usr/local/lib/lanes/
-cp /host/lanes/lanesctl /usr/local/sbin/lanesctl
+cp /host/lanes/lanesctl /host/lanes/lanes-agent /usr/local/sbin/
 cp /host/files/slurm.conf /host/files/cgroup.conf /host/files/plugstack.conf /host/files/lanes.toml /etc/slurm/
 chown munge:munge /run/munge
 chown slurm:slurm /run/slurmctld
@@ -184,7 +184,92 @@ fi
 scancel "$jid"
 wait_job_state "$jid" GONE
 
-# ---- 6. teardown: epilogs leave nothing of any job; gc --all leaves nothing at all
+# ---- 6. nft flush ruleset under a running job (#19): `lanesctl reconcile`
+# puts its marks and class back, and so does lanes-agent on its own.
+in_prio() { nft list map inet lanes prio 2>/dev/null | grep -q "slurmstepd.scope/job_$1\"* : 1a4e:"; }
+wait_for() {  # SECONDS CMD...: poll every 0.2 s (a bound for a hang, not a timing check)
+  local n=$(($1 * 5)); shift
+  while [ $n -gt 0 ]; do "$@" && return 0; sleep 0.2; n=$((n - 1)); done
+  return 1
+}
+# The job's packets leave as AF41, none unmarked, and go through its class.
+expect_shaped() {  # NAME JOBID
+  local a0 o0 b0 b1
+  read -r a0 _ <<<"$(wire af41)"; read -r o0 _ <<<"$(wire other)"
+  read -r b0 _ <<<"$(class_stats "$2")"
+  srun --jobid="$2" --overlap -n1 bash -c "$(send_cmd 50)" || fail "$1" "srun exited $?"
+  read -r b1 _ <<<"$(class_stats "$2")"
+  expect_marked "$1" "$a0" "$o0"
+  [ "$b1" -gt "$b0" ] && pass "$1: the job's class carried $((b1 - b0)) more bytes" ||
+    fail "$1-class" "class bytes $b0 -> $b1"
+}
+jid=$(sbatch --parsable -o /dev/null --wrap "sleep 300")
+wait_job_state "$jid" RUNNING && wait_keyed "$jid" && wait_batch_task "$jid" ||
+  fail flush "job $jid not running, not keyed or its batch task not started"
+nft flush ruleset
+# (No step runs between the flush and the checks below: a step's launch
+# converges the node too.)
+in_prio "$jid" && fail flush "job $jid still keyed after nft flush ruleset"
+out=$(lanesctl --config /etc/slurm/lanes.toml reconcile 2>&1); rc=$?
+t "lanesctl reconcile (rc $rc): $out"
+in_prio "$jid" && pass "flush-reconcile: lanesctl reconcile keyed job $jid again" ||
+  fail flush-reconcile "not in @prio after reconcile (rc $rc): $out"
+expect_shaped flush-reconcile "$jid"
+dry=$(lanesctl --config /etc/slurm/lanes.toml reconcile --dry-run 2>&1) &&
+  pass "flush-reconcile: reconcile --dry-run finds nothing more" || fail flush-dry-run "$dry"
+
+mkdir -p "$CG/system.slice/lanes-agent.service"
+(echo $BASHPID >"$CG/system.slice/lanes-agent.service/cgroup.procs"
+ exec /usr/local/sbin/lanes-agent --config /etc/slurm/lanes.toml >/var/log/lanes-agent.log 2>&1) &
+AGENT_PID=$!
+METRICS=/run/lanes-textfile/lanes_agent.prom
+wait_for 60 test -s "$METRICS" && pass "agent: lanes-agent runs (pid $AGENT_PID)" ||
+  fail agent "no metrics: $(tail -5 /var/log/lanes-agent.log)"
+nft flush ruleset
+wait_for 60 in_prio "$jid" && pass "flush-agent: lanes-agent keyed job $jid again" ||
+  fail flush-agent "not in @prio: $(tail -5 /var/log/lanes-agent.log)"
+expect_shaped flush-agent "$jid"
+tc qdisc del dev lv0 root
+job_ceil() { tc class show dev lv0 classid "1a4e:$(awk -F= '$1=="minor" { printf "%x", $2 }' /run/lanes/job_$1)" | grep -o 'ceil [0-9]*Mbit'; }
+ceil_back() { [ "$(job_ceil "$jid")" = "ceil 4Mbit" ]; }
+wait_for 60 ceil_back && pass "qdisc-agent: the job's class is back at ceil 4Mbit" ||
+  fail qdisc-agent "class: $(tc class show dev lv0)"
+expect_shaped qdisc-agent "$jid"
+t "agent repairs: $(grep '^lanes_agent_repairs_total' "$METRICS" | tr '\n' ' ')"
+grep -q 'lanes_agent_repairs_total{object="nft_table",cause="missing"} [1-9]' "$METRICS" &&
+  pass "agent-metrics: the nft table repair is counted" || fail agent-metrics "$(cat "$METRICS")"
+scancel "$jid"
+wait_job_state "$jid" GONE
+
+# ---- 7. churn's teardown: short jobs, one held by the agent through a fault
+# in the middle (a flush, then the agent killed and started again); once they
+# ended nothing is left.
+ids=""
+for i in $(seq 12); do
+  ids="$ids $(sbatch --parsable -o /dev/null --wrap "sleep $((i % 3 + 1))")"
+  if [ "$i" = 6 ]; then
+    nft flush ruleset
+    kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
+    (echo $BASHPID >"$CG/system.slice/lanes-agent.service/cgroup.procs"
+     exec /usr/local/sbin/lanes-agent --config /etc/slurm/lanes.toml >>/var/log/lanes-agent.log 2>&1) &
+    AGENT_PID=$!
+  fi
+done
+for id in $ids; do wait_job_state "$id" GONE || fail churn "job $id did not end"; done
+churn_left() {
+  ls /run/lanes | grep -E '^(job_|minor_)'; ls /run/lanes/parked 2>/dev/null
+  tc class show dev lv0 | grep -v -E '1a4e:(1|fffe) '
+  nft list table inet lanes 2>/dev/null | grep -E '^\s+elements'; ls -d $CG/lanes/job_* 2>/dev/null
+}
+wait_for 60 test -z "$(churn_left)" && pass "churn: 12 jobs with a flush and an agent kill -9, nothing left" ||
+  fail churn "left: $(churn_left)"
+dry=$(lanesctl --config /etc/slurm/lanes.toml reconcile --dry-run 2>&1) &&
+  pass "churn: reconcile --dry-run finds nothing to repair" || fail churn-dry-run "$dry"
+kill -TERM "$AGENT_PID"; wait "$AGENT_PID"; rc=$?
+[ $rc = 0 ] && pass "agent: exits 0 on SIGTERM" || fail agent-exit "rc $rc: $(tail -5 /var/log/lanes-agent.log)"
+cp /var/log/lanes-agent.log "$OUT/" 2>/dev/null
+
+# ---- 8. teardown: epilogs leave nothing of any job; gc --all leaves nothing at all
 sleep 1
 left=$(ls /run/lanes | grep '^job_'; tc class show dev lv0 | grep -v -E '1a4e:(1|fffe) '; \
   nft list table inet lanes 2>/dev/null | grep -E '^\s+elements'; ls -d $CG/lanes/job_* 2>/dev/null)
