@@ -51,10 +51,10 @@ TEST(BurstBoundPlan, TargetIsTheBurstClamped) {
         uint32_t want;
     };
     const std::vector<Case> cases = {
-        {100 * kMbit, 65536, 1000, 12500},   // 100 Mbit/s for 1 ms
-        {1 * kMbit, 65536, 1000, 3028},      // below two frames: two frames
+        {100 * kMbit, 65536, 1000, 12500},     // 100 Mbit/s for 1 ms
+        {1 * kMbit, 65536, 1000, 3028},        // below two frames: two frames
         {10'000 * kMbit, 65536, 1000, 65536},  // above the NIC's own: its own
-        {1 * kMbit, 2000, 1000, 2000},       // a NIC whose own is below two frames
+        {1 * kMbit, 2000, 1000, 2000},         // a NIC whose own is below two frames
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.ceil_bits);
@@ -86,9 +86,21 @@ TEST(BurstBoundPlan, AccountSteps) {
     };
     const std::vector<Case> cases = {
         {"first capped job sets the size", fresh, 100 * kMbit, +1, A::Set, {12500, 12500}, {{100 * kMbit, 1}}, 12500},
-        {"a higher ceil keeps the size", one100, 200 * kMbit, +1, A::Save, {}, {{100 * kMbit, 1}, {200 * kMbit, 1}},
+        {"a higher ceil keeps the size",
+         one100,
+         200 * kMbit,
+         +1,
+         A::Save,
+         {},
+         {{100 * kMbit, 1}, {200 * kMbit, 1}},
          12500},
-        {"a lower ceil lowers it", one100, 50 * kMbit, +1, A::Set, {6250, 6250}, {{50 * kMbit, 1}, {100 * kMbit, 1}},
+        {"a lower ceil lowers it",
+         one100,
+         50 * kMbit,
+         +1,
+         A::Set,
+         {6250, 6250},
+         {{50 * kMbit, 1}, {100 * kMbit, 1}},
          6250},
         {"the same ceil counts twice", one100, 100 * kMbit, +1, A::Save, {}, {{100 * kMbit, 2}}, 12500},
         {"the lowest leaving raises it", two, 100 * kMbit, -1, A::Set, {25000, 25000}, {{200 * kMbit, 1}}, 25000},

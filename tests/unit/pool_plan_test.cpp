@@ -59,11 +59,11 @@ TEST(PoolPlan, RecordHasSortedDevices) {
 
 TEST(PoolPlan, TakeoverCandidates) {
     const std::vector<ParkedClass> pool = {
-        {3, 0x1a4e, {"eth0", "eth1"}},  // fits
-        {4, 0x1a4e, {"eth0"}},          // other NICs
-        {5, 0x1b00, {"eth0", "eth1"}},  // other root
+        {3, 0x1a4e, {"eth0", "eth1"}},       // fits
+        {4, 0x1a4e, {"eth0"}},               // other NICs
+        {5, 0x1b00, {"eth0", "eth1"}},       // other root
         {0x1a4e, 0x1a4e, {"eth0", "eth1"}},  // the root's own minor: never
-        {6, 0x1a4e, {"eth0", "eth1"}},  // fits, tried second
+        {6, 0x1a4e, {"eth0", "eth1"}},       // fits, tried second
     };
     auto got = takeover_candidates(pool, 0x1a4e, {"eth1", "eth0"});
     ASSERT_EQ(got.size(), 2u);

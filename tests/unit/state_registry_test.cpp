@@ -55,9 +55,8 @@ TEST(StateRegistry, ClaimNames) {
         std::optional<uint16_t> minor;
     };
     const std::vector<Case> cases = {
-        {"minor_00a3", 0x00a3}, {"minor_fffe", 0xfffe}, {"minor_0001", 1},
-        {"minor_1", std::nullopt}, {"minor_000001", std::nullopt}, {"job_42", std::nullopt},
-        {"parked", std::nullopt},
+        {"minor_00a3", 0x00a3},         {"minor_fffe", 0xfffe},   {"minor_0001", 1},        {"minor_1", std::nullopt},
+        {"minor_000001", std::nullopt}, {"job_42", std::nullopt}, {"parked", std::nullopt},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.name);
