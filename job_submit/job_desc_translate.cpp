@@ -25,14 +25,6 @@ void replace_string(char*& field, const std::string& value) {
     field = slurm_xstrdup(value.c_str());
 }
 
-std::vector<std::string> spank_env_entries(const job_desc_msg_t& desc) {
-    std::vector<std::string> entries;
-    if (!desc.spank_job_env) return entries;
-    for (uint32_t i = 0; i < desc.spank_job_env_size && desc.spank_job_env[i]; ++i)
-        entries.emplace_back(desc.spank_job_env[i]);
-    return entries;
-}
-
 }  // namespace
 
 JobView job_view_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid, UserNames& names, SysSeconds now) {

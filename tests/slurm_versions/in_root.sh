@@ -55,7 +55,8 @@ say "configured in $(since)"
 # other test helpers are left out to keep the run short; LANES_FULL_BUILD=1
 # builds everything. The tests then run one at a time (make check-TESTS: each
 # cluster test starts its own daemons).
-targets=(job_submit/job_submit_lanes.la spank/spank_lanes.la lanesctl/lanesctl tests/unit/lanes_unit)
+targets=(job_submit/job_submit_lanes.la spank/spank_lanes.la lanesctl/lanesctl policy_worker/lanes-policy-worker
+    tests/unit/lanes_unit)
 [[ ${LANES_FULL_BUILD:-0} == 1 ]] && targets=(all tests/unit/lanes_unit)
 if ! make -j"$(nproc)" "${targets[@]}" >make.log 2>&1; then
     grep -E -B2 -A6 'error:' make.log | head -80
