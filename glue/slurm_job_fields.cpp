@@ -8,6 +8,18 @@ namespace lanes::glue {
 
 namespace {
 
+// What slurm_init_job_desc_msg() leaves in user_id ("not given"): NO_VAL in
+// 22.05; newer releases set Slurm's own "nobody" there (not in slurm.h), so
+// it is asked once rather than guessed per release. Never 0 (root is an owner).
+uint32_t unset_user_id() {
+    static const uint32_t unset = [] {
+        job_desc_msg_t probe;
+        slurm_init_job_desc_msg(&probe);
+        return probe.user_id;
+    }();
+    return unset;
+}
+
 std::string str(const char* s) { return s ? std::string(s) : std::string(); }
 
 // A count: NO_VAL (and 0, which Slurm also uses for "not given") is none.
@@ -42,8 +54,11 @@ SlurmJobFields fields_from_desc(const job_desc_msg_t& desc, uint32_t submit_uid)
     f.partition = str(desc.partition);
     f.qos = str(desc.qos);
     f.features = str(desc.features);
-    // user_id names the owner when an admin submits for someone; NO_VAL: the submitter.
-    if (desc.user_id != NO_VAL && desc.user_id != 0xffffffffu) f.user_id = desc.user_id;
+    // user_id names the owner when an admin submits for someone; "not given"
+    // (NO_VAL, or what slurm_init_job_desc_msg() sets) means the submitter.
+    const uint32_t unset = unset_user_id();
+    if (desc.user_id != NO_VAL && desc.user_id != 0xffffffffu && !(unset != 0 && desc.user_id == unset))
+        f.user_id = desc.user_id;
     f.submit_uid = submit_uid;
     f.tres_per_job = str(desc.tres_per_job);
     f.tres_per_node = str(desc.tres_per_node);
