@@ -21,8 +21,13 @@ tests=(
     tests/e2e/spank_test.sh
     tests/e2e/faults_test.sh
     tests/e2e/lua_and_lanes_test.sh
-    tests/e2e/owner_update_test.sh
 )
+# What a job owner may change needs slurmctld's job record layout, measured per
+# release (glue/job_record_layout.inc): run it where the root's Slurm is in
+# that table. Unstable's Slurm moves past it; there job_modify refuses what
+# needs the record (a unit test covers that), and job_submit_test's owner
+# time-limit change still passes.
+[[ $want == 24.11 ]] && tests+=(tests/e2e/owner_update_test.sh)
 
 say() { printf 'in_root: %s\n' "$*"; }
 t0=$(date +%s)
