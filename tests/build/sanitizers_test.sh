@@ -9,7 +9,7 @@
 set -uo pipefail
 . "${LANES_SRCDIR:?run through make check}/tests/build/sanitized_tree.sh"
 
-sanitized_tree tests/unit/lanes_unit tests/net/shaper_tool agent/lanes-agent
+sanitized_tree tests/unit/lanes_unit tests/net/shaper_tool agent/lanes-agent lanesctl/lanesctl
 reports=$(mktemp -d "${TMPDIR:-/tmp}/lanes-san.XXXXXX")
 trap 'rm -rf "$reports"' EXIT
 sanitizer_env "$reports"
