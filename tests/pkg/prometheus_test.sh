@@ -89,16 +89,21 @@ assert m["device"] == "eth0" and m["class"] == "training", m
 e2e_check "every dashboard query is valid PromQL and answers" python3 - "$LANES_SRCDIR/contrib/grafana/lanes-dashboard.json" "${CLUSTER_PREFIX}train1" <<'PY'
 import json, subprocess, sys, urllib.parse
 d = json.load(open(sys.argv[1]))
-for p in d["panels"]:
-    for t in p["targets"]:
-        e = (t["expr"].replace("$__rate_interval", "30s").replace('"$instance"', '".*"')
-             .replace('"$class"', '".*"').replace('"$hpc_job"', '".*"'))
-        url = "http://127.0.0.1:9090/api/v1/query?" + urllib.parse.urlencode({"query": e})
-        out = subprocess.run(["nsenter", "--net=/run/netns/" + sys.argv[2], "python3", "-c",
-                              "import sys,urllib.request;print(urllib.request.urlopen(sys.argv[1],timeout=5).read().decode())", url],
-                             capture_output=True, text=True)
-        r = json.loads(out.stdout) if out.stdout else {"status": "error", "error": out.stderr}
-        assert r["status"] == "success", (p["title"], e, r)
+def panels(ps):   # rows carry no query; a collapsed row holds its panels
+    for p in ps:
+        yield p
+        yield from panels(p.get("panels", []))
+queries = [(p, t) for p in panels(d["panels"]) for t in p.get("targets", [])]
+assert len(queries) >= 19, len(queries)
+for p, t in queries:
+    e = (t["expr"].replace("$__rate_interval", "30s").replace('"$instance"', '".*"')
+         .replace('"$class"', '".*"').replace('"$hpc_job"', '".*"'))
+    url = "http://127.0.0.1:9090/api/v1/query?" + urllib.parse.urlencode({"query": e})
+    out = subprocess.run(["nsenter", "--net=/run/netns/" + sys.argv[2], "python3", "-c",
+                          "import sys,urllib.request;print(urllib.request.urlopen(sys.argv[1],timeout=5).read().decode())", url],
+                         capture_output=True, text=True)
+    r = json.loads(out.stdout) if out.stdout else {"status": "error", "error": out.stderr}
+    assert r["status"] == "success", (p["title"], e, r)
 PY
 rules=$(cluster_run_node train1 python3 -c '
 import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:9090/api/v1/rules", timeout=5).read().decode())')
