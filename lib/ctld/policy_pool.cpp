@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -60,6 +61,18 @@ wire::Answer answer(const wire::Query& q, const WindowOracle& windows) {
         case wire::Query::Op::Signal: a.signal = windows.signal(q.name); break;
     }
     return a;
+}
+
+// Binds the worker to the CPU its caller runs on. The caller sleeps while the
+// worker runs, so the worker takes that CPU at once and wakes the caller on
+// it: no wake-up has to cross to another, possibly idle, CPU.
+void follow_caller(PolicyWorkerPool::Worker& w) {
+    int cpu = ::sched_getcpu();
+    if (cpu < 0 || cpu == w.cpu || cpu >= CPU_SETSIZE) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (::sched_setaffinity(w.pid, sizeof set, &set) == 0) w.cpu = cpu;
 }
 
 // An idle worker has nothing to say: anything readable (data, end of file)
@@ -340,6 +353,7 @@ PolicyOutcome PolicyWorkerPool::classify(const JobView& job, SysSeconds now, con
                 name() + ": the policy worker failed during classify() (" + what + "); another one is started", false);
         };
 
+        follow_caller(w);
         auto status = wire::write_frame(w.fd, wire::encode(wire::Classify{job, now}), deadline);
         if (status == wire::IoStatus::Timeout) return overran();
         if (status != wire::IoStatus::Ok) return broken("it ended");

@@ -63,6 +63,7 @@ public:
     struct Worker {
         pid_t pid = -1;
         int fd = -1;
+        int cpu = -1;  // the CPU it is bound to (that of its last caller)
     };
 
 private:

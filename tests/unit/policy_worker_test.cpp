@@ -2,6 +2,7 @@
 // The policy worker protocol (policy_wire.hpp) and the worker pool
 // (policy_pool.hpp) with the real lanes-policy-worker ($LANES_POLICY_WORKER,
 // set by make check).
+#include <sched.h>
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -426,6 +427,36 @@ TEST(PolicyWorker, AWorkerThatDiedIdleIsReplacedNotBlamedOnAJob) {
     EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
     EXPECT_EQ((*p)->worker_stats().worker_deaths, 1u);
     EXPECT_EQ(worker_children().size(), 1u);
+}
+
+// The worker runs on its caller's CPU, whichever that is at the time: the
+// caller sleeps while the worker runs, so no wake-up crosses CPUs.
+TEST(PolicyWorker, FollowsItsCallersCpu) {
+    REQUIRE_WORKER();
+    cpu_set_t mine;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+    std::vector<int> allowed;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &mine)) allowed.push_back(c);
+    ASSERT_FALSE(allowed.empty());
+    auto p = Policy::compile("function classify(job) return 'training' end", "/etc/slurm/p.lua",
+                             worker_config("workers = 1"), nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    auto pids = worker_children();
+    ASSERT_EQ(pids.size(), 1u);
+    test::FixedWindows windows;
+    for (int cpu : {allowed.back(), allowed.front()}) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+        EXPECT_EQ((*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows).class_name, "training");
+        cpu_set_t its;
+        ASSERT_EQ(::sched_getaffinity(pids[0], sizeof its, &its), 0);
+        EXPECT_EQ(CPU_COUNT(&its), 1) << "caller on CPU " << cpu;
+        EXPECT_TRUE(CPU_ISSET(cpu, &its)) << "caller on CPU " << cpu;
+    }
+    ASSERT_EQ(::sched_setaffinity(0, sizeof mine, &mine), 0);
 }
 
 // What the worker gave up before running the policy, as the kernel reports it.
