@@ -131,9 +131,7 @@ struct NodeShaper::Impl {
         }
         if (!selected) return fail("no [[nodes.nic]] selects node " + hostname);
         if (nics.empty()) {
-            std::string all_problems;
-            for (const auto& p : problems) all_problems += (all_problems.empty() ? "" : "; ") + p;
-            return fail("no NIC of node " + hostname + " can be shaped: " + all_problems);
+            return fail("no NIC of node " + hostname + " can be shaped: " + join_errors(problems));
         }
         return {};
     }
@@ -1128,9 +1126,9 @@ Result<std::vector<uint32_t>> NodeShaper::reconcile(const std::function<bool(con
 Result<void> NodeShaper::remove_all() {
     auto lock = impl_->store.lock();
     if (!lock) return std::unexpected(lock.error());
-    std::string errors;
+    std::vector<std::string> errors;
     auto note = [&](const Result<void>& r) {
-        if (!r) errors += (errors.empty() ? "" : "; ") + r.error().message;
+        if (!r) errors.push_back(r.error().message);
     };
     for (const auto& st : impl_->store.load_all()) note(impl_->remove_locked(st.job_id));
     impl_->drain_parked();
@@ -1148,7 +1146,7 @@ Result<void> NodeShaper::remove_all() {
         auto own = place_job_cgroup(impl_->config.cgroup_root, impl_->mount, 0, std::nullopt);
         if (own && own->owned) ::rmdir(own->parent.c_str());
     }
-    if (!errors.empty()) return fail(errors);
+    if (!errors.empty()) return fail(join_errors(errors));
     return {};
 }
 
@@ -1161,11 +1159,8 @@ Result<NodeShaper::Reapplied> NodeShaper::check() {
 Result<NodeShaper::Reapplied> NodeShaper::reapply(bool /*only_if_needed: converge never touches what is in place*/) {
     auto rep = converge(false);
     if (!rep) return std::unexpected(rep.error());
-    if (!rep->problems.empty()) {
-        std::string all;
-        for (const auto& p : rep->problems) all += (all.empty() ? "" : "; ") + p;
-        if (rep->repairs.empty() && rep->nics.empty()) return fail("reapply: " + all);
-    }
+    if (!rep->problems.empty() && rep->repairs.empty() && rep->nics.empty())
+        return fail("reapply: " + join_errors(rep->problems));
     return Impl::reapplied_of(*rep);
 }
 

@@ -33,7 +33,8 @@ struct ShapedCount {
 };
 ShapedCount recount_shaped(const std::vector<JobState>& records, uint32_t kept);
 
-// The errors of the teardowns that failed, as reconcile() reports them.
+// Several errors or problems in one message, as reconcile(), remove_all(),
+// reapply() and open() report them ("a; b").
 std::string join_errors(const std::vector<std::string>& errors);
 
 }  // namespace lanes
