@@ -17,11 +17,16 @@
 #include "core/hostlist.hpp"
 #include "node/burst_bound_plan.hpp"
 #include "node/cgroup_tree.hpp"
+#include "node/job_setup_plan.hpp"
 #include "node/job_state_store.hpp"
+#include "node/job_teardown_plan.hpp"
 #include "node/node_facts.hpp"
 #include "node/packet_marker.hpp"
 #include "node/pool_plan.hpp"
+#include "node/reconcile_plan.hpp"
+#include "node/state_migration_plan.hpp"
 #include "node/state_registry.hpp"
+#include "node/step_key_plan.hpp"
 
 namespace lanes {
 
@@ -126,9 +131,7 @@ struct NodeShaper::Impl {
         }
         if (!selected) return fail("no [[nodes.nic]] selects node " + hostname);
         if (nics.empty()) {
-            std::string all_problems;
-            for (const auto& p : problems) all_problems += (all_problems.empty() ? "" : "; ") + p;
-            return fail("no NIC of node " + hostname + " can be shaped: " + all_problems);
+            return fail("no NIC of node " + hostname + " can be shaped: " + join_errors(problems));
         }
         return {};
     }
@@ -198,16 +201,9 @@ struct NodeShaper::Impl {
     // scope will make it; nullopt when Slurm's cgroup/v2 plugin does not run here
     // (no stepd scope under the cgroup2 mount).
     std::optional<std::string> slurm_job_dir(uint32_t job_id) {
-        auto scopes = cgroups->slurm_stepd_scopes();
-        const std::string job = "/job_" + std::to_string(job_id);
-        for (const auto& scope : scopes)
-            if (cgroups->exists(scope + job)) return scope + job;
-        if (scopes.empty()) return std::nullopt;
-        // Several slurmd on one host (or an old scope left behind): the scope named
-        // after this node.
-        for (const auto& scope : scopes)
-            if (scope.ends_with("/" + hostname + "_slurmstepd.scope")) return scope + job;
-        return scopes.front() + job;
+        return slurm_job_dir_of(
+            cgroups->slurm_stepd_scopes(), [&](const std::string& dir) { return cgroups->exists(dir); }, hostname,
+            job_id);
     }
 
     Result<void> refresh_nic_facts() {
@@ -367,24 +363,14 @@ struct NodeShaper::Impl {
         // The cheap half of converge(): other jobs are shaped here but a NIC has
         // no root of ours (a `tc qdisc del`, a recreated NIC): the full converge()
         // runs once this job is applied.
-        const bool root_lost =
-            store.shaped_jobs() > (*previous ? 1u : 0u) &&
-            std::any_of(nics.begin(), nics.end(), [](const NicFacts& n) { return n.root_handle == 0; });
+        const bool root_lost = prolog_finds_root_lost(store.shaped_jobs(), previous->has_value(), nics);
 
         Result<CgroupPlacement> place;
         if (!req.cgroup.empty()) {
             // The caller's dir (Slurm's job cgroup): any depth, never ours to make or remove.
-            if (req.cgroup.front() == '/' || req.cgroup.find("..") != std::string::npos)
-                return fail(job + ": cgroup \"" + req.cgroup + "\" must be relative to the cgroup2 mount " +
-                            mount.mount_point);
-            CgroupPlacement p;
-            p.dir = mount.mount_point + (mount.mount_point.ends_with("/") ? "" : "/") + req.cgroup;
-            p.parent = p.dir.substr(0, p.dir.find_last_of('/'));
-            p.key = req.cgroup;
-            p.level = cgroup_level(mount, req.cgroup);
-            p.owned = false;
-            if (!cgroups->exists(p.dir)) return fail(job + ": cgroup " + p.dir + " does not exist");
-            place = p;
+            place = place_named_cgroup(mount, req.cgroup, job);
+            if (!place) return std::unexpected(place.error());
+            if (!cgroups->exists(place->dir)) return fail(job + ": cgroup " + place->dir + " does not exist");
         } else {
             // Where Slurm's cgroup/v2 plugin runs (a stepd scope exists), the job is
             // keyed on Slurm's job_<id> dir: no task leaves Slurm's tree. With
@@ -397,39 +383,17 @@ struct NodeShaper::Impl {
             if (!place) return std::unexpected(place.error());
         }
 
-        // A root of ours under an older root_handle (lanes.toml changed while jobs
-        // run on it): new jobs join it until it is idle, then it is replaced.
-        NodeConfig effective = config;
-        bool replaced_idle_root = false;
-        if (*previous && (*previous)->root_major != 0) effective.root_handle_major = (*previous)->root_major;
-        bool joined = false;
-        for (auto& nic : nics) {
-            if (!nic.has_foreign_root_qdisc || nic.root_kind != "htb") continue;
-            const auto old_major = static_cast<uint16_t>(nic.root_handle >> 16);
-            for (const auto& other : store.load_all()) {
-                if (other.root_major != old_major) continue;
-                effective.root_handle_major = old_major;
-                nic.has_foreign_root_qdisc = false;
-                nic.has_our_root = true;
-                say(LogLevel::Info, job + ": NIC " + nic.device + " keeps the root htb " +
-                                        nft_priority(tc_handle(old_major, 0)) +
-                                        " of running jobs (node.root_handle "
-                                        "changed; the new one applies once they are gone)");
-                joined = true;
-                break;
-            }
-        }
-        // An idle root of ours under another root_handle: replaced by the configured one.
-        for (auto& nic : nics) {
-            if (joined || !nic.has_foreign_root_qdisc || nic.root_kind != "htb") continue;
-            const auto old_major = static_cast<uint16_t>(nic.root_handle >> 16);
-            if (!is_our_old_root(nic.device, old_major)) continue;
-            say(LogLevel::Info, job + ": NIC " + nic.device + ": replacing Lanes' idle root htb " +
-                                    nft_priority(tc_handle(old_major, 0)) + " (node.root_handle changed)");
-            nic.has_our_root = false;
-            effective.foreign_qdisc = ForeignQdiscAction::Adopt;  // EnsureRoot replaces it
-            replaced_idle_root = true;
-        }
+        // The root of the job's class (node.root_handle changed while jobs run).
+        JobRoot root = plan_job_root(
+            config, job, *previous ? (*previous)->root_major : 0, nics,
+            [&](uint16_t major) {
+                const auto all = store.load_all();
+                return std::any_of(all.begin(), all.end(), [&](const JobState& o) { return o.root_major == major; });
+            },
+            [&](const std::string& dev, uint16_t major) { return is_our_old_root(dev, major); });
+        nics = root.nics;
+        for (const auto& note : root.notes) say(LogLevel::Info, note);
+        const NodeConfig& effective = root.effective;
         // The class: the job's own on a re-apply, else a parked one on the same
         // NICs under the same root (a change, not a create: see ParkedClass), else
         // a new minor.
@@ -462,22 +426,16 @@ struct NodeShaper::Impl {
         facts.cgroup_slurm = !place->owned && req.cgroup.empty();
         facts.cgroup_pending = facts.cgroup_slurm && !cgroups->exists(place->dir);
         auto plan = plan_apply(effective, facts, req, minor, *previous);
-        if (plan && replaced_idle_root)
-            std::erase_if(plan->warnings,
-                          [](const std::string& w) { return w.find("replacing foreign") != std::string::npos; });
         if (!plan) {
             if (claimed) (void)store.release_minor(minor, req.job_id);
             return std::unexpected(plan.error());
         }
-        for (const auto& w : plan->warnings) say(LogLevel::Error, w);
-        JobState state = plan->state;
-        state.boot_id = current_boot_id();  // a later boot knows this job is gone
-        state.pending_devices = unready;    // converge() shapes them once they are up
+        for (const auto& w : setup_warnings(*plan, root)) say(LogLevel::Error, w);
+        std::optional<uint64_t> dir_id;
         if (!place->owned) {
-            auto id = cgroups->dir_id(place->dir);
-            if (id) state.cgroup_id = *id;
-            state.cgroup_level = place->level;
+            if (auto id = cgroups->dir_id(place->dir)) dir_id = *id;
         }
+        JobState state = recorded_setup_state(plan->state, current_boot_id(), unready, *place, dir_id);
         // Intent first: a crash from here on leaves a state file that remove() cleans.
         r = store.save(state);
         if (!r) {
@@ -490,7 +448,7 @@ struct NodeShaper::Impl {
             r = execute(op, state);
             if (!r) break;
         }
-        if (r && !(*previous && **previous == state)) {
+        if (r && setup_changes_gso(*previous, state)) {
             // The GSO bound follows the job's cap (a changed request: out with the old).
             if (*previous) (void)gso_account(**previous, -1);
             r = gso_account(state, +1);
@@ -511,11 +469,7 @@ struct NodeShaper::Impl {
         r = store.save(state);
         if (!r) return std::unexpected(r.error());
         if (!*previous) (void)store.set_shaped_jobs(store.shaped_jobs() + 1);
-        say(LogLevel::Info, job + ": class " + req.class_name + " shaped as " +
-                                nft_priority(tc_handle(effective.root_handle_major, minor)) +
-                                (took_parked ? " (a parked class)" : "") + " on " +
-                                std::to_string(state.devices.size()) + " NIC(s), cgroup " + state.cgroup +
-                                (facts.cgroup_pending ? " (Slurm's; keyed by the job's first step)" : ""));
+        say(LogLevel::Info, setup_done_line(state, job, took_parked, facts.cgroup_pending));
         if (root_lost) {
             auto rep = converge_locked(false);
             if (!rep) say(LogLevel::Error, job + ": converge: " + rep.error().message);
@@ -530,15 +484,13 @@ struct NodeShaper::Impl {
             JobStateStore other(dir);
             auto st = other.load(job_id);
             if (!st || !*st) continue;
-            JobState state = **st;
-            auto plan = plan_remove(state, config.root_handle_major);
-            auto r = execute_all_best_effort(plan.operations, state);
-            if (!r) return fail("JobId=" + std::to_string(job_id) + ": remove: " + r.error().message);
+            MigratedTeardown plan = plan_migrated_teardown(job_id, dir, **st, config.root_handle_major);
+            auto r = execute_all_best_effort(plan.removal.operations, plan.state);
+            if (!r) return fail(plan.failed + r.error().message);
             (void)other.erase(job_id);
-            (void)other.release_minor(state.minor, job_id);
-            say(LogLevel::Info, "JobId=" + std::to_string(job_id) + ": shaping removed (state was in " + dir +
-                                    ", the state_dir at its prolog)");
-            drop_unused_old_root(state);
+            (void)other.release_minor(plan.state.minor, job_id);
+            say(LogLevel::Info, plan.done);
+            drop_unused_old_root(plan.state);
             return true;
         }
         return false;
@@ -548,20 +500,9 @@ struct NodeShaper::Impl {
     // while it ran): once no job uses it on a NIC, that old root goes, so the next
     // prolog does not see it as foreign.
     void drop_unused_old_root(const JobState& state) {
-        if (state.root_major == 0 || state.root_major == config.root_handle_major) return;
-        auto rest = store.load_all();
-        for (const auto& dev : state.devices) {
-            bool used = std::any_of(rest.begin(), rest.end(), [&](const JobState& o) {
-                return o.root_major == state.root_major &&
-                       std::any_of(o.devices.begin(), o.devices.end(),
-                                   [&](const JobDevice& d) { return d.device == dev.device; });
-            });
-            if (used) continue;
-            auto r = tc->delete_root(DeleteRoot{dev.device, 0, state.root_major});
-            if (r)
-                say(LogLevel::Info, "NIC " + dev.device + ": removed the old root htb " +
-                                        nft_priority(tc_handle(state.root_major, 0)) + " (node.root_handle changed)");
-        }
+        if (!hangs_from_old_root(state, config.root_handle_major)) return;
+        for (const auto& root : idle_old_roots(state, config.root_handle_major, store.load_all()))
+            if (tc->delete_root(root)) say(LogLevel::Info, old_root_removed_line(root));
     }
 
     Result<void> remove_locked(uint32_t job_id) {
@@ -578,25 +519,20 @@ struct NodeShaper::Impl {
             return {};
         }
         JobState state = **st;
-        const bool shaped = !state.devices.empty();
-        const uint32_t shaped_left = shaped ? std::max(store.shaped_jobs(), 1u) - 1 : store.shaped_jobs();
-        const bool parked = shaped_left > 0 && park(state);
+        JobTeardown plan = plan_teardown(state, store.shaped_jobs(), config.root_handle_major);
+        const bool parked = plan.may_park && park(state);
         if (!parked) {
-            auto plan = plan_remove(state, config.root_handle_major);
-            auto r = execute_all_best_effort(plan.operations, state);
+            auto r = execute_all_best_effort(plan.removal.operations, state);
             if (!r) return fail("JobId=" + std::to_string(job_id) + ": remove: " + r.error().message);
         }
         auto r = store.erase(job_id);
         if (!r) return r;
         (void)store.release_minor(state.minor, job_id);
-        if (shaped) (void)store.set_shaped_jobs(shaped_left);
-        if (shaped_left == 0) drain_parked();
+        if (plan.shaped) (void)store.set_shaped_jobs(plan.shaped_left);
+        if (plan.drain_pool) drain_parked();
         if (auto g = gso_account(state, -1); !g)
             say(LogLevel::Error, "JobId=" + std::to_string(job_id) + ": " + g.error().message);
-        say(LogLevel::Info, "JobId=" + std::to_string(job_id) + ": shaping removed" +
-                                (parked ? " (class " + nft_priority(tc_handle(state.root_major, state.minor)) +
-                                              " parked for the next job)"
-                                        : ""));
+        say(LogLevel::Info, teardown_done_line(state, parked));
         drop_unused_old_root(state);
         return {};
     }
@@ -962,15 +898,15 @@ struct NodeShaper::Impl {
     void drop_stale_claims() {
         DIR* d = ::opendir(store.dir().c_str());
         if (!d) return;
-        std::vector<uint16_t> stale;
+        std::vector<MinorClaim> claims;
         while (dirent* e = ::readdir(d)) {
             auto minor = minor_of_claim_name(e->d_name);
             if (!minor) continue;
             auto owner = store.minor_owner(*minor);
-            if (!owner || ::access(store.job_path(*owner).c_str(), F_OK) != 0) stale.push_back(*minor);
+            claims.push_back(MinorClaim{*minor, owner, owner && ::access(store.job_path(*owner).c_str(), F_OK) == 0});
         }
         ::closedir(d);
-        for (uint16_t m : stale) {
+        for (uint16_t m : stale_claims(claims)) {
             auto owner = store.minor_owner(m);
             if (owner ? ::access(store.job_path(*owner).c_str(), F_OK) != 0 : true)
                 ::unlink((store.dir() + "/" + claim_name(m)).c_str());
@@ -1078,43 +1014,37 @@ Result<JobState> NodeShaper::classify_step_with(const NodeConfig& config, const 
     impl->cgroups = std::move(cgroups);
     auto st = impl->store.load(job_id);
     if (!st) return std::unexpected(st.error());
-    if (!*st) return fail(job + "no Lanes record on this node (the prolog did not run, or its record was removed)");
-    if (!(*st)->unshaped.empty() || !(*st)->cgroup_slurm) return **st;  // nothing to key, or our own cgroup
+    if (!*st) return fail(step_no_record_error(job_id));
+    if (!step_needs_key(**st)) return **st;  // nothing to key, or our own cgroup
     auto m = impl->cgroups->mount();
     if (!m) return fail(job + m.error().message);
     impl->mount = *m;
     auto dir = impl->slurm_job_dir(job_id);
-    if (!dir || !impl->cgroups->exists(*dir))
-        return fail(job + "Slurm's job cgroup job_" + std::to_string(job_id) + " not found under any slurmstepd scope" +
-                    (dir ? " (looked for " + *dir + ")" : ""));
+    if (!dir || !impl->cgroups->exists(*dir)) return fail(step_no_slurm_dir_error(job_id, dir));
     auto id = impl->cgroups->dir_id(*dir);
     if (!id) return fail(job + id.error().message);
-    if ((*st)->cgroup_id == *id && (*st)->cgroup == *dir) return **st;  // keyed by an earlier step: no nft
+    if (step_keyed(**st, *dir, *id)) return **st;  // keyed by an earlier step: no nft
 
     auto lock = impl->store.lock();
     if (!lock) return std::unexpected(lock.error());
     auto fresh = impl->store.load(job_id);  // an epilog or another step may have run meanwhile
     if (!fresh) return std::unexpected(fresh.error());
     if (!*fresh) return fail(job + "its Lanes record was removed while the step started");
-    JobState state = **fresh;
-    if (state.cgroup_id == *id && state.cgroup == *dir) return state;
+    if (step_keyed(**fresh, *dir, *id)) return **fresh;
     auto marker = make_marker(impl->mount);
     if (!marker) return fail(job + marker.error().message);
     impl->marker = std::move(*marker);
     auto r = impl->prepare_marker();
     if (!r) return fail(job + r.error().message);
-    if (state.root_major == 0) state.root_major = config.root_handle_major;
-    if (state.cgroup_id != 0 && state.cgroup_id != *id) {
+    StepKey plan = plan_step_key(**fresh, *dir, *id, impl->mount, config.root_handle_major);
+    if (plan.old_key) {
         // Slurm made the dir anew (another inode): the old key goes.
-        r = impl->marker->remove_job(NftRemoveJob{job_id, state.cgroup_id, state.dscp_marked});
+        r = impl->marker->remove_job(*plan.old_key);
         if (!r) return fail(job + r.error().message);
     }
-    state.cgroup = *dir;
-    state.cgroup_key = relative_path(*dir, impl->mount.mount_point);
-    state.cgroup_level = cgroup_level(impl->mount, state.cgroup_key);
-    state.cgroup_id = *id;
+    JobState& state = plan.state;
     bool rebuilt = false;
-    auto where = impl->marker->add_job(nft_job_of(state), &rebuilt);
+    auto where = impl->marker->add_job(plan.marks, &rebuilt);
     if (!where) return fail(job + where.error().message);
     state.cgroup_id = where->id;
     state.cgroup_level = where->level;
@@ -1124,9 +1054,7 @@ Result<JobState> NodeShaper::classify_step_with(const NodeConfig& config, const 
         r = impl->remark_all(state);
         if (!r) impl->say(LogLevel::Error, job + r.error().message);
     }
-    impl->say(LogLevel::Info, job + "traffic keyed on Slurm's cgroup " + state.cgroup_key + " (cgroup id " +
-                                  std::to_string(state.cgroup_id) + ", level " + std::to_string(state.cgroup_level) +
-                                  ")");
+    impl->say(LogLevel::Info, step_keyed_line(state));
     return state;
 }
 
@@ -1178,31 +1106,29 @@ Result<std::vector<uint32_t>> NodeShaper::reconcile(const std::function<bool(con
     auto lock = impl_->store.lock();
     if (!lock) return std::unexpected(lock.error());
     std::vector<uint32_t> removed;
-    std::string errors;
+    std::vector<std::string> errors;
     for (const auto& st : impl_->store.load_all()) {
         if (job_alive(st)) continue;
         auto r = impl_->remove_locked(st.job_id);
         if (r) removed.push_back(st.job_id);
-        else errors += (errors.empty() ? "" : "; ") + r.error().message;
+        else errors.push_back(r.error().message);
     }
     impl_->drop_stale_claims();
     // The count of shaped jobs from the records themselves (a crash may have
     // left it off); no job left: the pool goes.
-    uint32_t shaped = 0;
-    for (const auto& st : impl_->store.load_all())
-        if (!st.devices.empty()) ++shaped;
-    if (shaped != impl_->store.shaped_jobs()) (void)impl_->store.set_shaped_jobs(shaped);
-    if (shaped == 0) impl_->drain_parked();
-    if (!errors.empty()) return fail(errors);
+    const ShapedCount count = recount_shaped(impl_->store.load_all(), impl_->store.shaped_jobs());
+    if (count.rewrite) (void)impl_->store.set_shaped_jobs(count.shaped);
+    if (count.drain_pool) impl_->drain_parked();
+    if (!errors.empty()) return fail(join_errors(errors));
     return removed;
 }
 
 Result<void> NodeShaper::remove_all() {
     auto lock = impl_->store.lock();
     if (!lock) return std::unexpected(lock.error());
-    std::string errors;
+    std::vector<std::string> errors;
     auto note = [&](const Result<void>& r) {
-        if (!r) errors += (errors.empty() ? "" : "; ") + r.error().message;
+        if (!r) errors.push_back(r.error().message);
     };
     for (const auto& st : impl_->store.load_all()) note(impl_->remove_locked(st.job_id));
     impl_->drain_parked();
@@ -1220,7 +1146,7 @@ Result<void> NodeShaper::remove_all() {
         auto own = place_job_cgroup(impl_->config.cgroup_root, impl_->mount, 0, std::nullopt);
         if (own && own->owned) ::rmdir(own->parent.c_str());
     }
-    if (!errors.empty()) return fail(errors);
+    if (!errors.empty()) return fail(join_errors(errors));
     return {};
 }
 
@@ -1233,11 +1159,8 @@ Result<NodeShaper::Reapplied> NodeShaper::check() {
 Result<NodeShaper::Reapplied> NodeShaper::reapply(bool /*only_if_needed: converge never touches what is in place*/) {
     auto rep = converge(false);
     if (!rep) return std::unexpected(rep.error());
-    if (!rep->problems.empty()) {
-        std::string all;
-        for (const auto& p : rep->problems) all += (all.empty() ? "" : "; ") + p;
-        if (rep->repairs.empty() && rep->nics.empty()) return fail("reapply: " + all);
-    }
+    if (!rep->problems.empty() && rep->repairs.empty() && rep->nics.empty())
+        return fail("reapply: " + join_errors(rep->problems));
     return Impl::reapplied_of(*rep);
 }
 

@@ -48,6 +48,14 @@
 //   burst_bound_plan.hpp  the GSO/TSO burst bound (node.gso_burst): the gso_<dev>
 //                         file, the size per lowest capped ceil, its repair
 //   state_registry.hpp    .lanes-state-dirs, .lanes-roots and the minor claim names
+//   job_setup_plan.hpp    the prolog around plan_apply(): the root after a
+//                         root_handle change, a named cgroup, what is recorded
+//   job_teardown_plan.hpp the epilog: shaped jobs left, park or delete, the
+//                         drain, idle roots of an older root_handle
+//   state_migration_plan.hpp  a job whose state is in another state_dir
+//   step_key_plan.hpp     classify_step(): Slurm's job dir and its nft key
+//   reconcile_plan.hpp    reconcile()'s bookkeeping: stale minor claims, the
+//                         shaped-jobs count, the drain
 //
 // Concurrency: apply/remove/reconcile/remove_all/classify_step hold
 // flock(state_dir/lock) while they change things, so prologs, steps and epilogs

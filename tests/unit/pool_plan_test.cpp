@@ -4,21 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "node/pool_plan.hpp"
+#include "tests/unit/job_states.hpp"
 
 namespace lanes {
 namespace {
 
-JobState job_on(std::vector<std::string> devices, uint16_t major, uint16_t minor) {
-    JobState st;
-    st.job_id = 42;
-    st.root_major = major;
-    st.minor = minor;
-    for (auto& d : devices) {
-        JobDevice dev;
-        dev.device = std::move(d);
-        st.devices.push_back(std::move(dev));
-    }
-    return st;
+JobState job_on(const std::vector<std::string>& devices, uint16_t major, uint16_t minor) {
+    return test::job_state(42, major, minor, devices);
 }
 
 TEST(PoolPlan, Parkable) {
