@@ -12,3 +12,6 @@ export LANES_BUILDDIR=${LANES_BUILDDIR:-$LANES_SRCDIR/build}
 # shellcheck source=tests/e2e/e2e.sh
 source "$LANES_SRCDIR/tests/e2e/e2e.sh"
 e2e_require_root
+# slurmctld's job_submit/lanes runs the policy in this build's worker (make
+# check sets the same; without it the installed path is looked for).
+export LANES_POLICY_WORKER=${LANES_POLICY_WORKER:-$LANES_BUILDDIR/policy_worker/lanes-policy-worker}

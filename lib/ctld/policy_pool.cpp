@@ -276,7 +276,7 @@ PolicyWorkerPool::Worker PolicyWorkerPool::acquire(SteadyClock::time_point deadl
                 ++stats_.queue_timeouts;
                 error = name() + ": no policy worker became free within the time budget of " +
                         describe_duration(options_.time_budget) + " (" + std::to_string(busy_) + " busy, " +
-                        std::to_string(options_.workers - std::min(options_.workers, total_)) + " being restarted, " +
+                        std::to_string(options_.workers - std::min(options_.workers, busy_)) + " being restarted, " +
                         std::to_string(waiting_) + " other jobs waiting); the job was not classified";
                 return {};
             }

@@ -325,6 +325,59 @@ TEST(PolicyWorker, QueueFullAndNoWorkerFreeAreErrorsThatSayWhy) {
     }
 }
 
+// A worker being started (counted among the workers from the moment
+// maintain() reserves its place) is not free: "no worker free" says it is
+// being restarted, not "0 busy, 0 being restarted". The worker program is a
+// wrapper that starts the real one half a second late, so the start is still
+// under way when the job gives up.
+TEST(PolicyWorker, NoWorkerFreeCountsTheWorkerBeingStarted) {
+    REQUIRE_WORKER();
+    auto dir = std::filesystem::temp_directory_path() / ("lanes-slow-worker-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    auto wrapper = dir / "slow-worker";
+    {
+        std::ofstream out(wrapper);
+        out << "#!/bin/sh\n/bin/sleep 0.5\nexec " << worker_program() << " \"$@\"\n";
+    }
+    std::filesystem::permissions(wrapper, std::filesystem::perms(0755));
+    auto config = parse_config(
+        "default_class = \"batch\"\n[policy]\nscript = \"p.lua\"\ntime_budget = \"50ms\"\n"
+        "worker = \"" +
+            wrapper.string() + "\"\nworkers = 1\n" + kRoomForBigStrings +
+            "\n[classes.training]\nrank = 1\n[classes.batch]\nrank = 3\n",
+        "/etc/slurm/lanes.toml");
+    ASSERT_TRUE(config) << config.error().message;
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", std::make_shared<const Config>(std::move(*config)),
+                             nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    (*p)->build_in_background(nullptr);
+    test::FixedWindows windows;
+    EXPECT_EQ((*p)->classify(attacking_job(), utc(2026, 11, 30, 9), windows).kind, PolicyOutcome::Kind::Error);
+    EXPECT_EQ((*p)->worker_stats().workers, 0u);  // killed
+    // The thread that starts a worker must outlive it (PR_SET_PDEATHSIG), as
+    // slurmctld's maintainer thread does.
+    std::promise<void> finish;
+    std::atomic<bool> restarted{false};
+    std::thread restarter([&, until = finish.get_future()] {
+        (*p)->maintain();
+        restarted = true;
+        until.wait();
+    });
+    while ((*p)->worker_stats().workers == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto out = (*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows);
+    EXPECT_EQ(out.kind, PolicyOutcome::Kind::Error);
+    EXPECT_NE(out.error.find("no policy worker became free within the time budget of 50ms (0 busy, 1 being restarted, "
+                             "0 other jobs waiting)"),
+              std::string::npos)
+        << out.error;
+    while (!restarted) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    out = (*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows);
+    EXPECT_EQ(out.class_name, "training") << out.error;
+    finish.set_value();
+    restarter.join();
+    std::filesystem::remove_all(dir);
+}
+
 TEST(PolicyWorker, AHangingTopLevelFailsToLoadInBoundedTime) {
     REQUIRE_WORKER();
     auto p = Policy::compile(
