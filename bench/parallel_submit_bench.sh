@@ -92,7 +92,7 @@ run_variant() {  # NAME -> "NAME server_us wall_us_per_job p50_us p99_us accepte
             -e "s|^on_error = \"reject\"\$|on_error = \"reject\"\nmetrics_file = \"$1/controller.prom\"|" \
             "$1/lanes.toml"
         if ((slow)); then
-            sed -i 's|^on_error = "reject"$|on_error = "reject"\nworkers = 1\nqueue = 0\ntime_budget = \"100ms\"\nmemory_limit = "64MiB"\ninstruction_budget = 10000000|' \
+            sed -i 's|^on_error = "reject"$|on_error = "reject"\nworkers = 1\nqueue = 0\noverrun_cooldown = "0s"\ntime_budget = \"100ms\"\nmemory_limit = "64MiB"\ninstruction_budget = 10000000|' \
                 "$1/lanes.toml"
         fi
     }

@@ -456,6 +456,8 @@ struct Parser {
         }
         if (auto v = r.integer("workers", 1, 64)) config.policy.workers = static_cast<uint32_t>(*v);
         if (auto v = r.integer("queue", 0, 4096)) config.policy.queue = static_cast<uint32_t>(*v);
+        if (auto d = read_duration(r, "overrun_cooldown", std::chrono::seconds{0}, std::chrono::hours{1}, "0s..1h"))
+            config.policy.overrun_cooldown = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
         if (const toml::node* n = t.get("metrics_file")) {
             r.get("metrics_file");
             if (!n->is_string()) r.wrong_type(*n, "metrics_file", "an absolute path");

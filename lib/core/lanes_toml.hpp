@@ -104,6 +104,9 @@ struct PolicyConfig {
     std::string worker;
     uint32_t workers = 0;      // worker processes; 0: by CPU count (2..8)
     uint32_t queue = 64;       // callers waiting for a free worker; past it a job is refused
+    // After a job of a user overran time_budget, that user's jobs get on_error
+    // without running the policy for this long (0: off).
+    std::chrono::milliseconds overrun_cooldown{60000};
     std::string metrics_file;  // slurmctld writes its policy counters here (Prometheus text); empty: none
 };
 

@@ -140,6 +140,7 @@ public:
             retired_.kills += s.kills;
             retired_.queue_rejections += s.queue_rejections;
             retired_.queue_timeouts += s.queue_timeouts;
+            retired_.cooling_down += s.cooling_down;
             retired_.worker_deaths += s.worker_deaths;
             retired_.respawns += s.respawns;
             retired_.spawn_failures += s.spawn_failures;
@@ -200,6 +201,7 @@ public:
             s.policy.kills += retired_.kills;
             s.policy.queue_rejections += retired_.queue_rejections;
             s.policy.queue_timeouts += retired_.queue_timeouts;
+            s.policy.cooling_down += retired_.cooling_down;
             s.policy.worker_deaths += retired_.worker_deaths;
             s.policy.respawns += retired_.respawns;
             s.policy.spawn_failures += retired_.spawn_failures;
@@ -525,7 +527,8 @@ std::string describe_stats(const ClassifierStats& s) {
            std::to_string(p.waiting) + " waiting; " + std::to_string(p.classifications) + " classifications, " +
            std::to_string(p.overruns) + " over the time budget (worker killed), " + std::to_string(p.worker_deaths) +
            " worker failures, " + std::to_string(p.queue_rejections) + " refused with the queue full, " +
-           std::to_string(p.queue_timeouts) + " refused with no worker free in time, " + std::to_string(p.respawns) +
+           std::to_string(p.queue_timeouts) + " refused with no worker free in time, " +
+           std::to_string(p.cooling_down) + " refused while their owner cooled down, " + std::to_string(p.respawns) +
            " workers started, " + std::to_string(p.spawn_failures) +
            " failed to start; reloads: " + std::to_string(s.reloads) + " done, " + std::to_string(s.reload_failures) +
            " refused";
@@ -548,8 +551,11 @@ std::string stats_prometheus(const ClassifierStats& s) {
            {{"", p.kills}});
     metric("lanes_policy_worker_failures_total", "counter", "Policy workers that ended or spoke garbage.",
            {{"", p.worker_deaths}});
-    metric("lanes_policy_refused_total", "counter", "Jobs not classified: the queue was full or no worker was free.",
-           {{"{reason=\"queue_full\"}", p.queue_rejections}, {"{reason=\"no_worker_free\"}", p.queue_timeouts}});
+    metric("lanes_policy_refused_total", "counter",
+           "Jobs not classified: the queue was full, no worker was free, or their owner's last job overran.",
+           {{"{reason=\"queue_full\"}", p.queue_rejections},
+            {"{reason=\"no_worker_free\"}", p.queue_timeouts},
+            {"{reason=\"cooling_down\"}", p.cooling_down}});
     metric("lanes_policy_workers_started_total", "counter", "Policy workers started after the first.",
            {{"", p.respawns}});
     metric("lanes_policy_worker_start_failures_total", "counter", "Policy workers that failed to start.",

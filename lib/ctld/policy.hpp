@@ -56,6 +56,7 @@ struct WorkerPoolStats {
     uint64_t kills = 0;             // workers SIGKILLed (overruns, protocol errors)
     uint64_t queue_rejections = 0;  // calls refused: the queue was full
     uint64_t queue_timeouts = 0;    // calls refused: no worker free before the deadline
+    uint64_t cooling_down = 0;      // calls refused: the owner's last job overran (cool-down)
     uint64_t worker_deaths = 0;     // workers that died or spoke garbage mid-call
     uint64_t respawns = 0;          // workers started after the first
     uint64_t spawn_failures = 0;    // starts that failed (logged)

@@ -90,6 +90,7 @@ Result<std::shared_ptr<Policy>> Policy::compile(std::string source, std::string 
         options.program = c.policy.worker;
         options.workers = c.policy.workers ? c.policy.workers : policy->max_states_;
         options.queue = c.policy.queue;
+        options.overrun_cooldown = c.policy.overrun_cooldown;
         options.time_budget = c.policy.time_budget;
         options.start_timeout = kLoadBudgetFactor * c.policy.time_budget + std::chrono::seconds(2);
         wire::Init init{c.text, c.path, policy->chunk_name_, policy->source_};

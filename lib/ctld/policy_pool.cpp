@@ -90,6 +90,7 @@ bool idle_and_alive(const PolicyWorkerPool::Worker& w) {
 PolicyWorkerPool::PolicyWorkerPool(wire::Init init, WorkerPoolOptions options, LogSink log)
     : init_(std::move(init)), options_(std::move(options)), log_(std::move(log)) {
     if (options_.workers == 0) options_.workers = 1;
+    cooldown_ = OverrunCooldown(options_.overrun_cooldown);
 }
 
 PolicyWorkerPool::~PolicyWorkerPool() {
@@ -321,9 +322,24 @@ void PolicyWorkerPool::release(Worker w, bool healthy) {
     if (wake && wake_) wake_();
 }
 
+std::optional<std::string> PolicyWorkerPool::cooling_down(uint32_t uid) {
+    std::lock_guard lock(mutex_);
+    auto now = SteadyClock::now();
+    auto until = cooldown_.until(uid, now);
+    if (!until) return std::nullopt;
+    ++stats_.cooling_down;
+    auto left = std::chrono::ceil<std::chrono::seconds>(*until - now).count();
+    return name() + ": a job of uid " + std::to_string(uid) + " overran the time budget of " +
+           describe_duration(options_.time_budget) + " less than " +
+           std::to_string(std::chrono::ceil<std::chrono::seconds>(options_.overrun_cooldown).count()) +
+           " s ago; this user's jobs are not run through the policy for another " + std::to_string(left) +
+           " s (policy.overrun_cooldown), so that no user can keep every policy worker killed";
+}
+
 PolicyOutcome PolicyWorkerPool::classify(const JobView& job, SysSeconds now, const WindowOracle& windows) noexcept {
     try {
         auto deadline = SteadyClock::now() + options_.time_budget + std::chrono::milliseconds(1);
+        if (auto refused = cooling_down(job.uid)) return error_outcome(*refused);
         std::string error;
         bool started_inline = false;
         Worker w = acquire(deadline, error, started_inline);
@@ -336,7 +352,10 @@ PolicyOutcome PolicyWorkerPool::classify(const JobView& job, SysSeconds now, con
             {
                 std::lock_guard lock(mutex_);
                 ++stats_.kills;
-                if (overrun) ++stats_.overruns;
+                if (overrun) {
+                    ++stats_.overruns;
+                    cooldown_.overran(job.uid, SteadyClock::now());
+                }
                 else ++stats_.worker_deaths;
             }
             release(w, false);

@@ -17,11 +17,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/log.hpp"
 #include "core/result.hpp"
+#include "ctld/overrun_cooldown.hpp"
 #include "ctld/policy.hpp"
 #include "ctld/policy_wire.hpp"
 
@@ -35,6 +37,9 @@ struct WorkerPoolOptions {
     // How long a new worker may take to load the policy (its top level runs
     // with 10x the budgets) before it is killed.
     std::chrono::microseconds start_timeout{2000000};
+    // After a job's classification overran, that job owner's next jobs get
+    // the error outcome without running the policy for this long (0: off).
+    std::chrono::milliseconds overrun_cooldown{60000};
 };
 
 class PolicyWorkerPool {
@@ -73,6 +78,8 @@ private:
     Worker acquire(std::chrono::steady_clock::time_point deadline, std::string& error, bool& started_inline);
     void release(Worker w, bool healthy);
     void log(LogLevel level, const std::string& line) const noexcept;
+    // The message for a job whose owner is cooling down, counted; or nothing.
+    std::optional<std::string> cooling_down(uint32_t uid);
     std::string name() const;
 
     wire::Init init_;
@@ -88,6 +95,7 @@ private:
     bool background_ = false;
     std::function<void()> wake_;
     WorkerPoolStats stats_;
+    OverrunCooldown cooldown_{std::chrono::milliseconds(0)};
 };
 
 }  // namespace lanes

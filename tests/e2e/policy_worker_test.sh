@@ -41,6 +41,12 @@ e2e_check "the attacker's sbatch was answered (exit $rc)" test "$rc" -ne 124
 e2e_check "the attacker's job was refused with the budget named: $out" \
     grep -q 'did not return within the time budget of 50ms' <<<"$out"
 e2e_check "slurmctld logged why" grep -qE 'policy error: .*policy\.lua: classify\(\) did not return within the time budget of 50ms' "$ctl_log"
+# The attacker's next job, an ordinary one, does not reach a worker: its
+# owner cools down (policy.overrun_cooldown, 60s by default).
+out=$(cluster_run_as "$user" timeout "$LIMIT" sbatch --parsable --hold -J attacker-again -o /dev/null \
+    --wrap true 2>&1)
+e2e_check "the attacker's next job is refused while they cool down: $out" \
+    grep -qE "a job of uid $(id -u "$user") overran the time budget of 50ms .*policy\.overrun_cooldown" <<<"$out"
 victim=$(submit_as_root victim)
 e2e_check "another user's sbatch was accepted ($victim)" grep -qE '^[0-9]+$' <<<"$victim"
 e2e_check "sinfo answers" timeout "$LIMIT" nsenter --net="/run/netns/${CLUSTER_PREFIX}ctl" \
@@ -56,6 +62,8 @@ e2e_check "the kill is counted in slurmctld's log" grep -qE 'policy workers: .* 
 
 e2e_wait_until 25 grep -qx 'lanes_policy_overruns_total 1' "$CLUSTER_CONF_DIR/controller.prom"
 e2e_check "the kill is in policy.metrics_file" grep -qx 'lanes_policy_overruns_total 1' "$CLUSTER_CONF_DIR/controller.prom"
+e2e_check "the cool-down's refusal is in policy.metrics_file" \
+    grep -qx 'lanes_policy_refused_total{reason="cooling_down"} 1' "$CLUSTER_CONF_DIR/controller.prom"
 
 # A policy whose top level hangs: the reload is refused in bounded time and
 # the running policy stays.

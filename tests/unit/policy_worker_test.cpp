@@ -224,9 +224,11 @@ JobView plain_job() {
     return j;
 }
 
-JobView attacking_job() {
+JobView attacking_job() {  // another user's
     JobView j = plain_job();
     j.comment = "go";
+    j.user = "mallory";
+    j.uid = 1003;
     return j;
 }
 
@@ -273,6 +275,44 @@ TEST(PolicyWorker, OverrunKillsTheWorkerAndTheNextJobIsClassified) {
         EXPECT_EQ(out.kind, PolicyOutcome::Kind::Class) << out.error;
         EXPECT_EQ(out.class_name, "training");
     }
+}
+
+// One user whose jobs keep driving the policy into the kill path must not
+// keep every worker dead: after an overrun, that user's jobs get the error
+// outcome at once for policy.overrun_cooldown, others' jobs run as before.
+TEST(PolicyWorker, AnOwnerWhoseJobOverranCoolsDown) {
+    REQUIRE_WORKER();
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 2"),
+                             nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    test::FixedWindows windows;
+    EXPECT_NE((*p)->classify(attacking_job(), utc(2026, 11, 30, 9), windows).error.find("time budget of 50ms"),
+              std::string::npos);
+    JobView innocent = plain_job();
+    innocent.uid = attacking_job().uid;
+    for (int i = 0; i < 3; ++i) {
+        auto out = (*p)->classify(attacking_job(), utc(2026, 11, 30, 9), windows);
+        EXPECT_EQ(out.kind, PolicyOutcome::Kind::Error);
+        EXPECT_NE(out.error.find("a job of uid 1003 overran the time budget of 50ms less than 60 s ago; this user's "
+                                 "jobs are not run through the policy for another "),
+                  std::string::npos)
+            << out.error;
+        EXPECT_NE(out.error.find("(policy.overrun_cooldown)"), std::string::npos) << out.error;
+        EXPECT_EQ((*p)->classify(innocent, utc(2026, 11, 30, 9), windows).kind, PolicyOutcome::Kind::Error);
+        EXPECT_EQ((*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows).class_name, "training");
+    }
+    auto stats = (*p)->worker_stats();
+    EXPECT_EQ(stats.overruns, 1u);
+    EXPECT_EQ(stats.kills, 1u);
+    EXPECT_EQ(stats.cooling_down, 6u);
+
+    auto off = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua",
+                               worker_config(kRoomForBigStrings + "workers = 2\noverrun_cooldown = \"0s\""), nullptr);
+    ASSERT_TRUE(off) << off.error().message;
+    EXPECT_EQ((*off)->classify(attacking_job(), utc(2026, 11, 30, 9), windows).kind, PolicyOutcome::Kind::Error);
+    EXPECT_EQ((*off)->classify(innocent, utc(2026, 11, 30, 9), windows).class_name, "training")
+        << "with overrun_cooldown = 0s the owner's next job runs the policy";
+    EXPECT_EQ((*off)->worker_stats().cooling_down, 0u);
 }
 
 TEST(PolicyWorker, BackgroundModeRespawnsOffThePath) {
