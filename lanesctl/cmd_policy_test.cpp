@@ -14,10 +14,10 @@ extern "C" {
 #include <fstream>
 #include <sstream>
 
-#include "config.h"
 #include "ctld/classifier.hpp"
 #include "ctld/user_names.hpp"
 #include "glue/slurm_job_fields.hpp"
+#include "glue/slurm_load_job.hpp"
 #include "lanesctl/commands.hpp"
 #include "lanesctl/policy_fixture.hpp"
 #include "lanesctl/policy_report.hpp"
@@ -74,37 +74,17 @@ void exit_as_runtime_error() {
     }
 }
 
-// slurm_load_job() names the job by a slurm_step_id_t since Slurm 26.05 (by
-// its uint32_t id before).
-int load_job_by_id(job_info_msg_t** msg, uint32_t job_id) {
-#ifdef HAVE_SLURM_LOAD_JOB_STEP_ID
-    slurm_step_id_t id{};
-    id.job_id = job_id;
-    id.step_id = NO_VAL;
-    id.step_het_comp = NO_VAL;
-    return slurm_load_job(msg, id, SHOW_DETAIL);
-#else
-    return slurm_load_job(msg, job_id, SHOW_DETAIL);
-#endif
-}
-
 // One job from slurmctld: Ok, or a runtime error message.
 // The same translator as job_submit/lanes (core/job_fields.hpp); job_info_t
 // is the job after Lanes routed it, without its SPANK or batch environment.
 Result<JobView> load_slurm_job(uint32_t job_id, UserNames& names, SysSeconds now) {
-    job_info_msg_t* msg = nullptr;
-    if (load_job_by_id(&msg, job_id) != SLURM_SUCCESS) {
-        int err = errno;  // slurm_get_errno() is gone since 23.x; Slurm sets errno
-        return fail("job " + std::to_string(job_id) + ": cannot load it from slurmctld: " + slurm_strerror(err));
-    }
-    if (!msg || msg->record_count == 0) {
-        if (msg) slurm_free_job_info_msg(msg);
-        return fail("job " + std::to_string(job_id) + ": slurmctld does not know it");
-    }
-    JobView job = job_view_from_fields(glue::fields_from_info(msg->job_array[0]), now,
-                                       [&names](uint32_t uid) { return names.name(uid); });
-    slurm_free_job_info_msg(msg);
-    return job;
+    static const glue::SlurmJobApi kLinkedSlurm{&slurm_load_job, &slurm_free_job_info_msg, &slurm_strerror};
+    auto loaded = glue::load_job(kLinkedSlurm, job_id, SHOW_DETAIL);
+    if (!loaded)
+        return fail("job " + std::to_string(job_id) + ": cannot load it from slurmctld: " + loaded.error().text);
+    if (loaded->records().empty()) return fail("job " + std::to_string(job_id) + ": slurmctld does not know it");
+    return job_view_from_fields(glue::fields_from_info(loaded->records().front()), now,
+                                [&names](uint32_t uid) { return names.name(uid); });
 }
 
 }  // namespace
