@@ -3,13 +3,11 @@
 // plugin uses) on job files, fixtures or real jobs loaded from slurmctld.
 extern "C" {
 #include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
 }
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -62,18 +60,6 @@ Result<Input> load_input(const std::string& path) {
     return input;
 }
 
-// libslurm calls fatal() -> exit(1) when it finds no configuration (no slurm.conf,
-// no DNS SRV record). Exit 1 means "test failed" for us; while libslurm runs, an
-// exit is turned into our runtime-error code (3) instead.
-bool g_in_libslurm = false;
-void exit_as_runtime_error() {
-    if (g_in_libslurm) {
-        std::fflush(stdout);
-        std::fputs("lanesctl: cannot use Slurm (see the messages above)\n", stderr);
-        std::_Exit(kExitRuntime);
-    }
-}
-
 // One job from slurmctld: Ok, or a runtime error message.
 // The same translator as job_submit/lanes (core/job_fields.hpp); job_info_t
 // is the job after Lanes routed it, without its SPANK or batch environment.
@@ -90,15 +76,9 @@ Result<JobView> load_slurm_job(uint32_t job_id, UserNames& names, SysSeconds now
 }  // namespace
 
 int run_policy_test(const Options& options, const Context& context) {
-    SysSeconds at = context.now;
-    if (!options.at.empty()) {
-        auto parsed = parse_time_spec(options.at, context.local_zone.get(), context.now, load_zone);
-        if (!parsed) {
-            print_error("--at: " + parsed.error().message);
-            return kExitUsage;
-        }
-        at = *parsed;
-    }
+    auto at_option = time_option("--at", options.at, context, context.now);
+    if (!at_option) return kExitUsage;
+    const SysSeconds at = *at_option;
     LogSink log = [](LogLevel level, const std::string& line) {
         if (level == LogLevel::Error) print_error(line);
     };
@@ -161,9 +141,7 @@ int run_policy_test(const Options& options, const Context& context) {
         run_one(std::move(result), fixture, when, fixture.admin || options.as_admin, input->is_fixture);
     }
     if (!options.job_ids.empty()) {
-        std::atexit(exit_as_runtime_error);
-        g_in_libslurm = true;
-        slurm_init(nullptr);
+        SlurmSession slurm;
         UserNames names;
         for (uint32_t id : options.job_ids) {
             PolicyTestResult result;
@@ -179,8 +157,6 @@ int run_policy_test(const Options& options, const Context& context) {
             fixture.job = std::move(*job);
             run_one(std::move(result), fixture, at, options.as_admin, false);
         }
-        slurm_fini();
-        g_in_libslurm = false;
     }
 
     if (options.json) {
