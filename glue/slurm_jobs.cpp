@@ -1,7 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "config.h"  // HAVE_SLURM_LOAD_JOB_STEP_ID (Slurm 26.05)
-
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,28 +16,13 @@ extern "C" {
 }
 
 #include "glue/slurm_jobs.hpp"
+#include "glue/slurm_load_job.hpp"
 
 namespace lanes::glue {
 namespace {
 
-using LoadJob = decltype(&slurm_load_job);
-using FreeJobInfo = decltype(&slurm_free_job_info_msg);
-using StrError = decltype(&slurm_strerror);
-
 constexpr const char* kStateNames[] = {"PENDING", "RUNNING",   "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED",
                                        "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",  "OUT_OF_MEMORY"};
-
-int load_one(LoadJob load, job_info_msg_t** msg, uint32_t job_id) {
-#ifdef HAVE_SLURM_LOAD_JOB_STEP_ID
-    slurm_step_id_t id{};
-    id.job_id = job_id;
-    id.step_id = NO_VAL;
-    id.step_het_comp = NO_VAL;
-    return load(msg, id, SHOW_ALL);
-#else
-    return load(msg, job_id, SHOW_ALL);
-#endif
-}
 
 void write_all(int fd, const std::string& text) {
     std::size_t done = 0;
@@ -55,27 +37,23 @@ void write_all(int fd, const std::string& text) {
 // The child: one answer line per job on stdout (a pipe to the parent).
 [[noreturn]] void answer_in_child(const std::vector<uint32_t>& job_ids, void (*prepare)()) {
     if (prepare) prepare();
-    auto load = reinterpret_cast<LoadJob>(::dlsym(RTLD_DEFAULT, "slurm_load_job"));
-    auto free_msg = reinterpret_cast<FreeJobInfo>(::dlsym(RTLD_DEFAULT, "slurm_free_job_info_msg"));
-    auto str_error = reinterpret_cast<StrError>(::dlsym(RTLD_DEFAULT, "slurm_strerror"));
-    if (!load || !free_msg || !str_error) {
+    SlurmJobApi api;
+    if (!slurm_job_api_in_process(api)) {
         write_all(2, "libslurm's slurm_load_job is not available in this process\n");
         ::_exit(3);
     }
     for (uint32_t id : job_ids) {
         ControllerAnswer answer;
-        job_info_msg_t* msg = nullptr;
-        if (load_one(load, &msg, id) != SLURM_SUCCESS) {
-            int err = errno;  // slurm_get_errno() is gone since 23.x; Slurm sets errno
-            answer.kind =
-                err == ESLURM_INVALID_JOB_ID ? ControllerAnswer::Kind::Unknown : ControllerAnswer::Kind::Unreachable;
-            answer.detail = str_error(err);
+        auto loaded = load_job(api, id, SHOW_ALL);
+        if (!loaded) {
+            answer.kind = loaded.error().code == ESLURM_INVALID_JOB_ID ? ControllerAnswer::Kind::Unknown
+                                                                       : ControllerAnswer::Kind::Unreachable;
+            answer.detail = loaded.error().text;
+        } else if (const auto* record = loaded->record_of(id)) {
+            // An array job's id can bring its other tasks along: take the job's own.
+            answer = controller_answer_of_state(record->job_state);
         } else {
             answer = {ControllerAnswer::Kind::Unknown, "no record"};
-            // An array job's id can bring its other tasks along: take the job's own.
-            for (uint32_t i = 0; msg && i < msg->record_count; ++i)
-                if (msg->job_array[i].job_id == id) answer = controller_answer_of_state(msg->job_array[i].job_state);
-            if (msg) free_msg(msg);
         }
         write_all(1, format_controller_answer(id, answer));
     }

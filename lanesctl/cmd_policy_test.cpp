@@ -3,21 +3,19 @@
 // plugin uses) on job files, fixtures or real jobs loaded from slurmctld.
 extern "C" {
 #include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
 }
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "config.h"
 #include "ctld/classifier.hpp"
 #include "ctld/user_names.hpp"
 #include "glue/slurm_job_fields.hpp"
+#include "glue/slurm_load_job.hpp"
 #include "lanesctl/commands.hpp"
 #include "lanesctl/policy_fixture.hpp"
 #include "lanesctl/policy_report.hpp"
@@ -62,63 +60,25 @@ Result<Input> load_input(const std::string& path) {
     return input;
 }
 
-// libslurm calls fatal() -> exit(1) when it finds no configuration (no slurm.conf,
-// no DNS SRV record). Exit 1 means "test failed" for us; while libslurm runs, an
-// exit is turned into our runtime-error code (3) instead.
-bool g_in_libslurm = false;
-void exit_as_runtime_error() {
-    if (g_in_libslurm) {
-        std::fflush(stdout);
-        std::fputs("lanesctl: cannot use Slurm (see the messages above)\n", stderr);
-        std::_Exit(kExitRuntime);
-    }
-}
-
-// slurm_load_job() names the job by a slurm_step_id_t since Slurm 26.05 (by
-// its uint32_t id before).
-int load_job_by_id(job_info_msg_t** msg, uint32_t job_id) {
-#ifdef HAVE_SLURM_LOAD_JOB_STEP_ID
-    slurm_step_id_t id{};
-    id.job_id = job_id;
-    id.step_id = NO_VAL;
-    id.step_het_comp = NO_VAL;
-    return slurm_load_job(msg, id, SHOW_DETAIL);
-#else
-    return slurm_load_job(msg, job_id, SHOW_DETAIL);
-#endif
-}
-
 // One job from slurmctld: Ok, or a runtime error message.
 // The same translator as job_submit/lanes (core/job_fields.hpp); job_info_t
 // is the job after Lanes routed it, without its SPANK or batch environment.
 Result<JobView> load_slurm_job(uint32_t job_id, UserNames& names, SysSeconds now) {
-    job_info_msg_t* msg = nullptr;
-    if (load_job_by_id(&msg, job_id) != SLURM_SUCCESS) {
-        int err = errno;  // slurm_get_errno() is gone since 23.x; Slurm sets errno
-        return fail("job " + std::to_string(job_id) + ": cannot load it from slurmctld: " + slurm_strerror(err));
-    }
-    if (!msg || msg->record_count == 0) {
-        if (msg) slurm_free_job_info_msg(msg);
-        return fail("job " + std::to_string(job_id) + ": slurmctld does not know it");
-    }
-    JobView job = job_view_from_fields(glue::fields_from_info(msg->job_array[0]), now,
-                                       [&names](uint32_t uid) { return names.name(uid); });
-    slurm_free_job_info_msg(msg);
-    return job;
+    static const glue::SlurmJobApi kLinkedSlurm{&slurm_load_job, &slurm_free_job_info_msg, &slurm_strerror};
+    auto loaded = glue::load_job(kLinkedSlurm, job_id, SHOW_DETAIL);
+    if (!loaded)
+        return fail("job " + std::to_string(job_id) + ": cannot load it from slurmctld: " + loaded.error().text);
+    if (loaded->records().empty()) return fail("job " + std::to_string(job_id) + ": slurmctld does not know it");
+    return job_view_from_fields(glue::fields_from_info(loaded->records().front()), now,
+                                [&names](uint32_t uid) { return names.name(uid); });
 }
 
 }  // namespace
 
 int run_policy_test(const Options& options, const Context& context) {
-    SysSeconds at = context.now;
-    if (!options.at.empty()) {
-        auto parsed = parse_time_spec(options.at, context.local_zone.get(), context.now, load_zone);
-        if (!parsed) {
-            print_error("--at: " + parsed.error().message);
-            return kExitUsage;
-        }
-        at = *parsed;
-    }
+    auto at_option = time_option("--at", options.at, context, context.now);
+    if (!at_option) return kExitUsage;
+    const SysSeconds at = *at_option;
     LogSink log = [](LogLevel level, const std::string& line) {
         if (level == LogLevel::Error) print_error(line);
     };
@@ -181,9 +141,7 @@ int run_policy_test(const Options& options, const Context& context) {
         run_one(std::move(result), fixture, when, fixture.admin || options.as_admin, input->is_fixture);
     }
     if (!options.job_ids.empty()) {
-        std::atexit(exit_as_runtime_error);
-        g_in_libslurm = true;
-        slurm_init(nullptr);
+        SlurmSession slurm;
         UserNames names;
         for (uint32_t id : options.job_ids) {
             PolicyTestResult result;
@@ -199,8 +157,6 @@ int run_policy_test(const Options& options, const Context& context) {
             fixture.job = std::move(*job);
             run_one(std::move(result), fixture, at, options.as_admin, false);
         }
-        slurm_fini();
-        g_in_libslurm = false;
     }
 
     if (options.json) {

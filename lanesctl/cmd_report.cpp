@@ -94,17 +94,11 @@ int run_report(const Options& options, const Context& context) {
     api.timeout = std::chrono::seconds(10);
     api.max_body_bytes = 64u << 20;
 
-    SysSeconds to = context.now, from = context.now - std::chrono::hours(24);
-    for (auto [spec, target, name] :
-         {std::tuple{&options.from, &from, "--from"}, std::tuple{&options.to, &to, "--to"}}) {
-        if (spec->empty()) continue;
-        auto parsed = parse_time_spec(*spec, context.local_zone.get(), context.now, load_zone);
-        if (!parsed) {
-            print_error(std::string(name) + ": " + parsed.error().message);
-            return kExitUsage;
-        }
-        *target = *parsed;
-    }
+    auto from_option = time_option("--from", options.from, context, context.now - std::chrono::hours(24));
+    if (!from_option) return kExitUsage;
+    auto to_option = time_option("--to", options.to, context, context.now);
+    if (!to_option) return kExitUsage;
+    const SysSeconds from = *from_option, to = *to_option;
     if (options.to.empty() && !options.from.empty() && from >= to) {
         print_error("--from: " + format_iso(from, nullptr) + " is not in the past");
         return kExitUsage;

@@ -22,17 +22,6 @@ namespace lanes::ctl {
 
 namespace {
 
-// libslurm calls fatal() -> exit(1) without a configuration; turn that into our
-// runtime-error code while it runs (as policy test --job does).
-bool g_in_libslurm = false;
-void exit_as_runtime_error() {
-    if (g_in_libslurm) {
-        std::fflush(stdout);
-        std::fputs("lanesctl: cannot use Slurm (see the messages above)\n", stderr);
-        std::_Exit(kExitRuntime);
-    }
-}
-
 // One reservation: "created", "exists" (same name: an earlier run), or an error.
 Result<bool> create_reservation(const Reservation& r, const ReservationRequest& request) {
     resv_desc_msg_t desc;
@@ -59,17 +48,13 @@ Result<bool> create_reservation(const Reservation& r, const ReservationRequest& 
 }
 
 int apply_reservations(const WindowsReport& report, const ReservationRequest& request) {
-    std::atexit(exit_as_runtime_error);
-    g_in_libslurm = true;
-    slurm_init(nullptr);
+    SlurmSession slurm;
     // Slurm checks the overlap before the name, so look the names up first.
     std::set<std::string> existing;
     reserve_info_msg_t* resv = nullptr;
     if (slurm_load_reservations(0, &resv) != SLURM_SUCCESS) {
         int err = errno;
         print_error(std::string("cannot list reservations: ") + slurm_strerror(err));
-        slurm_fini();
-        g_in_libslurm = false;
         return kExitRuntime;
     }
     for (uint32_t i = 0; resv && i < resv->record_count; ++i)
@@ -89,23 +74,14 @@ int apply_reservations(const WindowsReport& report, const ReservationRequest& re
         }
         print_human(r.name + (*done ? " created" : " exists") + " (" + r.window + ")\n");
     }
-    slurm_fini();
-    g_in_libslurm = false;
     return rc;
 }
 
 }  // namespace
 
 int run_windows(const Options& options, const Context& context) {
-    SysSeconds from = context.now;
-    if (!options.from.empty()) {
-        auto parsed = parse_time_spec(options.from, context.local_zone.get(), context.now, load_zone);
-        if (!parsed) {
-            print_error("--from: " + parsed.error().message);
-            return kExitUsage;
-        }
-        from = *parsed;
-    }
+    auto from = time_option("--from", options.from, context, context.now);
+    if (!from) return kExitUsage;
     auto config = load_config(context.config_path);
     if (!config) {
         print_error(config.error().message);
@@ -115,7 +91,7 @@ int run_windows(const Options& options, const Context& context) {
     if (options.reservations)
         request =
             ReservationRequest{options.reservation_nodes, options.reservation_accounts, options.reservation_users};
-    auto report = build_windows_report(*config, from, options.days, options.window_names, request);
+    auto report = build_windows_report(*config, *from, options.days, options.window_names, request);
     if (!report) {
         print_error(report.error().message);
         return kExitUsage;

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/windows.hpp"
@@ -27,6 +28,24 @@ struct Context {
 std::shared_ptr<const TimeZone> load_local_zone();
 // Loads IANA zones for --at/--from "... Europe/Berlin".
 Result<std::shared_ptr<const TimeZone>> load_zone(const std::string& name);
+
+// --at, --from, --to: `spec` read as a time (time_spec.hpp), or `otherwise`
+// when it is empty. nullopt once "OPTION: why" is printed (the command then
+// exits with kExitUsage).
+std::optional<SysSeconds> time_option(const char* option, const std::string& spec, const Context& context,
+                                      SysSeconds otherwise);
+
+// libslurm, initialised (slurm_init) while one lives. libslurm calls fatal() ->
+// exit(1) when it finds no configuration (no slurm.conf, no DNS SRV record);
+// exit 1 means "test failed" for lanesctl, so while a session lives an exit
+// ends lanesctl with kExitRuntime and "cannot use Slurm" instead.
+class SlurmSession {
+public:
+    SlurmSession();
+    ~SlurmSession();
+    SlurmSession(const SlurmSession&) = delete;
+    SlurmSession& operator=(const SlurmSession&) = delete;
+};
 
 // Print a JSON document (pretty, 2 spaces) on stdout.
 void print_json(const json::Value& value);

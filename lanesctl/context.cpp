@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Shared helpers of the lanesctl program: the machine's time zone and output.
+// Shared helpers of the lanesctl program: the machine's time zone, time
+// options, libslurm and output.
+extern "C" {
+#include <slurm/slurm.h>
+}
+
 #include <unistd.h>
 
 #include <climits>
@@ -9,6 +14,7 @@
 
 #include "core/text.hpp"
 #include "lanesctl/commands.hpp"
+#include "lanesctl/time_spec.hpp"
 
 namespace lanes::ctl {
 
@@ -34,6 +40,40 @@ std::shared_ptr<const TimeZone> load_local_zone() {
 }
 
 Result<std::shared_ptr<const TimeZone>> load_zone(const std::string& name) { return TimeZone::load(name); }
+
+std::optional<SysSeconds> time_option(const char* option, const std::string& spec, const Context& context,
+                                      SysSeconds otherwise) {
+    if (spec.empty()) return otherwise;
+    auto parsed = parse_time_spec(spec, context.local_zone.get(), context.now, load_zone);
+    if (!parsed) {
+        print_error(std::string(option) + ": " + parsed.error().message);
+        return std::nullopt;
+    }
+    return *parsed;
+}
+
+namespace {
+bool g_in_libslurm = false;
+void exit_as_runtime_error() {
+    if (g_in_libslurm) {
+        std::fflush(stdout);
+        std::fputs("lanesctl: cannot use Slurm (see the messages above)\n", stderr);
+        std::_Exit(kExitRuntime);
+    }
+}
+}  // namespace
+
+SlurmSession::SlurmSession() {
+    static const bool registered = std::atexit(exit_as_runtime_error) == 0;
+    (void)registered;
+    g_in_libslurm = true;
+    slurm_init(nullptr);
+}
+
+SlurmSession::~SlurmSession() {
+    slurm_fini();
+    g_in_libslurm = false;
+}
 
 void print_json(const json::Value& value) {
     std::string text = json::write(value, 2);

@@ -47,7 +47,10 @@ const StringMeter* meter_of(lua_State* L) {
     return static_cast<const StringMeter*>(lua_touserdata(L, lua_upvalueindex(1)));
 }
 
-inline void step(Matcher* m, uint64_t n = 1) {
+// The work done, charged to the meter every kFlushEvery steps and at the end
+// (`Metered`: a Matcher or a ListMeter, each with L, meter and pending).
+template <typename Metered>
+inline void step(Metered* m, uint64_t n = 1) {
     m->pending += n;
     if (m->pending >= kFlushEvery) {
         uint64_t done = m->pending;
@@ -56,7 +59,8 @@ inline void step(Matcher* m, uint64_t n = 1) {
     }
 }
 
-inline void flush(Matcher* m) {
+template <typename Metered>
+inline void flush(Metered* m) {
     uint64_t done = m->pending;
     m->pending = 0;
     if (done) m->meter->charge(m->L, done);
@@ -601,21 +605,6 @@ struct ListMeter {
     uint64_t pending;
 };
 
-inline void list_step(ListMeter* lm, uint64_t n) {
-    lm->pending += n;
-    if (lm->pending >= kFlushEvery) {
-        uint64_t done = lm->pending;
-        lm->pending = 0;
-        lm->meter->charge(lm->L, done);
-    }
-}
-
-inline void list_flush(ListMeter* lm) {
-    uint64_t done = lm->pending;
-    lm->pending = 0;
-    if (done) lm->meter->charge(lm->L, done);
-}
-
 // The library's check of a list argument: a table, or a value whose metatable
 // has __index, __len and (when written) __newindex.
 void check_list(lua_State* L, bool written) {
@@ -650,13 +639,13 @@ int l_concat(lua_State* L) noexcept {
         lua_geti(L, 1, i);
         if (!lua_isstring(L, -1))
             luaL_error(L, "invalid value (at index %I) in table for 'concat'", static_cast<lua_Integer>(i));
-        list_step(&lm, 1 + (lua_rawlen(L, -1) + lsep) / 64);
+        step(&lm, 1 + (lua_rawlen(L, -1) + lsep) / 64);
         luaL_addvalue(&b);
         if (i == last) break;  // last may be math.maxinteger
         luaL_addlstring(&b, sep, lsep);
     }
     luaL_pushresult(&b);
-    list_flush(&lm);
+    flush(&lm);
     return 1;
 }
 
@@ -671,11 +660,11 @@ int l_unpack(lua_State* L) noexcept {
     if (n >= static_cast<unsigned int>(INT_MAX - 8) || !lua_checkstack(L, static_cast<int>(++n) + 8))
         return luaL_error(L, "too many results to unpack");
     for (; i < e; i++) {
-        list_step(&lm, 1);
+        step(&lm, 1);
         lua_geti(L, 1, i);
     }
     lua_geti(L, 1, e);
-    list_flush(&lm);  // may raise: the values pushed are dropped with the frame
+    flush(&lm);  // may raise: the values pushed are dropped with the frame
     return static_cast<int>(n);
 }
 
@@ -688,12 +677,12 @@ struct Sorter {
 };
 
 inline void sort_get(Sorter* so, lua_Integer i) {
-    list_step(&so->lm, 1);
+    step(&so->lm, 1);
     lua_geti(so->lm.L, 1, i);
 }
 
 inline void sort_set2(Sorter* so, lua_Integer i, lua_Integer j) {
-    list_step(&so->lm, 2);
+    step(&so->lm, 2);
     lua_seti(so->lm.L, 1, i);
     lua_seti(so->lm.L, 1, j);
 }
@@ -708,10 +697,10 @@ bool sort_less(Sorter* so, int a, int b) {
             size_t la = lua_rawlen(L, a), lb = lua_rawlen(L, b);
             cost += (la < lb ? la : lb) / 32;
         }
-        list_step(&so->lm, cost);
+        step(&so->lm, cost);
         return lua_compare(L, a, b, LUA_OPLT);
     }
-    list_step(&so->lm, 1);
+    step(&so->lm, 1);
     lua_pushvalue(L, 2);
     lua_pushvalue(L, a - 1);
     lua_pushvalue(L, b - 2);
@@ -806,7 +795,7 @@ int l_sort(lua_State* L) noexcept {
         lua_settop(L, 2);
         sort_range(&so, 1, static_cast<SortIdx>(n), 0);
     }
-    list_flush(&so.lm);
+    flush(&so.lm);
     return 0;
 }
 

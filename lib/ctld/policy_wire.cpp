@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The policy worker protocol (policy_wire.hpp): encoding and checked decoding.
+// Each message is one table of its fields (Fields<T> below), in wire order;
+// encode and decode both walk that table, so the two cannot disagree.
 #include "ctld/policy_wire.hpp"
 
 #include <bit>
-#include <cstring>
+#include <map>
+#include <tuple>
+#include <type_traits>
+#include <vector>
 
 namespace lanes::wire {
 
@@ -16,32 +21,13 @@ public:
         buf_[4] = static_cast<char>(type);
     }
     void u8(uint8_t v) { buf_.push_back(static_cast<char>(v)); }
-    void boolean(bool v) { u8(v ? 1 : 0); }
     void u32(uint32_t v) {
         for (int i = 0; i < 4; ++i) buf_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
     }
     void u64(uint64_t v) {
         for (int i = 0; i < 8; ++i) buf_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
     }
-    void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
-    void f64(double v) { u64(std::bit_cast<uint64_t>(v)); }
-    void str(std::string_view s) {
-        u32(static_cast<uint32_t>(s.size()));
-        buf_.append(s);
-    }
-    void seconds(SysSeconds t) { i64(t.time_since_epoch().count()); }
-    void opt_seconds(const std::optional<SysSeconds>& t) {
-        boolean(t.has_value());
-        if (t) seconds(*t);
-    }
-    void opt_str(const std::optional<std::string>& s) {
-        boolean(s.has_value());
-        if (s) str(*s);
-    }
-    void opt_u32(const std::optional<uint32_t>& v) {
-        boolean(v.has_value());
-        if (v) u32(*v);
-    }
+    void bytes(std::string_view s) { buf_.append(s); }
     std::string finish() {
         uint32_t n = static_cast<uint32_t>(buf_.size() - 4);
         for (int i = 0; i < 4; ++i) buf_[i] = static_cast<char>((n >> (8 * i)) & 0xff);
@@ -57,16 +43,12 @@ public:
     explicit Reader(std::string_view in) : in_(in) {}
     bool ok() const { return ok_; }
     bool done() const { return ok_ && in_.empty(); }
+    void fail() { ok_ = false; }
     uint8_t u8() {
         if (!need(1)) return 0;
         uint8_t v = static_cast<uint8_t>(in_[0]);
         in_.remove_prefix(1);
         return v;
-    }
-    bool boolean() {
-        uint8_t v = u8();
-        if (v > 1) ok_ = false;
-        return v == 1;
     }
     uint32_t u32() {
         if (!need(4)) return 0;
@@ -82,27 +64,11 @@ public:
         in_.remove_prefix(8);
         return v;
     }
-    int64_t i64() { return static_cast<int64_t>(u64()); }
-    double f64() { return std::bit_cast<double>(u64()); }
-    std::string str() {
-        uint32_t n = u32();
+    std::string bytes(uint32_t n) {
         if (!need(n)) return {};
         std::string s(in_.substr(0, n));
         in_.remove_prefix(n);
         return s;
-    }
-    SysSeconds seconds() { return SysSeconds{std::chrono::seconds{i64()}}; }
-    std::optional<SysSeconds> opt_seconds() {
-        if (!boolean()) return std::nullopt;
-        return seconds();
-    }
-    std::optional<std::string> opt_str() {
-        if (!boolean()) return std::nullopt;
-        return str();
-    }
-    std::optional<uint32_t> opt_u32() {
-        if (!boolean()) return std::nullopt;
-        return u32();
     }
 
 private:
@@ -117,152 +83,214 @@ private:
     bool ok_ = true;
 };
 
+// ---- the tables: every message's fields (and nested structs'), in wire order
+
 template <typename T>
-Result<T> finish(const Reader& r, T value, const char* what) {
+struct Fields {};
+
+template <>
+struct Fields<Init> {
+    static constexpr auto list = std::tuple{&Init::config_text, &Init::config_path, &Init::chunk_name, &Init::source};
+};
+template <>
+struct Fields<Ready> {
+    static constexpr auto list = std::tuple{&Ready::ok, &Ready::error};
+};
+template <>
+struct Fields<JobView> {
+    static constexpr auto list = std::tuple{&JobView::name,          &JobView::comment,
+                                            &JobView::user,          &JobView::uid,
+                                            &JobView::account,       &JobView::partition,
+                                            &JobView::qos,           &JobView::tres_per_node,
+                                            &JobView::tres_per_job,  &JobView::gpus,
+                                            &JobView::min_nodes,     &JobView::max_nodes,
+                                            &JobView::num_tasks,     &JobView::time_limit_minutes,
+                                            &JobView::features,      &JobView::batch,
+                                            &JobView::environment,   &JobView::requested_class,
+                                            &JobView::requested_cap, &JobView::submit_time,
+                                            &JobView::begin_time};
+};
+template <>
+struct Fields<Classify> {
+    static constexpr auto list = std::tuple{&Classify::job, &Classify::now};
+};
+template <>
+struct Fields<Query> {
+    static constexpr auto list = std::tuple{&Query::op, &Query::name, &Query::at};
+};
+template <>
+struct Fields<SignalValue> {
+    static constexpr auto list = std::tuple{&SignalValue::value, &SignalValue::fresh, &SignalValue::from_fallback,
+                                            &SignalValue::age, &SignalValue::why_unusable};
+};
+template <>
+struct Fields<Answer> {
+    static constexpr auto list = std::tuple{&Answer::flag, &Answer::time, &Answer::text, &Answer::signal};
+};
+template <>
+struct Fields<LogLine> {
+    static constexpr auto list = std::tuple{&LogLine::level, &LogLine::text};
+};
+template <>
+struct Fields<PolicyOutcome> {
+    static constexpr auto list = std::tuple{&PolicyOutcome::kind,
+                                            &PolicyOutcome::class_name,
+                                            &PolicyOutcome::reason,
+                                            &PolicyOutcome::location,
+                                            &PolicyOutcome::reject_message,
+                                            &PolicyOutcome::error,
+                                            &PolicyOutcome::user_messages,
+                                            &PolicyOutcome::partition,
+                                            &PolicyOutcome::qos,
+                                            &PolicyOutcome::features,
+                                            &PolicyOutcome::nice,
+                                            &PolicyOutcome::begin_time,
+                                            &PolicyOutcome::time_limit_minutes};
+};
+template <>
+struct Fields<Outcome> {
+    static constexpr auto list = std::tuple{&Outcome::outcome, &Outcome::retire};
+};
+
+template <typename T>
+constexpr bool kIsOptional = false;
+template <typename T>
+constexpr bool kIsOptional<std::optional<T>> = true;
+template <typename T>
+constexpr bool kIsVector = false;
+template <typename T>
+constexpr bool kIsVector<std::vector<T>> = true;
+template <typename T>
+constexpr bool kIsMap = false;
+template <typename K, typename V>
+constexpr bool kIsMap<std::map<K, V>> = true;
+
+// ---- how each type of field goes on the wire: put() writes it, get() reads it
+//   bool                 one byte, 0 or 1 (any other value is malformed)
+//   uint32_t, int32_t    4 bytes, little-endian (int32_t: its two's complement)
+//   SysSeconds, seconds  8 bytes, little-endian, two's complement
+//   double               its IEEE 754 bits, 8 bytes, little-endian
+//   string               its length (uint32_t), then its bytes
+//   enum                 one byte (decode_* check the range)
+//   optional<T>          a bool, then T when it holds one
+//   vector<T>, map<K,V>  the count (uint32_t), then each element (key, value)
+//   anything else        its Fields<T> table, in order
+
+template <typename T>
+void put(Writer& w, const T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+        w.u8(v ? 1 : 0);
+    } else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, int32_t>) {
+        w.u32(static_cast<uint32_t>(v));
+    } else if constexpr (std::is_same_v<T, double>) {
+        w.u64(std::bit_cast<uint64_t>(v));
+    } else if constexpr (std::is_same_v<T, std::chrono::seconds>) {
+        w.u64(static_cast<uint64_t>(v.count()));
+    } else if constexpr (std::is_same_v<T, SysSeconds>) {
+        put(w, v.time_since_epoch());
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        w.u32(static_cast<uint32_t>(v.size()));
+        w.bytes(v);
+    } else if constexpr (std::is_enum_v<T>) {
+        w.u8(static_cast<uint8_t>(v));
+    } else if constexpr (kIsOptional<T>) {
+        put(w, v.has_value());
+        if (v) put(w, *v);
+    } else if constexpr (kIsVector<T>) {
+        w.u32(static_cast<uint32_t>(v.size()));
+        for (const auto& item : v) put(w, item);
+    } else if constexpr (kIsMap<T>) {
+        w.u32(static_cast<uint32_t>(v.size()));
+        for (const auto& [key, value] : v) {
+            put(w, key);
+            put(w, value);
+        }
+    } else {
+        std::apply([&](auto... field) { (put(w, v.*field), ...); }, Fields<T>::list);
+    }
+}
+
+template <typename T>
+void get(Reader& r, T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+        uint8_t b = r.u8();
+        if (b > 1) r.fail();
+        v = b == 1;
+    } else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, int32_t>) {
+        v = static_cast<T>(r.u32());
+    } else if constexpr (std::is_same_v<T, double>) {
+        v = std::bit_cast<double>(r.u64());
+    } else if constexpr (std::is_same_v<T, std::chrono::seconds>) {
+        v = std::chrono::seconds{static_cast<int64_t>(r.u64())};
+    } else if constexpr (std::is_same_v<T, SysSeconds>) {
+        std::chrono::seconds since_epoch;
+        get(r, since_epoch);
+        v = SysSeconds{since_epoch};
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        v = r.bytes(r.u32());
+    } else if constexpr (std::is_enum_v<T>) {
+        v = static_cast<T>(r.u8());
+    } else if constexpr (kIsOptional<T>) {
+        bool present = false;
+        get(r, present);
+        v.reset();
+        if (!present) return;
+        typename T::value_type value{};
+        get(r, value);
+        v = std::move(value);
+    } else if constexpr (kIsVector<T> || kIsMap<T>) {
+        // Each element takes at least a byte, so a bogus count ends at the frame's end.
+        uint32_t n = r.u32();
+        for (uint32_t i = 0; i < n && r.ok(); ++i) {
+            if constexpr (kIsVector<T>) {
+                typename T::value_type item{};
+                get(r, item);
+                if (r.ok()) v.push_back(std::move(item));
+            } else {
+                typename T::key_type key{};
+                typename T::mapped_type value{};
+                get(r, key);
+                get(r, value);
+                if (r.ok()) v.emplace(std::move(key), std::move(value));
+            }
+        }
+    } else {
+        std::apply([&](auto... field) { (get(r, v.*field), ...); }, Fields<T>::list);
+    }
+}
+
+template <typename T>
+std::string encode_as(Type type, const T& m) {
+    Writer w(type);
+    put(w, m);
+    return w.finish();
+}
+
+// The payload as a T; `valid` (the enums' ranges) is checked before the
+// frame's length, so an unknown value is named even in a malformed frame.
+template <typename T, typename Valid>
+Result<T> decode_as(std::string_view payload, const char* what, Valid&& valid) {
+    Reader r(payload);
+    T m{};
+    get(r, m);
+    if (auto error = valid(m); !error.empty()) return fail("policy worker protocol: " + error);
     if (!r.done()) return fail(std::string("policy worker protocol: malformed ") + what + " message");
-    return value;
+    return m;
 }
-
-void put_job(Writer& w, const JobView& j) {
-    w.str(j.name);
-    w.str(j.comment);
-    w.str(j.user);
-    w.u32(j.uid);
-    w.str(j.account);
-    w.str(j.partition);
-    w.str(j.qos);
-    w.str(j.tres_per_node);
-    w.str(j.tres_per_job);
-    w.u32(j.gpus);
-    w.u32(j.min_nodes);
-    w.u32(j.max_nodes);
-    w.u32(j.num_tasks);
-    w.opt_u32(j.time_limit_minutes);
-    w.str(j.features);
-    w.boolean(j.batch);
-    w.u32(static_cast<uint32_t>(j.environment.size()));
-    for (const auto& [k, v] : j.environment) {
-        w.str(k);
-        w.str(v);
-    }
-    w.opt_str(j.requested_class);
-    w.opt_str(j.requested_cap);
-    w.seconds(j.submit_time);
-    w.opt_seconds(j.begin_time);
-}
-
-JobView get_job(Reader& r) {
-    JobView j;
-    j.name = r.str();
-    j.comment = r.str();
-    j.user = r.str();
-    j.uid = r.u32();
-    j.account = r.str();
-    j.partition = r.str();
-    j.qos = r.str();
-    j.tres_per_node = r.str();
-    j.tres_per_job = r.str();
-    j.gpus = r.u32();
-    j.min_nodes = r.u32();
-    j.max_nodes = r.u32();
-    j.num_tasks = r.u32();
-    j.time_limit_minutes = r.opt_u32();
-    j.features = r.str();
-    j.batch = r.boolean();
-    uint32_t n = r.u32();
-    // Each entry takes at least 8 bytes, so a bogus count ends at the frame's end.
-    for (uint32_t i = 0; i < n && r.ok(); ++i) {
-        std::string k = r.str();
-        std::string v = r.str();
-        if (r.ok()) j.environment.emplace(std::move(k), std::move(v));
-    }
-    j.requested_class = r.opt_str();
-    j.requested_cap = r.opt_str();
-    j.submit_time = r.seconds();
-    j.begin_time = r.opt_seconds();
-    return j;
+template <typename T>
+Result<T> decode_as(std::string_view payload, const char* what) {
+    return decode_as<T>(payload, what, [](const T&) { return std::string(); });
 }
 
 }  // namespace
 
-std::string encode(const Init& m) {
-    Writer w(Type::Init);
-    w.str(m.config_text);
-    w.str(m.config_path);
-    w.str(m.chunk_name);
-    w.str(m.source);
-    return w.finish();
-}
-
-std::string encode(const Ready& m) {
-    Writer w(Type::Ready);
-    w.boolean(m.ok);
-    w.str(m.error);
-    return w.finish();
-}
-
-std::string encode(const Classify& m) {
-    Writer w(Type::Classify);
-    put_job(w, m.job);
-    w.seconds(m.now);
-    return w.finish();
-}
-
-std::string encode(const Query& m) {
-    Writer w(Type::Query);
-    w.u8(static_cast<uint8_t>(m.op));
-    w.str(m.name);
-    w.seconds(m.at);
-    return w.finish();
-}
-
-std::string encode(const Answer& m) {
-    Writer w(Type::Answer);
-    w.boolean(m.flag);
-    w.opt_seconds(m.time);
-    w.str(m.text);
-    w.boolean(m.signal.has_value());
-    if (m.signal) {
-        const SignalValue& s = *m.signal;
-        w.boolean(s.value.has_value());
-        if (s.value) w.f64(*s.value);
-        w.boolean(s.fresh);
-        w.boolean(s.from_fallback);
-        w.boolean(s.age.has_value());
-        if (s.age) w.i64(s.age->count());
-        w.str(s.why_unusable);
-    }
-    return w.finish();
-}
-
-std::string encode(const LogLine& m) {
-    Writer w(Type::Log);
-    w.u8(static_cast<uint8_t>(m.level));
-    w.str(m.text);
-    return w.finish();
-}
-
-std::string encode(const Outcome& m) {
-    Writer w(Type::Outcome);
-    const PolicyOutcome& o = m.outcome;
-    w.u8(static_cast<uint8_t>(o.kind));
-    w.str(o.class_name);
-    w.str(o.reason);
-    w.str(o.location);
-    w.str(o.reject_message);
-    w.str(o.error);
-    w.u32(static_cast<uint32_t>(o.user_messages.size()));
-    for (const auto& line : o.user_messages) w.str(line);
-    w.opt_str(o.partition);
-    w.opt_str(o.qos);
-    w.opt_str(o.features);
-    w.boolean(o.nice.has_value());
-    if (o.nice) w.u32(static_cast<uint32_t>(*o.nice));
-    w.opt_seconds(o.begin_time);
-    w.opt_u32(o.time_limit_minutes);
-    w.boolean(m.retire);
-    return w.finish();
-}
+std::string encode(const Init& m) { return encode_as(Type::Init, m); }
+std::string encode(const Ready& m) { return encode_as(Type::Ready, m); }
+std::string encode(const Classify& m) { return encode_as(Type::Classify, m); }
+std::string encode(const Query& m) { return encode_as(Type::Query, m); }
+std::string encode(const Answer& m) { return encode_as(Type::Answer, m); }
+std::string encode(const LogLine& m) { return encode_as(Type::Log, m); }
+std::string encode(const Outcome& m) { return encode_as(Type::Outcome, m); }
 
 Result<Header> decode_header(std::string_view five_bytes) {
     if (five_bytes.size() != kHeaderBytes) return fail("policy worker protocol: truncated frame header");
@@ -276,95 +304,32 @@ Result<Header> decode_header(std::string_view five_bytes) {
     return Header{static_cast<Type>(type), n - 1};
 }
 
-Result<Init> decode_init(std::string_view payload) {
-    Reader r(payload);
-    Init m;
-    m.config_text = r.str();
-    m.config_path = r.str();
-    m.chunk_name = r.str();
-    m.source = r.str();
-    return finish(r, std::move(m), "Init");
-}
-
-Result<Ready> decode_ready(std::string_view payload) {
-    Reader r(payload);
-    Ready m;
-    m.ok = r.boolean();
-    m.error = r.str();
-    return finish(r, std::move(m), "Ready");
-}
-
-Result<Classify> decode_classify(std::string_view payload) {
-    Reader r(payload);
-    Classify m;
-    m.job = get_job(r);
-    m.now = r.seconds();
-    return finish(r, std::move(m), "Classify");
-}
+Result<Init> decode_init(std::string_view payload) { return decode_as<Init>(payload, "Init"); }
+Result<Ready> decode_ready(std::string_view payload) { return decode_as<Ready>(payload, "Ready"); }
+Result<Classify> decode_classify(std::string_view payload) { return decode_as<Classify>(payload, "Classify"); }
+Result<Answer> decode_answer(std::string_view payload) { return decode_as<Answer>(payload, "Answer"); }
 
 Result<Query> decode_query(std::string_view payload) {
-    Reader r(payload);
-    Query m;
-    uint8_t op = r.u8();
-    if (op < static_cast<uint8_t>(Query::Op::Known) || op > static_cast<uint8_t>(Query::Op::Signal))
-        return fail("policy worker protocol: unknown query " + std::to_string(op));
-    m.op = static_cast<Query::Op>(op);
-    m.name = r.str();
-    m.at = r.seconds();
-    return finish(r, std::move(m), "Query");
-}
-
-Result<Answer> decode_answer(std::string_view payload) {
-    Reader r(payload);
-    Answer m;
-    m.flag = r.boolean();
-    m.time = r.opt_seconds();
-    m.text = r.str();
-    if (r.boolean()) {
-        SignalValue s;
-        if (r.boolean()) s.value = r.f64();
-        s.fresh = r.boolean();
-        s.from_fallback = r.boolean();
-        if (r.boolean()) s.age = std::chrono::seconds{r.i64()};
-        s.why_unusable = r.str();
-        m.signal = std::move(s);
-    }
-    return finish(r, std::move(m), "Answer");
+    return decode_as<Query>(payload, "Query", [](const Query& m) {
+        auto op = static_cast<uint8_t>(m.op);
+        bool known = op >= static_cast<uint8_t>(Query::Op::Known) && op <= static_cast<uint8_t>(Query::Op::Signal);
+        return known ? std::string() : "unknown query " + std::to_string(op);
+    });
 }
 
 Result<LogLine> decode_log(std::string_view payload) {
-    Reader r(payload);
-    LogLine m;
-    uint8_t level = r.u8();
-    if (level > static_cast<uint8_t>(LogLevel::Error)) return fail("policy worker protocol: unknown log level");
-    m.level = static_cast<LogLevel>(level);
-    m.text = r.str();
-    return finish(r, std::move(m), "Log");
+    return decode_as<LogLine>(payload, "Log", [](const LogLine& m) {
+        return static_cast<uint8_t>(m.level) > static_cast<uint8_t>(LogLevel::Error) ? "unknown log level"
+                                                                                     : std::string();
+    });
 }
 
 Result<Outcome> decode_outcome(std::string_view payload) {
-    Reader r(payload);
-    Outcome m;
-    PolicyOutcome& o = m.outcome;
-    uint8_t kind = r.u8();
-    if (kind > static_cast<uint8_t>(PolicyOutcome::Kind::Error))
-        return fail("policy worker protocol: unknown outcome kind " + std::to_string(kind));
-    o.kind = static_cast<PolicyOutcome::Kind>(kind);
-    o.class_name = r.str();
-    o.reason = r.str();
-    o.location = r.str();
-    o.reject_message = r.str();
-    o.error = r.str();
-    uint32_t n = r.u32();
-    for (uint32_t i = 0; i < n && r.ok(); ++i) o.user_messages.push_back(r.str());
-    o.partition = r.opt_str();
-    o.qos = r.opt_str();
-    o.features = r.opt_str();
-    if (r.boolean()) o.nice = static_cast<int32_t>(r.u32());
-    o.begin_time = r.opt_seconds();
-    o.time_limit_minutes = r.opt_u32();
-    m.retire = r.boolean();
-    return finish(r, std::move(m), "Outcome");
+    return decode_as<Outcome>(payload, "Outcome", [](const Outcome& m) {
+        auto kind = static_cast<uint8_t>(m.outcome.kind);
+        return kind > static_cast<uint8_t>(PolicyOutcome::Kind::Error) ? "unknown outcome kind " + std::to_string(kind)
+                                                                       : std::string();
+    });
 }
 
 }  // namespace lanes::wire

@@ -2,9 +2,11 @@
 // The policy worker protocol: what slurmctld (or lanesctl) and a
 // lanes-policy-worker process say over their socket. Each frame is a 4-byte
 // little-endian length (of what follows), a 1-byte type and a payload of
-// fixed-width little-endian integers and length-prefixed strings. Decoding
-// never trusts the peer: a truncated, oversized or malformed frame is an error,
-// never a crash or an allocation larger than the frame.
+// fixed-width little-endian integers and length-prefixed strings, each
+// message's fields in the order of its table in policy_wire.cpp (Fields<T>,
+// which encode and decode both walk). Decoding never trusts the peer: a
+// truncated, oversized or malformed frame is an error, never a crash or an
+// allocation larger than the frame.
 //
 //   parent -> worker   Init      config text and path, policy source and name
 //   worker -> parent   Ready     the policy loaded, or why not

@@ -27,18 +27,9 @@ seed=${CHURN_SEED:-$(( $(date +%s) % 100000 ))}
 RANDOM=$seed
 e2e_pass "(figure) seed $seed (CHURN_SEED=$seed replays the faults)"
 
-node_state() {
-    local node=$1
-    cluster_run_node "$node" tc class show dev eth0 | grep -E 'class htb 1a4e:' | grep -vE 'class htb 1a4e:(1|fffe) ' || true
-    cluster_run_node "$node" nft list table inet lanes 2>/dev/null | grep -E 'job_[0-9]+|elements = ' || true
-    ls "$state_root/$node" 2>/dev/null | grep -E '^(job_|minor_)' || true
-    ls "$state_root/$node/parked" 2>/dev/null || true
-    ls "$cgroup_root/$node" 2>/dev/null | grep "^job_" || true
-}
-all_clean() { local n; for n in "${nodes[@]}"; do [[ -z $(node_state "$n") ]] || return 1; done; }
-gso() { cluster_run_node "$1" ip -d link show dev eth0 | tr ' ' '\n' | awk '$0 == "gso_max_size" { getline; print; exit }'; }
+all_clean() { local n; for n in "${nodes[@]}"; do [[ -z $(e2e_node_state "$n") ]] || return 1; done; }
 declare -A gso0
-for n in "${nodes[@]}"; do gso0[$n]=$(gso "$n"); done
+for n in "${nodes[@]}"; do gso0[$n]=$(e2e_gso_max_size "$n"); done
 
 # One agent per node, with a copy of lanes.toml naming its own textfile dir
 # (the failing epilog breaks lanes.toml; the agents keep their copy).
@@ -136,15 +127,14 @@ failing_epilog() {
     id=$(cluster_sbatch -J train-epilog -w train1 -p training -o /dev/null --wrap 'sleep 300')
     cluster_wait_job "$id" RUNNING 60 >/dev/null
     e2e_wait_until 60 test -f "$state_root/train1/job_$id" || e2e_fail "job $id never shaped on train1"
-    rm -f "$state_root/last-good.toml"  # shared by the nodes: plugstack.conf's last_good_config
-    printf '[classes.training\nrate = "fast"\n' >>"$conf"
+    e2e_break_config
     cluster_run_ctl scancel "$id"
     e2e_wait_until 60 grep -q "JobId=$id: no usable lanes.toml" "$(cluster_log train1)" ||
         e2e_fail "job $id's epilog did not give up"
     # Broken until Slurm is done with the job on the node (no hook of it
     # left to run with a good lanes.toml): then only gc can reclaim it.
     e2e_wait_until 60 bash -c "[[ -z \$(SLURM_CONF=$CLUSTER_CONF nsenter --net=/run/netns/${CLUSTER_PREFIX}ctl squeue -h -j $id -o %i 2>/dev/null) ]]"
-    cp "$work/lanes.toml.good" "$conf"
+    e2e_restore_config
     [[ -f $state_root/train1/job_$id ]] || e2e_fail "job $id's state went before gc ran"
     out=$(cluster_run_node train1 "$lanesctl" gc --config "$conf" --node train1 2>&1)
     grep -qE "^removed job $id " <<<"$out" || e2e_fail "gc did not remove job $id after its failed epilog ($out)"
@@ -194,9 +184,9 @@ checkpoint "end (anchors running)"
 cluster_run_ctl scancel "${anchors[@]}"
 e2e_check "all jobs finished" e2e_wait_until 120 bash -c "[[ -z \$(SLURM_CONF=$CLUSTER_CONF nsenter --net=/run/netns/${CLUSTER_PREFIX}ctl squeue -h -o %i) ]]"
 e2e_check "nothing left on any node after 200 jobs and the faults" e2e_wait_until 120 all_clean
-all_clean || for n in "${nodes[@]}"; do printf -- '--- %s:\n%s\n' "$n" "$(node_state "$n")"; done
+all_clean || for n in "${nodes[@]}"; do printf -- '--- %s:\n%s\n' "$n" "$(e2e_node_state "$n")"; done
 for n in "${nodes[@]}"; do
-    e2e_check "gso_max_size back on $n ($(gso "$n"), was ${gso0[$n]})" test "$(gso "$n")" = "${gso0[$n]}"
+    e2e_check "gso_max_size back on $n ($(e2e_gso_max_size "$n"), was ${gso0[$n]})" test "$(e2e_gso_max_size "$n")" = "${gso0[$n]}"
 done
 
 # The repairs the agents counted, by object and cause (killed agents' included).

@@ -10,6 +10,7 @@
 #   e2e_start_cluster [extra slurm.conf lines...]
 #   e2e_reload CMD...                     # change the config, await slurmctld's verdict
 #   e2e_wait_until SECONDS CMD...         # poll CMD every 0.1 s
+#   e2e_node_state NODE, e2e_gso_max_size NODE, e2e_break_config, e2e_restore_config
 set -uo pipefail
 export TZ=UTC
 
@@ -109,6 +110,32 @@ e2e_on_exit() {
     done
     return $rc
 }
+
+# e2e_node_state NODE: everything Lanes has on NODE besides its persistent
+# root and default class, parked classes and minor claims included; empty when
+# the node is clean.
+e2e_node_state() {
+    local node=$1
+    cluster_run_node "$node" tc class show dev eth0 | grep -E 'class htb 1a4e:' | grep -vE 'class htb 1a4e:(1|fffe) ' || true
+    cluster_run_node "$node" nft list table inet lanes 2>/dev/null | grep -E 'job_[0-9]+|elements = ' || true
+    ls "$E2E_STATE_ROOT/$node" 2>/dev/null | grep -E '^(job_|minor_)' || true
+    ls "$E2E_STATE_ROOT/$node/parked" 2>/dev/null || true
+    ls "$E2E_CGROUP_ROOT/$node" 2>/dev/null | grep "^job_" || true
+}
+# e2e_gso_max_size NODE: eth0's gso_max_size on NODE.
+e2e_gso_max_size() {
+    cluster_run_node "$1" ip -d link show dev eth0 | tr ' ' '\n' | awk '$0 == "gso_max_size" { getline; print; exit }'
+}
+# e2e_break_config: the cluster's lanes.toml made unparsable, with no last good
+# copy left for the nodes: an epilog from now on cannot tear its job down (and
+# a prolog cannot shape). The good one is kept in $CLUSTER_WORK_DIR/lanes.toml.good;
+# e2e_restore_config puts it back.
+e2e_break_config() {
+    cp "$CLUSTER_CONF_DIR/lanes.toml" "$CLUSTER_WORK_DIR/lanes.toml.good"
+    rm -f "$E2E_STATE_ROOT/last-good.toml"  # shared by the nodes: plugstack.conf's last_good_config
+    printf '[classes.training\nrate = "fast"\n' >>"$CLUSTER_CONF_DIR/lanes.toml"
+}
+e2e_restore_config() { cp "$CLUSTER_WORK_DIR/lanes.toml.good" "$CLUSTER_CONF_DIR/lanes.toml"; }
 
 # HH:MM in UTC, OFFSET minutes from now.
 e2e_hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }

@@ -34,8 +34,6 @@ wait_for() {  # DESC SECONDS CMD...
   echo "--- agent log:"; tail -30 "$LOG"
   fail "timed out after ${secs}s waiting for $desc"
 }
-ceil_of() { $NA tc class show dev "$DEV" classid "1a4e:$(printf %x "$1")" | grep -o 'ceil [0-9.]*[KMG]*bit' | awk '{print $2}'; }
-ceil_is() { [ "$(ceil_of "$1")" = "$2" ]; }
 class_there() { $NA tc class show dev "$DEV" classid "1a4e:$(printf %x "$1")" | grep -q .; }
 all_ok() { case "$(tool check)" in ok*) return 0 ;; esac; return 1; }
 metric() {  # NAME{LABELS} -> value (0 when absent)
@@ -101,14 +99,14 @@ TOML
 
 start_agent
 wait_for "the agent's metrics" 20 test -s "$METRICS"
-wait_for "job 21 at the busy ceil (signal unknown -> busy)" 20 ceil_is 21 200Mbit
-ceil_is 22 1Gbit || fail "inference job 22 shifted: $(ceil_of 22)"
+wait_for "job 21 at the busy ceil (signal unknown -> busy)" 20 job_ceil_is 21 200Mbit
+job_ceil_is 22 1Gbit || fail "inference job 22 shifted: $(job_ceil_of 22)"
 echo "ok: agent running, job 21 at the busy ceil"
 
 # 1. nft flush ruleset: marks and the busy ceil come back.
 $NA nft flush ruleset || fail "nft flush ruleset"
 wait_for "marks back after nft flush ruleset" 30 all_ok
-wait_for "job 21 still at the busy ceil" 10 ceil_is 21 200Mbit
+wait_for "job 21 still at the busy ceil" 10 job_ceil_is 21 200Mbit
 dscp_reaches_wire 5601
 wait_for "the repair counted" 10 test "$(metric 'lanes_agent_repairs_total{object="nft_table",cause="missing"}')" -ge 1
 echo "ok: nft flush ruleset repaired"
@@ -116,8 +114,8 @@ echo "ok: nft flush ruleset repaired"
 # 2. The root qdisc deleted: every class back, busy ceil included.
 $NA tc qdisc del dev "$DEV" root || fail "tc qdisc del"
 wait_for "classes back after tc qdisc del" 30 all_ok
-wait_for "job 21 at the busy ceil after tc qdisc del" 10 ceil_is 21 200Mbit
-wait_for "job 22 at its ceil" 10 ceil_is 22 1Gbit
+wait_for "job 21 at the busy ceil after tc qdisc del" 10 job_ceil_is 21 200Mbit
+wait_for "job 22 at its ceil" 10 job_ceil_is 22 1Gbit
 dscp_reaches_wire 5602
 echo "ok: tc qdisc del root repaired"
 
@@ -130,7 +128,7 @@ $NA tc qdisc del dev "$DEV" root 2>/dev/null
 $NA ip link set "$DEV" up
 $NB ip link set "$PEER" up
 wait_for "classes back after the root went while the link was down" 30 all_ok
-wait_for "job 21 at the busy ceil after link down/up" 10 ceil_is 21 200Mbit
+wait_for "job 21 at the busy ceil after link down/up" 10 job_ceil_is 21 200Mbit
 # The neighbour entry went with the link: resolve it again before counting.
 $NA $SEND 4 5699
 sleep 1
@@ -141,7 +139,7 @@ echo "ok: link down/up repaired"
 # reapply that rebuilds the job at its own ceil does): the busy ceil is back.
 $NA tc class change dev "$DEV" parent 1a4e:1 classid 1a4e:$(printf %x 21) htb rate 100Mbit ceil 1Gbit ||
   fail "tc class change"
-wait_for "busy ceil back after a ceil change" 30 ceil_is 21 200Mbit
+wait_for "busy ceil back after a ceil change" 30 job_ceil_is 21 200Mbit
 wait_for "the ceil repair counted" 10 test "$(metric 'lanes_agent_repairs_total{object="class",cause="changed"}')" -ge 1
 echo "ok: a changed ceil is put back during the busy window"
 
@@ -159,13 +157,13 @@ echo "ok: quiet node, no converge ($event_before event converges in all)"
 # while no agent runs is repaired by the next agent at start, busy ceil kept.
 kill -9 "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null
-ceil_is 21 200Mbit || fail "job 21 lost its busy ceil when the agent was killed: $(ceil_of 21)"
+job_ceil_is 21 200Mbit || fail "job 21 lost its busy ceil when the agent was killed: $(job_ceil_of 21)"
 $NA nft flush ruleset || fail "nft flush ruleset"
 : >"$LOG"
 start_agent
 wait_for "the new agent repaired the flush" 30 all_ok
 wait_for "the new agent's start converge" 20 grep -q 'lanes_agent_converges_total{trigger="start"} 1' "$METRICS"
-ceil_is 21 200Mbit || fail "job 21 not at the busy ceil after the agent restart: $(ceil_of 21)"
+job_ceil_is 21 200Mbit || fail "job 21 not at the busy ceil after the agent restart: $(job_ceil_of 21)"
 grep -q 'repaired nft_table (missing, start)' "$LOG" || fail "no start repair line: $(cat "$LOG")"
 dscp_reaches_wire 5604
 echo "ok: kill -9 and restart keep the busy ceil and repair at start"
@@ -196,7 +194,7 @@ echo "ok: lanesctl status shows the agent"
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID"; rc=$?
 [ $rc -eq 0 ] || fail "agent exit $rc: $(tail -5 "$LOG")"
-ceil_is 21 1Gbit || fail "after SIGTERM: job 21 ceil $(ceil_of 21)"
+job_ceil_is 21 1Gbit || fail "after SIGTERM: job 21 ceil $(job_ceil_of 21)"
 echo "ok: SIGTERM restores the normal ceil"
 tool remove 21 >/dev/null || fail "remove 21"
 tool remove 22 >/dev/null || fail "remove 22"

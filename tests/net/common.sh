@@ -6,6 +6,7 @@
 #   $DEV/$PEER  veth ends: $DEV in ${P}a (shaped), $PEER in ${P}b
 #   10.77.0.1/24 fd77::1/64 on $DEV, 10.77.0.2 fd77::2 on $PEER
 #   tool ARGS   shaper_tool in ${P}a (nsenter --net: /sys/fs/cgroup stays visible)
+#   job_ceil_of JOB / job_ceil_is JOB CEIL   the ceil of a job's HTB class on $DEV
 #   NA/NB       command prefixes to run in ${P}a / ${P}b
 #   $SEND FAMILY PORT [TOS]   20 UDP datagrams of 200 bytes to the peer (4 or 6),
 #               with IP_TOS/IPV6_TCLASS set by the sender when TOS is given
@@ -56,6 +57,10 @@ trap 'exit 1' INT TERM
 . "$(dirname "${BASH_SOURCE[0]}")/nft_holds.sh"
 
 tool() { $NA "$TOOL" --state "$STATE" --nic "$DEV" --speed "$SPEED" --cgroup-root "$CGROOT" "$@"; }
+# job_ceil_of JOB: the ceil tc reports for the job's class on $DEV ("" if absent);
+# job_ceil_is JOB CEIL: it is CEIL (e.g. 1Gbit).
+job_ceil_of() { $NA tc class show dev "$DEV" classid "1a4e:$(printf %x "$1")" | grep -o 'ceil [0-9.]*[KMG]*bit' | awk '{print $2}'; }
+job_ceil_is() { [ "$(job_ceil_of "$1")" = "$2" ]; }
 
 fail() { echo "FAIL: $*"; exit 1; }
 

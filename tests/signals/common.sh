@@ -6,6 +6,14 @@
 #   start_fake NAME [--tls CERT KEY]   -> FAKE_PORT_<NAME>, value file $T/value
 #   start_prometheus TARGET...         -> PROM_URL (scrapes every 1s)
 #   wait_for DESC SECONDS CMD...       retries CMD until it succeeds
+# For the lanes-agent tests (with tests/net/common.sh sourced first):
+#   write_agent_toml < SIGNALS-AND-WINDOWS  -> $T/lanes.toml: that text, the
+#                                      training (busy_window "busy") and inference
+#                                      classes, the namespace's node and NIC, and
+#                                      [agent] writing $METRICS
+#   start_agent                        -> $AGENT (PID); returns once its metrics
+#                                      show a fresh value of signal "demand"
+#   stop_agent                         SIGTERM; fails unless it exits 0
 # With IN_NS set (e.g. "nsenter --net=/run/netns/X"), the servers run in that
 # network namespace. A `cleanup` function defined before (tests/net/common.sh)
 # runs after ours.
@@ -78,3 +86,49 @@ YML
 
 # The value of a PromQL expression as Prometheus itself answers it.
 prom_query() { $IN_NS curl -sf --get "$PROM_URL/api/v1/query" --data-urlencode "query=$1"; }
+
+# --- lanes-agent on the namespace's node (tests/net/common.sh) ---------------
+AGENT_BIN=$BUILDDIR/agent/lanes-agent
+PROM_DIR=$T/textfile
+METRICS=$PROM_DIR/lanes_agent.prom
+
+write_agent_toml() {  # < the [signals.*] and [windows.*] tables
+  {
+    echo 'default_class = "training"'
+    cat
+    cat <<TOML
+[classes.training]
+rate = "100Mbit"
+ceil = "1Gbit"
+busy_window = "busy"
+busy_ceil = "200Mbit"
+[classes.inference]
+rate = "100Mbit"
+ceil = "1Gbit"
+[nodes]
+state_dir = "$STATE"
+cgroup_root = "$CGROOT"
+[[nodes.nic]]
+device = "$DEV"
+link_speed = "10Gbit"
+[agent]
+textfile_dir = "$PROM_DIR"
+TOML
+  } >"$T/lanes.toml"
+}
+
+start_agent() {
+  [ -x "$AGENT_BIN" ] || fail "$AGENT_BIN not built"
+  $NA "$AGENT_BIN" --config "$T/lanes.toml" --node n1 2>"$T/agent.log" &
+  AGENT=$!
+  STARTED_PIDS="$STARTED_PIDS $AGENT"
+  wait_for "agent metrics" 20 test -s "$METRICS"
+  wait_for "a fresh demand value" 30 grep -q 'lanes_agent_signal_fresh{signal="demand"} 1' "$METRICS"
+}
+
+stop_agent() {
+  local rc
+  kill -TERM "$AGENT"
+  wait "$AGENT"; rc=$?
+  [ $rc -eq 0 ] || fail "agent exit $rc: $(tail -5 "$T/agent.log")"
+}

@@ -12,19 +12,10 @@ SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 IN_NS=$NA
 source "$SRCDIR/tests/signals/common.sh"
 
-ceil_of() {  # JOB -> the ceil tc reports for the job's class ("" if absent)
-  $NA tc class show dev "$DEV" classid "1a4e:$(printf %x "$1")" | grep -o 'ceil [0-9.]*[KMG]*bit' | awk '{print $2}'
-}
-ceil_is() { [ "$(ceil_of "$1")" = "$2" ]; }
-PROM_DIR=$T/textfile
-METRICS=$PROM_DIR/lanes_agent.prom
-AGENT_BIN=$BUILDDIR/agent/lanes-agent
-[ -x "$AGENT_BIN" ] || fail "$AGENT_BIN not built"
 window_busy() { grep -q "lanes_agent_window_busy{window=\"busy\"} $1" "$METRICS"; }
 
 start_fake api
-cat >"$T/lanes.toml" <<TOML
-default_class = "training"
+write_agent_toml <<TOML
 [signals.demand]
 url = "http://127.0.0.1:$FAKE_PORT_api/value"
 query = "demand"
@@ -36,22 +27,6 @@ signal = "demand"
 above = 10
 until_below = 5
 for = "1s"
-[classes.training]
-rate = "100Mbit"
-ceil = "1Gbit"
-busy_window = "busy"
-busy_ceil = "200Mbit"
-[classes.inference]
-rate = "100Mbit"
-ceil = "1Gbit"
-[nodes]
-state_dir = "$STATE"
-cgroup_root = "$CGROOT"
-[[nodes.nic]]
-device = "$DEV"
-link_speed = "10Gbit"
-[agent]
-textfile_dir = "$PROM_DIR"
 TOML
 
 # lanesctl check: which setting applies while the signal is unknown.
@@ -78,12 +53,8 @@ PY
 tool apply 21 --class training --rate 100Mbit --ceil 1Gbit >/dev/null || fail "apply 21"
 tool apply 22 --class inference --rate 100Mbit --ceil 1Gbit >/dev/null || fail "apply 22"
 echo 0 >"$T/value"
-$NA "$AGENT_BIN" --config "$T/lanes.toml" --node n1 2>"$T/agent.log" &
-AGENT=$!
-STARTED_PIDS="$STARTED_PIDS $AGENT"
-wait_for "agent metrics" 20 test -s "$METRICS"
-wait_for "a fresh demand value" 30 grep -q 'lanes_agent_signal_fresh{signal="demand"} 1' "$METRICS"
-wait_for "job 21 at its normal ceil" 20 ceil_is 21 1Gbit
+start_agent
+wait_for "job 21 at its normal ceil" 20 job_ceil_is 21 1Gbit
 wait_for "window idle" 20 window_busy 0
 
 # Each way of being unknown, from idle: busy (the default), the training job
@@ -92,26 +63,24 @@ n=0
 for fault in garbage empty error; do
   n=$((n + 1))
   echo "$fault" >"$T/value"
-  wait_for "$fault: stale -> busy -> job 21 tightened" 30 ceil_is 21 200Mbit
+  wait_for "$fault: stale -> busy -> job 21 tightened" 30 job_ceil_is 21 200Mbit
   window_busy 1 || fail "$fault: window not busy: $(cat "$METRICS")"
-  [ "$(ceil_of 22)" = 1Gbit ] || fail "$fault: inference job 22 was shifted: $(ceil_of 22)"
+  [ "$(job_ceil_of 22)" = 1Gbit ] || fail "$fault: inference job 22 was shifted: $(job_ceil_of 22)"
   [ "$(grep -c 'window busy begins: no usable value of demand (stale since .*: busy (when_unknown = busy, the default)' "$T/agent.log")" -eq $n ] ||
     fail "$fault: no begin line naming the stale value and the default: $(grep 'window busy' "$T/agent.log")"
   echo "ok: $fault: $(grep 'window busy begins' "$T/agent.log" | tail -1 | sed 's/.*window busy/window busy/')"
   echo 0 >"$T/value"
-  wait_for "$fault: good value again -> job 21 back to normal" 30 ceil_is 21 1Gbit
+  wait_for "$fault: good value again -> job 21 back to normal" 30 job_ceil_is 21 1Gbit
 done
 
 # The API down altogether.
 for pid in $STARTED_PIDS; do [ "$pid" = "$AGENT" ] || kill "$pid" 2>/dev/null; done
-wait_for "API down: stale -> busy -> job 21 tightened" 30 ceil_is 21 200Mbit
+wait_for "API down: stale -> busy -> job 21 tightened" 30 job_ceil_is 21 200Mbit
 window_busy 1 || fail "API down: window not busy"
 grep -q 'signal demand: .*query failed: .*Failed to connect' "$T/agent.log" || fail "no connect failure line: $(cat "$T/agent.log")"
 echo "ok: API down: $(grep 'window busy begins' "$T/agent.log" | tail -1 | sed 's/.*window busy/window busy/')"
 
-kill -TERM "$AGENT"
-wait "$AGENT"; rc=$?
-[ $rc -eq 0 ] || fail "agent exit $rc: $(tail -5 "$T/agent.log")"
-[ "$(ceil_of 21)" = 1Gbit ] || fail "after stop: job 21 ceil $(ceil_of 21)"
+stop_agent
+[ "$(job_ceil_of 21)" = 1Gbit ] || fail "after stop: job 21 ceil $(job_ceil_of 21)"
 tool remove 21 >/dev/null; tool remove 22 >/dev/null
 echo "PASS"

@@ -10,9 +10,15 @@
 
 extern "C" {
 #include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
 }
 
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
 #include "glue/slurm_jobs.hpp"
+#include "glue/slurm_load_job.hpp"
 
 namespace lanes {
 namespace {
@@ -78,6 +84,80 @@ TEST(SlurmJobs, AControllerThatNeverAnswersIsUnreachableAtTheBound) {
 
 TEST(SlurmJobs, NoJobsNoQuestion) {
     EXPECT_TRUE(glue::ask_slurmctld({}, std::chrono::seconds(1), never_answer).empty());
+}
+
+// glue/slurm_load_job through a fake libslurm: the job named whatever the
+// release's slurm_load_job() takes (a uint32_t, or a slurm_step_id_t since
+// 26.05), the job's own record found among an array's, the answer freed once,
+// and a failure's code and text taken from errno.
+template <typename>
+struct JobIdArg;
+template <typename R, typename A, typename B, typename C>
+struct JobIdArg<R (*)(A, B, C)> {
+    using type = B;
+};
+[[maybe_unused]] uint32_t id_of(uint32_t id) { return id; }
+[[maybe_unused]] uint32_t id_of(const slurm_step_id_t& id) { return id.job_id; }
+
+struct FakeSlurm {
+    std::vector<uint32_t> asked;
+    std::vector<uint16_t> flags;
+    int frees = 0;
+    std::vector<slurm_job_info_t> records;
+    job_info_msg_t msg{};
+};
+FakeSlurm* g_fake = nullptr;
+
+int fake_load(job_info_msg_t** msg, JobIdArg<decltype(&slurm_load_job)>::type id, uint16_t show_flags) {
+    g_fake->asked.push_back(id_of(id));
+    g_fake->flags.push_back(show_flags);
+    if (id_of(id) == 404) {
+        errno = ESLURM_INVALID_JOB_ID;
+        return SLURM_ERROR;
+    }
+    g_fake->msg.record_count = static_cast<uint32_t>(g_fake->records.size());
+    g_fake->msg.job_array = g_fake->records.data();
+    *msg = &g_fake->msg;
+    return SLURM_SUCCESS;
+}
+void fake_free(job_info_msg_t* msg) {
+    EXPECT_EQ(msg, &g_fake->msg);
+    ++g_fake->frees;
+}
+char* fake_strerror(int code) {
+    static char text[64];
+    std::snprintf(text, sizeof text, "error %d", code);
+    return text;
+}
+
+TEST(SlurmLoadJob, FindsTheJobsOwnRecordAndFreesTheAnswerOnce) {
+    FakeSlurm fake;
+    g_fake = &fake;
+    fake.records.resize(3);
+    fake.records[0].job_id = 41;
+    fake.records[1].job_id = 42;
+    fake.records[1].job_state = JOB_RUNNING;
+    fake.records[2].job_id = 43;
+    const glue::SlurmJobApi api{fake_load, fake_free, fake_strerror};
+    {
+        auto loaded = glue::load_job(api, 42, SHOW_ALL);
+        ASSERT_TRUE(loaded);
+        EXPECT_EQ(loaded->records().size(), 3u);
+        ASSERT_NE(loaded->record_of(42), nullptr);
+        EXPECT_EQ(loaded->record_of(42)->job_state, JOB_RUNNING);
+        EXPECT_EQ(loaded->record_of(7), nullptr);
+        EXPECT_EQ(fake.frees, 0);
+    }
+    EXPECT_EQ(fake.frees, 1);
+    EXPECT_EQ(fake.asked, std::vector<uint32_t>{42});
+    EXPECT_EQ(fake.flags, std::vector<uint16_t>{SHOW_ALL});
+
+    auto missing = glue::load_job(api, 404, SHOW_DETAIL);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().code, ESLURM_INVALID_JOB_ID);
+    EXPECT_EQ(missing.error().text, "error " + std::to_string(ESLURM_INVALID_JOB_ID));
+    EXPECT_EQ(fake.frees, 1);
+    g_fake = nullptr;
 }
 
 }  // namespace
