@@ -102,8 +102,8 @@ struct PolicyConfig {
     // when a call overruns time_budget. Empty (a Config built in memory): the
     // policy runs in the calling process, under the Lua hook's budgets only.
     std::string worker;
-    uint32_t workers = 0;      // worker processes; 0: by CPU count (2..8)
-    uint32_t queue = 64;       // callers waiting for a free worker; past it a job is refused
+    uint32_t workers = 0;  // worker processes; 0: by CPU count (2..8)
+    uint32_t queue = 64;   // callers waiting for a free worker; past it a job is refused
     // After a job of a user overran time_budget, that user's jobs get on_error
     // without running the policy for this long (0: off).
     std::chrono::milliseconds overrun_cooldown{60000};

@@ -4,14 +4,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -63,17 +64,49 @@ wire::Answer answer(const wire::Query& q, const WindowOracle& windows) {
     return a;
 }
 
-// Binds the worker to the CPU its caller runs on. The caller sleeps while the
-// worker runs, so the worker takes that CPU at once and wakes the caller on
-// it: no wake-up has to cross to another, possibly idle, CPU.
-void follow_caller(PolicyWorkerPool::Worker& w) {
-    int cpu = ::sched_getcpu();
-    if (cpu < 0 || cpu == w.cpu || cpu >= CPU_SETSIZE) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (::sched_setaffinity(w.pid, sizeof set, &set) == 0) w.cpu = cpu;
-}
+// How long a round trip runs on one CPU before the caller and the worker
+// are let go (see OneCpuRoundTrip): an ordinary classification takes 10-20 us.
+constexpr std::chrono::microseconds kShortRoundTrip{250};
+
+// For one round trip, the caller and its worker on one CPU: the CPU the
+// caller runs on. The caller sleeps while the worker runs, so the worker
+// takes that CPU at once and wakes the caller on it; no wake-up crosses to
+// another, possibly halted, CPU, and the caller is not moved away while it
+// waits (which made the next job move the worker too). The caller's own CPU
+// mask is given back at the end; the worker stays bound (rebound only when
+// a caller comes from another CPU). A round trip that takes longer than
+// kShortRoundTrip is let go at once (let_go()): a policy that runs to its
+// deadline must not share one CPU with the caller that has to kill it.
+class OneCpuRoundTrip {
+public:
+    explicit OneCpuRoundTrip(PolicyWorkerPool::Worker& w) {
+        int cpu = ::sched_getcpu();
+        if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        if (::sched_getaffinity(0, sizeof saved_, &saved_) == 0 && CPU_COUNT(&saved_) > 1)
+            pinned_ = ::sched_setaffinity(0, sizeof one, &one) == 0;
+        if (cpu != w.cpu && ::sched_setaffinity(w.pid, sizeof one, &one) == 0) w.cpu = cpu;
+    }
+    ~OneCpuRoundTrip() {
+        if (pinned_) ::sched_setaffinity(0, sizeof saved_, &saved_);
+    }
+    // Both back to the caller's own CPUs.
+    void let_go(PolicyWorkerPool::Worker& w) {
+        if (!pinned_) return;
+        ::sched_setaffinity(0, sizeof saved_, &saved_);
+        ::sched_setaffinity(w.pid, sizeof saved_, &saved_);
+        w.cpu = -1;
+        pinned_ = false;
+    }
+    OneCpuRoundTrip(const OneCpuRoundTrip&) = delete;
+    OneCpuRoundTrip& operator=(const OneCpuRoundTrip&) = delete;
+
+private:
+    cpu_set_t saved_{};
+    bool pinned_ = false;
+};
 
 // An idle worker has nothing to say: anything readable (data, end of file)
 // or a hang-up means it is gone or broken.
@@ -355,8 +388,7 @@ PolicyOutcome PolicyWorkerPool::classify(const JobView& job, SysSeconds now, con
                 if (overrun) {
                     ++stats_.overruns;
                     cooldown_.overran(job.uid, SteadyClock::now());
-                }
-                else ++stats_.worker_deaths;
+                } else ++stats_.worker_deaths;
             }
             release(w, false);
             return error_outcome(why);
@@ -372,10 +404,13 @@ PolicyOutcome PolicyWorkerPool::classify(const JobView& job, SysSeconds now, con
                 name() + ": the policy worker failed during classify() (" + what + "); another one is started", false);
         };
 
-        follow_caller(w);
+        OneCpuRoundTrip same_cpu(w);
         auto status = wire::write_frame(w.fd, wire::encode(wire::Classify{job, now}), deadline);
         if (status == wire::IoStatus::Timeout) return overran();
         if (status != wire::IoStatus::Ok) return broken("it ended");
+        if (wire::wait_readable(w.fd, std::min(deadline, SteadyClock::now() + kShortRoundTrip)) ==
+            wire::IoStatus::Timeout)
+            same_cpu.let_go(w);
         while (true) {
             wire::Frame frame;
             std::string garbage;

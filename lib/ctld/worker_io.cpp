@@ -73,6 +73,10 @@ IoStatus write_frame(int fd, std::string_view frame, std::optional<std::chrono::
     return IoStatus::Ok;
 }
 
+IoStatus wait_readable(int fd, std::chrono::steady_clock::time_point deadline) {
+    return wait_for(fd, POLLIN, deadline);
+}
+
 IoStatus read_frame(int fd, Frame& out, std::optional<std::chrono::steady_clock::time_point> deadline,
                     std::string* error) {
     char header[kHeaderBytes];

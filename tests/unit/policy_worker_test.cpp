@@ -2,8 +2,8 @@
 // The policy worker protocol (policy_wire.hpp) and the worker pool
 // (policy_pool.hpp) with the real lanes-policy-worker ($LANES_POLICY_WORKER,
 // set by make check).
-#include <sched.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -732,6 +732,45 @@ TEST(PolicyWorker, FollowsItsCallersCpu) {
         EXPECT_TRUE(CPU_ISSET(cpu, &its)) << "caller on CPU " << cpu;
     }
     ASSERT_EQ(::sched_setaffinity(0, sizeof mine, &mine), 0);
+}
+
+// The caller is held on its CPU only for the round trip; a long one (here a
+// policy that computes for milliseconds, within its budget) lets both go at
+// once, so that a policy running to its deadline never shares the one CPU
+// with the caller that must kill it.
+TEST(PolicyWorker, ALongRoundTripLetsTheCallerAndWorkerGo) {
+    REQUIRE_WORKER();
+    cpu_set_t mine;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+    if (CPU_COUNT(&mine) < 2) GTEST_SKIP() << "needs two CPUs to tell one from all";
+    auto p = Policy::compile(
+        "function classify(job)\n"
+        "  if job.comment == 'slow' then local n = 0 for i = 1, 1500000 do n = n + i end end\n"
+        "  return 'training'\n"
+        "end\n",
+        "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1", "2s"), nullptr);
+    ASSERT_TRUE(p) << p.error().message;
+    auto pids = worker_children();
+    ASSERT_EQ(pids.size(), 1u);
+    test::FixedWindows windows;
+    auto worker_cpus = [&] {
+        cpu_set_t its;
+        EXPECT_EQ(::sched_getaffinity(pids[0], sizeof its, &its), 0);
+        return CPU_COUNT(&its);
+    };
+    auto my_cpus = [] {
+        cpu_set_t now;
+        EXPECT_EQ(::sched_getaffinity(0, sizeof now, &now), 0);
+        return CPU_COUNT(&now);
+    };
+    EXPECT_EQ((*p)->classify(plain_job(), utc(2026, 11, 30, 9), windows).class_name, "training");
+    EXPECT_EQ(worker_cpus(), 1) << "a short round trip leaves the worker on the caller's CPU";
+    EXPECT_EQ(my_cpus(), CPU_COUNT(&mine)) << "the caller's own CPUs are given back";
+    JobView slow = plain_job();
+    slow.comment = "slow";
+    EXPECT_EQ((*p)->classify(slow, utc(2026, 11, 30, 9), windows).class_name, "training");
+    EXPECT_EQ(worker_cpus(), CPU_COUNT(&mine)) << "a long round trip lets the worker go";
+    EXPECT_EQ(my_cpus(), CPU_COUNT(&mine));
 }
 
 // What the worker gave up before running the policy, as the kernel reports it.
