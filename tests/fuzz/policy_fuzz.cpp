@@ -278,6 +278,15 @@ JobView job_named(const std::string& name, std::string comment = "") {
     return j;
 }
 
+// Another user's job: the owner of a job that overran cools down
+// (policy.overrun_cooldown) and gets errors by design; nobody else may.
+JobView canary_job() {
+    JobView j = job_named(kCanaryJob);
+    j.user = "carol";
+    j.uid = 1005;
+    return j;
+}
+
 // --- the child: run one program, report every call's cost -------------------
 
 // Times this thread was preempted (the scheduler ran something else while it
@@ -458,11 +467,11 @@ void run_child(int fd, const std::string& source, const std::string& config_kind
     for (const JobView& job : hostile) {
         classify("classify", job);
         if (needs_rebuild()) rebuild();
-        PolicyOutcome canary = classify("canary", job_named(kCanaryJob));
+        PolicyOutcome canary = classify("canary", canary_job());
         if (canary.kind != PolicyOutcome::Kind::Class || canary.class_name != kCanaryClass) {
             // A rebuilt state re-runs the top level, which may itself fail.
             if (needs_rebuild()) rebuild();
-            canary = classify("canary", job_named(kCanaryJob));
+            canary = classify("canary", canary_job());
             if (canary.kind != PolicyOutcome::Kind::Class || canary.class_name != kCanaryClass)
                 std::fprintf(out, "problem state corruption: the canary job got %s, not %s\n", describe(canary).c_str(),
                              kCanaryClass);
