@@ -51,8 +51,9 @@ struct NodeShaper::Impl {
     // the NICs that work): logged, and shown by lanesctl check --node.
     std::vector<std::string> problems;
 
-    // Selected NICs that are down or of unknown speed now: a job applied now
-    // records them as pending (JobState.pending_devices).
+    // Selected NICs that cannot be shaped now but may be later (absent, or down
+    // with a speed known only once it is up): a job applied now records them as
+    // pending (JobState.pending_devices); converge() shapes them when they can be.
     std::vector<std::string> unready;
     bool quiet_problems = false;  // converge() re-selects every run: no log per run
 
@@ -61,8 +62,11 @@ struct NodeShaper::Impl {
         if (!quiet_problems) say(LogLevel::Error, what);
     }
 
-    // Shape what matches: a selector that matches no interface, a NIC whose link
-    // is down or whose speed is unknown is reported and skipped. Fails only when
+    // Shape what matches, links that are down included: tc keeps a down
+    // device's qdiscs, classes and gso_max_size, which hold from the moment it
+    // comes up (no unshaped window, and no drain for a cable pulled). A selector
+    // that matches no interface, a NIC whose speed is unknown is reported and
+    // skipped. Fails only when
     // none is left although the node has selectors ("nothing configured for this
     // node" is selects_nics() == false, checked by the caller).
     Result<void> select_nics() {
@@ -86,6 +90,8 @@ struct NodeShaper::Impl {
                     if (fnmatch(sel.device.c_str(), dev.c_str(), 0) == 0) devices.push_back(dev);
                 if (devices.empty()) {
                     problem(where + ": no interface on " + hostname + " matches device \"" + sel.device + "\"");
+                    // A name (not a pattern) may come back (renamed, recreated).
+                    if (sel.device.find_first_of("*?[") == std::string::npos) unready.push_back(sel.device);
                     continue;
                 }
             } else if (!sel.route_to.empty()) {
@@ -100,11 +106,7 @@ struct NodeShaper::Impl {
             }
             for (const auto& dev : devices) {
                 if (std::any_of(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev; })) continue;
-                if (link_is_down(dev)) {
-                    problem("NIC " + dev + ": link is down; not shaped until it is up");
-                    unready.push_back(dev);
-                    continue;
-                }
+                const bool down = link_is_down(dev);
                 NicFacts f;
                 f.device = dev;
                 auto idx = tc->ifindex(dev);
@@ -113,6 +115,14 @@ struct NodeShaper::Impl {
                 if (sel.link_speed_bits) f.link_speed_bits = *sel.link_speed_bits;
                 else if (auto sysfs = tc->link_speed_bits(dev)) f.link_speed_bits = *sysfs;
                 else f.link_speed_bits = config.default_link_speed_bits.value_or(0);
+                if (f.link_speed_bits == 0 && down) {
+                    problem("NIC " + dev +
+                            ": link is down and its speed unknown until it is up; shaped when it comes up "
+                            "(set link_speed in its [[nodes.nic]] (" +
+                            where + ") or nodes.default_link_speed to shape it while it is down)");
+                    unready.push_back(dev);
+                    continue;
+                }
                 if (f.link_speed_bits == 0) {
                     problem("NIC " + dev +
                             ": link speed unknown (the driver reports none, as virtio "
@@ -121,6 +131,9 @@ struct NodeShaper::Impl {
                     unready.push_back(dev);
                     continue;
                 }
+                if (down && !quiet_problems)
+                    say(LogLevel::Info,
+                        "NIC " + dev + ": link is down; shaped now, the shaping holds when it comes up");
                 nics.push_back(std::move(f));
             }
         }
