@@ -126,6 +126,17 @@ void SignalMonitor::configure(const std::map<std::string, SignalConfig>& signals
 
 std::shared_ptr<const SignalSnapshot> SignalMonitor::snapshot() const {
     std::lock_guard lock(mutex_);
+    if (!snapshot_) return snapshot_;
+    const auto now = clock_();
+    if (now - snapshot_->taken < std::chrono::seconds(1)) return snapshot_;
+    // The windows cannot have changed (the evaluator wakes when they can); the
+    // values' ages and texts have.
+    auto snap = std::make_shared<SignalSnapshot>(*snapshot_);
+    snap->taken = now;
+    for (const auto& [name, slot] : slots_)
+        if (auto it = snap->signals.find(name); it != snap->signals.end())
+            it->second.value = effective_value(slot->config, slot->state, now);
+    snapshot_ = std::move(snap);
     return snapshot_;
 }
 

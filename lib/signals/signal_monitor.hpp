@@ -51,6 +51,9 @@ public:
     void configure(const std::map<std::string, SignalConfig>& signals,
                    const std::map<std::string, SignalWindowConfig>& windows, bool start_threads = true);
 
+    // What only moves with the clock between evaluations (taken, each value's
+    // age and why_unusable text) is brought up to date here when the snapshot
+    // is a second old or more: readers see what a once-a-second evaluator gave.
     std::shared_ptr<const SignalSnapshot> snapshot() const override;
 
     // Fetch every signal once now, in this thread, then evaluate (lanesctl signals,
@@ -93,7 +96,7 @@ private:
     std::atomic<bool> cancel_{false};
     std::map<std::string, std::unique_ptr<SignalSlot>> slots_;
     std::map<std::string, SignalWindowTracker> trackers_;
-    std::shared_ptr<const SignalSnapshot> snapshot_;
+    mutable std::shared_ptr<const SignalSnapshot> snapshot_;  // snapshot() refreshes its times
     std::vector<std::thread> threads_;
 };
 

@@ -505,6 +505,26 @@ TEST(SignalMonitor, NextEvaluationFollowsTheFetches) {
     EXPECT_EQ(monitor.next_evaluation_due(), std::min(stale, crossing));
 }
 
+// Readers see the clock move between evaluations: taken and a value's age are
+// brought up to date by snapshot() (a deferred job's start is taken + retry).
+TEST(SignalMonitor, SnapshotTimesFollowTheClock) {
+    Script script;
+    script.next = FetchResult{"", 200, kVector1};
+    SignalClock::time_point now{seconds{1'700'000'000}};
+    lanes::SignalMonitor monitor(
+        {}, [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); }, [&] { return now; });
+    auto cfg = lanes::parse_config(kBase, "lanes.toml");
+    ASSERT_TRUE(cfg);
+    monitor.configure(cfg->signals, cfg->signal_windows, /*start_threads=*/false);
+    monitor.refresh_all_now();
+    now += seconds{12};
+    auto snap = monitor.snapshot();
+    EXPECT_EQ(snap->taken, now);
+    EXPECT_EQ(snap->signals.at("p99").value.age, seconds{12});
+    EXPECT_TRUE(snap->signals.at("p99").value.fresh);
+    EXPECT_EQ(monitor.snapshot(), snap);  // the same instant: the same snapshot
+}
+
 // The evaluator thread wakes at the deadline by itself: a value goes stale with
 // no fetch after it (interval one hour), and change_fd() says a snapshot is out.
 TEST(SignalMonitor, EvaluatorWakesAtTheStaleDeadline) {
