@@ -14,8 +14,11 @@
 // start finds nothing to repair, so there is no loop.
 //
 // Ceil shifts go to the desired state (NodeShaper::set_ceils), never to tc
-// directly. SIGTERM/SIGINT: every shifted job gets its normal ceil back, then
-// the agent exits.
+// directly. They are planned again when the signal monitor publishes a new
+// snapshot (its change_fd) or a job comes or goes (inotify on the state
+// directory), and at nothing else: an idle agent sleeps in poll() until an
+// event, the resync, a fetch of a signal or a window's deadline. SIGTERM/SIGINT: every shifted job gets its normal ceil
+// back, then the agent exits.
 //
 // Output: log lines on stderr (journald), the metrics in node_exporter's
 // textfile directory (agent.textfile_dir/lanes_agent.prom), and
@@ -24,6 +27,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -62,7 +66,6 @@ constexpr int kExitUsage = 2;
 constexpr int kExitRuntime = 3;  // kernel, permissions
 // A burst that never pauses still gets a converge this soon after it began.
 constexpr auto kDebounceLimit = std::chrono::milliseconds(100);
-constexpr auto kWindowTick = std::chrono::seconds(1);
 
 void log_line(LogLevel level, const std::string& line) {
     char stamp[32];
@@ -304,8 +307,10 @@ int Agent::run() {
     status_path_ = node_.state_dir + "/agent/status";
     bool shifts = false;
     for (const auto& [name, c] : config_.classes) shifts = shifts || (!c.busy_window.empty() && c.busy_ceil);
+    int snapshot_fd = -1;
     if (shifts) {
         monitor_ = std::make_unique<SignalMonitor>(log_line);
+        snapshot_fd = monitor_->change_fd();  // before the threads: no snapshot goes unnoticed
         monitor_->configure(config_.signals, config_.signal_windows);
     }
     log_line(LogLevel::Info, "started on " + node_name_ + " with " + config_.path + " (" +
@@ -319,17 +324,37 @@ int Agent::run() {
     const auto resync = config_.agent.resync_interval;
     const auto debounce = config_.agent.debounce;
     auto next_resync = Clock::now() + resync;
-    auto next_tick = Clock::now() + kWindowTick;
     bool pending = false;
     Clock::time_point first_event{}, last_event{};
+    // What moves a ceil shift: a new snapshot, a job file created, renamed into
+    // place or removed. Without either fd (not expected) the shift follows the
+    // resync only, and says so.
+    int jobs_fd = -1;
+    if (monitor_) {
+        jobs_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (jobs_fd >= 0 && inotify_add_watch(jobs_fd, node_.state_dir.c_str(),
+                                              IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE) < 0) {
+            const int err = errno;
+            ::close(jobs_fd);
+            jobs_fd = -1;
+            errno = err;
+        }
+        if (snapshot_fd < 0 || jobs_fd < 0)
+            log_line(LogLevel::Error, std::string("cannot watch ") +
+                                          (snapshot_fd < 0 ? "the signal windows" : node_.state_dir) + ": " +
+                                          std::strerror(errno) + "; ceil shifts follow the resync only");
+    }
     while (true) {
         auto now = Clock::now();
         auto wake = next_resync;
-        if (monitor_) wake = std::min(wake, next_tick);
         if (pending) wake = std::min(wake, std::min(last_event + debounce, first_event + kDebounceLimit));
         const auto wait_ms = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
-        pollfd fds[3] = {{sig_fd, POLLIN, 0}, {events_.route_fd(), POLLIN, 0}, {events_.nft_fd(), POLLIN, 0}};
-        int n = ::poll(fds, 3, static_cast<int>(std::max<long long>(0, wait_ms)));
+        pollfd fds[5] = {{sig_fd, POLLIN, 0},
+                         {events_.route_fd(), POLLIN, 0},
+                         {events_.nft_fd(), POLLIN, 0},
+                         {snapshot_fd, POLLIN, 0},
+                         {jobs_fd, POLLIN, 0}};
+        int n = ::poll(fds, 5, static_cast<int>(std::max<long long>(0, wait_ms)));
         if (n < 0 && errno != EINTR) {
             log_line(LogLevel::Error, std::string("poll: ") + std::strerror(errno));
             return kExitRuntime;
@@ -366,14 +391,27 @@ int Agent::run() {
         if (now >= next_resync) {
             converge("resync");
             next_resync = Clock::now() + resync;
+            if (monitor_) follow_windows(false);
             publish();
         }
-        if (monitor_ && now >= next_tick) {
+        bool shift = false;
+        if (n > 0 && (fds[3].revents & POLLIN)) {
+            uint64_t count = 0;
+            [[maybe_unused]] ssize_t r = ::read(snapshot_fd, &count, sizeof count);
+            shift = true;
+        }
+        if (n > 0 && (fds[4].revents & POLLIN)) {
+            char buf[4096];
+            while (::read(jobs_fd, buf, sizeof buf) > 0) {
+            }
+            shift = true;
+        }
+        if (monitor_ && shift) {
             follow_windows(false);
-            next_tick = now + kWindowTick;
             publish();
         }
     }
+    if (jobs_fd >= 0) ::close(jobs_fd);
     follow_windows(true);
     ++counters_.converges["stop"];
     publish();

@@ -12,17 +12,19 @@
 #      scaled to an hour, with the default resync interval (10 s), once holding
 #      the line only and once also following a signal window.
 # Usage: sudo bash bench/agent_repair_bench.sh   (LANES_BUILDDIR: the build tree)
-# Settings: EVENTS (40), JOBS (10), IDLE_JOBS (100), IDLE_SECONDS (60).
+# Settings: EVENTS (40), JOBS (10), IDLE_JOBS (100), IDLE_SECONDS (600: one
+# clock tick, 10 ms, is 0.06 s/hour at that length), LANES_AGENT (the agent to
+# measure, e.g. an older build for a before/after pair).
 set -u
 EVENTS=${EVENTS:-40}
 JOBS=${JOBS:-10}
 IDLE_JOBS=${IDLE_JOBS:-100}
-IDLE_SECONDS=${IDLE_SECONDS:-60}
+IDLE_SECONDS=${IDLE_SECONDS:-600}
 src=$(cd "$(dirname "$0")/.." && pwd)
 export LANES_BUILDDIR=${LANES_BUILDDIR:-$src/build}
 export LANES_SRCDIR=$src
 . "$src/tests/net/common.sh"
-AGENT=$BUILDDIR/agent/lanes-agent
+AGENT=${LANES_AGENT:-$BUILDDIR/agent/lanes-agent}
 [ -x "$AGENT" ] || fail "$AGENT not built"
 CLK=$(getconf CLK_TCK)
 

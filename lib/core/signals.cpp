@@ -155,6 +155,32 @@ SignalValue effective_value(const SignalConfig& config, const SignalState& state
     return v;
 }
 
+std::optional<SignalClock::time_point> stale_at(const SignalConfig& config, const SignalState& state,
+                                                SignalClock::time_point now) {
+    if (!state.last_value) return std::nullopt;
+    // Fresh while now - last_success <= stale_after: stale one tick later.
+    const auto at = state.last_success + config.stale_after + SignalClock::duration(1);
+    if (now >= at) return std::nullopt;
+    return at;
+}
+
+std::optional<SignalClock::time_point> SignalWindowTracker::crossing_due() const {
+    if (!crossing_since_) return std::nullopt;
+    return *crossing_since_ + (busy_ ? config_.release_after : config_.hold_for);
+}
+
+std::optional<SignalClock::time_point> next_signal_change(const std::vector<SignalTimers>& signals,
+                                                          const std::vector<const SignalWindowTracker*>& windows,
+                                                          SignalClock::time_point now) {
+    std::optional<SignalClock::time_point> next;
+    auto consider = [&](std::optional<SignalClock::time_point> t) {
+        if (t && (!next || *t < *next)) next = t;
+    };
+    for (const auto& s : signals) consider(stale_at(*s.config, *s.state, now));
+    for (const auto* w : windows) consider(w->crossing_due());
+    return next;
+}
+
 bool SignalWindowTracker::update(std::optional<double> value, SignalClock::time_point now,
                                  std::string_view why_unknown) {
     using namespace std::chrono;

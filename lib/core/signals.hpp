@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/lanes_toml.hpp"
 #include "core/result.hpp"
@@ -69,6 +70,11 @@ struct SignalValue {
 };
 SignalValue effective_value(const SignalConfig& config, const SignalState& state, SignalClock::time_point now);
 
+// The first instant at which effective_value() calls `state`'s value stale, when
+// it is fresh at `now`; nullopt when it is not (then only a fetch changes it).
+std::optional<SignalClock::time_point> stale_at(const SignalConfig& config, const SignalState& state,
+                                                SignalClock::time_point now);
+
 // Updates `state` with one attempt's outcome.
 void record_attempt(SignalState& state, const Result<double>& outcome, SignalClock::time_point at);
 
@@ -87,6 +93,9 @@ public:
     // Why it is in its state, for logs and lanesctl: "p99=0.31 above 0.25 for 2min".
     const std::string& reason() const { return reason_; }
     const SignalWindowConfig& config() const { return config_; }
+    // When the crossing under way completes if the value stays on its side
+    // (update() at or after it changes the state); nullopt when none is.
+    std::optional<SignalClock::time_point> crossing_due() const;
 
 private:
     SignalWindowConfig config_;
@@ -95,6 +104,17 @@ private:
     std::optional<SignalClock::time_point> crossing_since_;
     std::string reason_ = "no value yet";
 };
+
+// The earliest instant at which evaluating again, with no new fetch, can change
+// anything: a fresh value going stale, a window's crossing completing. nullopt:
+// nothing changes until a fetch returns. What the evaluator sleeps until.
+struct SignalTimers {
+    const SignalConfig* config;
+    const SignalState* state;
+};
+std::optional<SignalClock::time_point> next_signal_change(const std::vector<SignalTimers>& signals,
+                                                          const std::vector<const SignalWindowTracker*>& windows,
+                                                          SignalClock::time_point now);
 
 // An immutable picture of every signal and signal window at one instant; the
 // submit path and the policy read only this (a pointer copy).

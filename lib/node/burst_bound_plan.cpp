@@ -39,15 +39,10 @@ GsoSize gso_size_for(uint32_t max, const GsoSize& orig) {
     return GsoSize{max, orig.ipv4_max ? std::min(max, orig.ipv4_max) : 0};
 }
 
-GsoStep plan_gso_account(GsoFile f, uint64_t ceil_bits, int delta, uint64_t burst_us) {
+namespace {
+// The step once `f`'s counts are updated: restore, set or save.
+GsoStep step_for(GsoFile f, uint64_t burst_us) {
     GsoStep step;
-    if (delta > 0) {
-        f.ceils[ceil_bits] += 1;
-    } else {
-        auto it = f.ceils.find(ceil_bits);
-        if (it == f.ceils.end()) return step;
-        if (--it->second == 0) f.ceils.erase(it);
-    }
     if (f.ceils.empty()) {
         step.action = GsoStep::Action::Restore;
         step.size = f.orig;
@@ -64,6 +59,41 @@ GsoStep plan_gso_account(GsoFile f, uint64_t ceil_bits, int delta, uint64_t burs
     }
     step.file = std::move(f);
     return step;
+}
+
+// One count of `bits` out of `f`; false when there was none.
+bool count_out(GsoFile& f, uint64_t bits) {
+    auto it = f.ceils.find(bits);
+    if (it == f.ceils.end()) return false;
+    if (--it->second == 0) f.ceils.erase(it);
+    return true;
+}
+}  // namespace
+
+GsoStep plan_gso_account(GsoFile f, uint64_t ceil_bits, int delta, uint64_t burst_us) {
+    if (delta > 0) f.ceils[ceil_bits] += 1;
+    else if (!count_out(f, ceil_bits)) return GsoStep{};
+    return step_for(std::move(f), burst_us);
+}
+
+GsoStep plan_gso_shift(GsoFile f, uint64_t from_bits, uint64_t to_bits, uint64_t link_bits, uint64_t burst_us) {
+    bool changed = false;
+    if (from_bits < link_bits) changed = count_out(f, from_bits);
+    if (to_bits < link_bits) {
+        f.ceils[to_bits] += 1;
+        changed = true;
+    }
+    if (!changed) return GsoStep{};
+    return step_for(std::move(f), burst_us);
+}
+
+std::optional<GsoFile> plan_gso_recount(const GsoFile& file, const std::map<uint64_t, uint32_t>& ceils,
+                                        uint64_t burst_us) {
+    if (file.ceils == ceils) return std::nullopt;
+    GsoFile f = file;
+    f.ceils = ceils;
+    if (!ceils.empty()) f.set = gso_target(ceils.begin()->first, f.orig, burst_us);
+    return f;
 }
 
 std::optional<GsoSize> plan_gso_repair(const GsoFile& file, const GsoSize& now) {

@@ -57,6 +57,19 @@ struct GsoStep {
 // and set (the caller reads them). `ceil_bits`: the job's ceil on this NIC.
 GsoStep plan_gso_account(GsoFile file, uint64_t ceil_bits, int delta, uint64_t burst_us);
 
+// A job's ceil on this NIC moves from `from_bits` to `to_bits` (a signal's busy
+// shift, or its end; both the ceil in force): its count moves with it, so the
+// bound follows the lowest ceil in force. Each side counts only when capped
+// (below `link_bits`). `file` as for plan_gso_account(); one step, one size.
+GsoStep plan_gso_shift(GsoFile file, uint64_t from_bits, uint64_t to_bits, uint64_t link_bits, uint64_t burst_us);
+
+// converge(): the stored file made to agree with the desired state: `ceils` are
+// the ceils in force of the capped jobs on this NIC (how many of each), and
+// `set` follows the lowest. nullopt when the stored file already agrees. A
+// result without ceils means: restore orig and delete the file.
+std::optional<GsoFile> plan_gso_recount(const GsoFile& file, const std::map<uint64_t, uint32_t>& ceils,
+                                        uint64_t burst_us);
+
 // converge(): the size to put back on a NIC whose file has capped jobs but
 // whose gso_max_size is `now.max` (a recreated NIC has its own again);
 // nullopt when nothing is to be done (no capped job, or the size is in place).

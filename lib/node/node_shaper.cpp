@@ -56,8 +56,9 @@ struct NodeShaper::Impl {
     // the NICs that work): logged, and shown by lanesctl check --node.
     std::vector<std::string> problems;
 
-    // Selected NICs that are down or of unknown speed now: a job applied now
-    // records them as pending (JobState.pending_devices).
+    // Selected NICs that cannot be shaped now but may be later (absent, or down
+    // with a speed known only once it is up): a job applied now records them as
+    // pending (JobState.pending_devices); converge() shapes them when they can be.
     std::vector<std::string> unready;
     bool quiet_problems = false;  // converge() re-selects every run: no log per run
 
@@ -66,8 +67,11 @@ struct NodeShaper::Impl {
         if (!quiet_problems) say(LogLevel::Error, what);
     }
 
-    // Shape what matches: a selector that matches no interface, a NIC whose link
-    // is down or whose speed is unknown is reported and skipped. Fails only when
+    // Shape what matches, links that are down included: tc keeps a down
+    // device's qdiscs, classes and gso_max_size, which hold from the moment it
+    // comes up (no unshaped window, and no drain for a cable pulled). A selector
+    // that matches no interface, a NIC whose speed is unknown is reported and
+    // skipped. Fails only when
     // none is left although the node has selectors ("nothing configured for this
     // node" is selects_nics() == false, checked by the caller).
     Result<void> select_nics() {
@@ -91,6 +95,8 @@ struct NodeShaper::Impl {
                     if (fnmatch(sel.device.c_str(), dev.c_str(), 0) == 0) devices.push_back(dev);
                 if (devices.empty()) {
                     problem(where + ": no interface on " + hostname + " matches device \"" + sel.device + "\"");
+                    // A name (not a pattern) may come back (renamed, recreated).
+                    if (sel.device.find_first_of("*?[") == std::string::npos) unready.push_back(sel.device);
                     continue;
                 }
             } else if (!sel.route_to.empty()) {
@@ -105,11 +111,7 @@ struct NodeShaper::Impl {
             }
             for (const auto& dev : devices) {
                 if (std::any_of(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev; })) continue;
-                if (link_is_down(dev)) {
-                    problem("NIC " + dev + ": link is down; not shaped until it is up");
-                    unready.push_back(dev);
-                    continue;
-                }
+                const bool down = link_is_down(dev);
                 NicFacts f;
                 f.device = dev;
                 auto idx = tc->ifindex(dev);
@@ -118,6 +120,14 @@ struct NodeShaper::Impl {
                 if (sel.link_speed_bits) f.link_speed_bits = *sel.link_speed_bits;
                 else if (auto sysfs = tc->link_speed_bits(dev)) f.link_speed_bits = *sysfs;
                 else f.link_speed_bits = config.default_link_speed_bits.value_or(0);
+                if (f.link_speed_bits == 0 && down) {
+                    problem("NIC " + dev +
+                            ": link is down and its speed unknown until it is up; shaped when it comes up "
+                            "(set link_speed in its [[nodes.nic]] (" +
+                            where + ") or nodes.default_link_speed to shape it while it is down)");
+                    unready.push_back(dev);
+                    continue;
+                }
                 if (f.link_speed_bits == 0) {
                     problem("NIC " + dev +
                             ": link speed unknown (the driver reports none, as virtio "
@@ -126,6 +136,9 @@ struct NodeShaper::Impl {
                     unready.push_back(dev);
                     continue;
                 }
+                if (down && !quiet_problems)
+                    say(LogLevel::Info,
+                        "NIC " + dev + ": link is down; shaped now, the shaping holds when it comes up");
                 nics.push_back(std::move(f));
             }
         }
@@ -678,19 +691,33 @@ struct NodeShaper::Impl {
             nftplan = plan_converge_nft(wanted, *c);
         }
 
-        // The GSO bound of NICs with capped jobs (a recreated NIC has its own again).
+        // The GSO bound of NICs with capped jobs, recounted from the desired state
+        // (the ceils in force: a shift's file write lost in a crash), then the size
+        // (a recreated NIC has its own again, or someone changed it).
         std::vector<std::pair<Repair, std::pair<int, GsoSize>>> gso_fixes;
+        std::vector<std::pair<std::string, GsoFile>> gso_recounts;
         if (config.gso_burst_us) {
             for (const auto& nic : nics) {
                 auto f = load_gso(nic.device);
-                if (!f || f->ceils.empty()) continue;
+                if (!f) continue;
+                std::map<uint64_t, uint32_t> ceils;
+                for (const auto& job : jobs)
+                    for (const auto& d : job.devices)
+                        if (d.device == nic.device && d.ceil_in_force() < nic.link_speed_bits)
+                            ++ceils[d.ceil_in_force()];
+                if (auto recount = plan_gso_recount(*f, ceils, *config.gso_burst_us)) {
+                    f = *recount;
+                    gso_recounts.push_back({nic.device, *recount});
+                }
                 auto now = tc->gso_size(nic.ifindex);
                 if (!now) continue;
-                auto want = plan_gso_repair(*f, *now);
+                auto want = f->ceils.empty()
+                                ? (now->max != f->orig.max ? std::optional<GsoSize>(f->orig) : std::nullopt)
+                                : plan_gso_repair(*f, *now);
                 if (!want) continue;
                 gso_fixes.push_back({Repair{"gso_max_size", "changed", 0, nic.device,
                                             "gso_max_size " + std::to_string(now->max) + ", desired " +
-                                                std::to_string(f->set) + " (node.gso_burst)"},
+                                                std::to_string(want->max) + " (node.gso_burst)"},
                                      {nic.ifindex, *want}});
             }
         }
@@ -700,6 +727,16 @@ struct NodeShaper::Impl {
             for (const auto& r : nftplan.repairs) out.repairs.push_back(r);
             for (const auto& g : gso_fixes) out.repairs.push_back(g.first);
             return out;
+        }
+
+        // The burst bound before the jobs that grew (a NIC that came up) count in.
+        for (const auto& [dev, f] : gso_recounts) {
+            if (f.ceils.empty()) ::unlink(gso_path(dev).c_str());
+            else if (auto r = save_gso(dev, f); !r) out.problems.push_back(r.error().message);
+        }
+        for (const auto& [rep, fix] : gso_fixes) {
+            if (auto r = tc->set_gso_size(fix.first, fix.second); !r) out.problems.push_back(r.error().message);
+            else out.repairs.push_back(rep);
         }
 
         // Desired state first (a NIC that came up): then the kernel.
@@ -735,10 +772,6 @@ struct NodeShaper::Impl {
             out.repairs.push_back(step.repair);
         }
         for (auto& rep : apply_nft(nftplan, out.problems)) out.repairs.push_back(std::move(rep));
-        for (const auto& [rep, fix] : gso_fixes) {
-            if (auto r = tc->set_gso_size(fix.first, fix.second); !r) out.problems.push_back(r.error().message);
-            else out.repairs.push_back(rep);
-        }
         for (const auto& rep : out.repairs)
             say(rep.cause == "link_up" ? LogLevel::Info : LogLevel::Error, "converge: repaired " + repair_text(rep));
         return out;
@@ -801,6 +834,10 @@ struct NodeShaper::Impl {
             auto idx = ifindex_of(dev->device);
             auto r = idx ? tc->add_class(plan_job_class(st, *dev, *idx)) : Result<void>(std::unexpected(idx.error()));
             if (!r) done.error = job + ": " + r.error().message;
+            // The burst bound follows the ceil in force (the desired state is saved:
+            // a failure here is converge()'s to repair).
+            if (auto g = gso_shift(dev->device, done.from_bits, done.to_bits); !g && done.error.empty())
+                done.error = job + ": node.gso_burst: " + g.error().message;
             out.push_back(done);
         }
         return out;
@@ -830,14 +867,14 @@ struct NodeShaper::Impl {
         return {};
     }
 
-    // Count `st`'s capped NICs in (+1) or out (-1), then set or restore the size
-    // as plan_gso_account() says.
+    // Count `st`'s capped NICs in (+1) or out (-1), at the ceil in force (a
+    // busy shift's included), then set or restore the size as plan_gso_account() says.
     Result<void> gso_account(const JobState& st, int delta) {
         if (!config.gso_burst_us) return {};
         for (const auto& dev : st.devices) {
             auto nic =
                 std::find_if(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == dev.device; });
-            if (delta > 0 && (nic == nics.end() || dev.ceil_bits >= nic->link_speed_bits)) continue;
+            if (delta > 0 && (nic == nics.end() || dev.ceil_in_force() >= nic->link_speed_bits)) continue;
             auto file = load_gso(dev.device);
             if (!file && delta < 0) continue;
             auto idx = tc->ifindex(dev.device);
@@ -848,40 +885,63 @@ struct NodeShaper::Impl {
                 }
                 return std::unexpected(idx.error());
             }
-            GsoFile f;
-            if (file) {
-                f = *file;
-            } else {
-                auto now = tc->gso_size(*idx);
-                if (!now) return std::unexpected(now.error());
-                f.orig = *now;
-                f.set = now->max;
-            }
-            const GsoStep step = plan_gso_account(std::move(f), dev.ceil_bits, delta, *config.gso_burst_us);
-            switch (step.action) {
-                case GsoStep::Action::Nothing: continue;
-                case GsoStep::Action::Restore: {
-                    auto r = tc->set_gso_size(*idx, step.size);
-                    if (!r) return r;
-                    ::unlink(gso_path(dev.device).c_str());
-                    say(LogLevel::Info, "NIC " + dev.device + ": gso_max_size back to " +
-                                            std::to_string(step.size.max) + " (no capped job left)");
-                    continue;
-                }
-                case GsoStep::Action::Set: {
-                    auto r = tc->set_gso_size(*idx, step.size);
-                    if (!r) return r;
-                    say(LogLevel::Info, "NIC " + dev.device + ": gso_max_size " + std::to_string(step.size.max) +
-                                            " (lowest ceil " + format_rate(step.file.ceils.begin()->first) +
-                                            ", node.gso_burst " + std::to_string(*config.gso_burst_us) + "us)");
-                    break;
-                }
-                case GsoStep::Action::Save: break;
-            }
-            auto r = save_gso(dev.device, step.file);
+            auto f = file ? Result<GsoFile>(*file) : gso_file_now(*idx);
+            if (!f) return std::unexpected(f.error());
+            auto r = apply_gso_step(dev.device, *idx,
+                                    plan_gso_account(std::move(*f), dev.ceil_in_force(), delta, *config.gso_burst_us));
             if (!r) return r;
         }
         return {};
+    }
+
+    // A ceil shift on one NIC: the count moves from the old ceil in force to the
+    // new one (set_ceils), so the bound follows the busy ceil and back.
+    Result<void> gso_shift(const std::string& device, uint64_t from_bits, uint64_t to_bits) {
+        if (!config.gso_burst_us || from_bits == to_bits) return {};
+        auto nic = std::find_if(nics.begin(), nics.end(), [&](const NicFacts& n) { return n.device == device; });
+        if (nic == nics.end()) return {};  // not shaped now: converge() counts it when it comes back
+        auto idx = tc->ifindex(device);
+        if (!idx) return std::unexpected(idx.error());
+        auto file = load_gso(device);
+        auto f = file ? Result<GsoFile>(*file) : gso_file_now(*idx);
+        if (!f) return std::unexpected(f.error());
+        return apply_gso_step(
+            device, *idx,
+            plan_gso_shift(std::move(*f), from_bits, to_bits, nic->link_speed_bits, *config.gso_burst_us));
+    }
+
+    // No file yet: the NIC's sizes now are its own.
+    Result<GsoFile> gso_file_now(int ifindex) {
+        auto now = tc->gso_size(ifindex);
+        if (!now) return std::unexpected(now.error());
+        GsoFile f;
+        f.orig = *now;
+        f.set = now->max;
+        return f;
+    }
+
+    Result<void> apply_gso_step(const std::string& device, int ifindex, const GsoStep& step) {
+        switch (step.action) {
+            case GsoStep::Action::Nothing: return {};
+            case GsoStep::Action::Restore: {
+                auto r = tc->set_gso_size(ifindex, step.size);
+                if (!r) return r;
+                ::unlink(gso_path(device).c_str());
+                say(LogLevel::Info, "NIC " + device + ": gso_max_size back to " + std::to_string(step.size.max) +
+                                        " (no capped job left)");
+                return {};
+            }
+            case GsoStep::Action::Set: {
+                auto r = tc->set_gso_size(ifindex, step.size);
+                if (!r) return r;
+                say(LogLevel::Info, "NIC " + device + ": gso_max_size " + std::to_string(step.size.max) +
+                                        " (lowest ceil in force " + format_rate(step.file.ceils.begin()->first) +
+                                        ", node.gso_burst " + std::to_string(*config.gso_burst_us) + "us)");
+                break;
+            }
+            case GsoStep::Action::Save: break;
+        }
+        return save_gso(device, step.file);
     }
 
     // Every NIC back to its own GSO size (remove_all).

@@ -2,6 +2,11 @@
 // SignalMonitor. See signal_monitor.hpp.
 #include "signals/signal_monitor.hpp"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdint>
+
 #include "signals/curl_fetcher.hpp"
 
 namespace lanes {
@@ -27,7 +32,29 @@ SignalMonitor::SignalMonitor(LogSink log, FetcherFactory make_fetcher, Clock clo
     if (!clock_) clock_ = [] { return SignalClock::now(); };
 }
 
-SignalMonitor::~SignalMonitor() { stop(); }
+SignalMonitor::~SignalMonitor() {
+    stop();
+    if (change_fd_ >= 0) ::close(change_fd_);
+}
+
+int SignalMonitor::change_fd() {
+    std::lock_guard lock(mutex_);
+    if (change_fd_ < 0) change_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return change_fd_;
+}
+
+std::optional<SignalClock::time_point> SignalMonitor::next_evaluation_due() const {
+    std::lock_guard lock(mutex_);
+    return next_evaluation_due_locked(clock_());
+}
+
+std::optional<SignalClock::time_point> SignalMonitor::next_evaluation_due_locked(SignalClock::time_point now) const {
+    std::vector<SignalTimers> signals;
+    for (const auto& [name, slot] : slots_) signals.push_back({&slot->config, &slot->state});
+    std::vector<const SignalWindowTracker*> windows;
+    for (const auto& [name, tracker] : trackers_) windows.push_back(&tracker);
+    return next_signal_change(signals, windows, now);
+}
 
 void SignalMonitor::stop() { stop_threads(); }
 
@@ -40,6 +67,7 @@ void SignalMonitor::stop_threads() {
         threads.swap(threads_);
     }
     wake_.notify_all();
+    evaluator_wake_.notify_all();
     for (auto& t : threads)
         if (t.joinable()) t.join();
     std::lock_guard lock(mutex_);
@@ -98,6 +126,17 @@ void SignalMonitor::configure(const std::map<std::string, SignalConfig>& signals
 
 std::shared_ptr<const SignalSnapshot> SignalMonitor::snapshot() const {
     std::lock_guard lock(mutex_);
+    if (!snapshot_) return snapshot_;
+    const auto now = clock_();
+    if (now - snapshot_->taken < std::chrono::seconds(1)) return snapshot_;
+    // The windows cannot have changed (the evaluator wakes when they can); the
+    // values' ages and texts have.
+    auto snap = std::make_shared<SignalSnapshot>(*snapshot_);
+    snap->taken = now;
+    for (const auto& [name, slot] : slots_)
+        if (auto it = snap->signals.find(name); it != snap->signals.end())
+            it->second.value = effective_value(slot->config, slot->state, now);
+    snapshot_ = std::move(snap);
     return snapshot_;
 }
 
@@ -161,6 +200,12 @@ void SignalMonitor::evaluate_locked(SignalClock::time_point now) {
             SignalSnapshot::WindowState{tracker.busy(), tracker.since(), tracker.config().retry, tracker.reason()};
     }
     snapshot_ = std::move(snap);
+    ++evaluations_;
+    evaluator_wake_.notify_all();
+    if (change_fd_ >= 0) {
+        const uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = ::write(change_fd_, &one, sizeof one);  // full (2^64-2): already readable
+    }
 }
 
 void SignalMonitor::evaluate_now() {
@@ -210,8 +255,21 @@ void SignalMonitor::worker(SignalSlot* slot) {
 }
 
 void SignalMonitor::evaluator() {
+    // Sleeps until the next instant a decision can change by time alone; every
+    // evaluation (after a fetch, or configure) wakes it to compute that again.
+    // The wait is on the steady clock, the deadline on clock_ (the system
+    // clock): if that one is stepped, the next fetch recomputes it.
     std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+    while (!stopping_) {
+        const uint64_t seen = evaluations_;
+        const auto now = clock_();
+        const auto due = next_evaluation_due_locked(now);
+        auto changed = [&] { return stopping_ || evaluations_ != seen; };
+        if (!due) {
+            evaluator_wake_.wait(lock, changed);
+            continue;
+        }
+        if (*due > now && evaluator_wake_.wait_for(lock, *due - now, changed)) continue;
         lock.unlock();
         try {
             evaluate_now();

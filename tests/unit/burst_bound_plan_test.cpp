@@ -121,6 +121,67 @@ TEST(BurstBoundPlan, AccountSteps) {
     }
 }
 
+// A signal's busy shift moves the job's count to the ceil in force: the bound
+// shrinks with the busy ceil and grows back when the window ends.
+TEST(BurstBoundPlan, ShiftFollowsTheCeilInForce) {
+    using A = GsoStep::Action;
+    const GsoSize orig{65536, 65536};
+    const uint64_t link = 10'000 * kMbit;
+    const GsoFile one1g{orig, 65536, {{1000 * kMbit, 1}}};  // 1 Gbit sends 125000 B in 1 ms: clamped
+    const GsoFile shifted{orig, 25000, {{200 * kMbit, 1}}};
+    const GsoFile two{orig, 12500, {{100 * kMbit, 1}, {1000 * kMbit, 1}}};
+    struct Case {
+        const char* name;
+        GsoFile file;
+        uint64_t from, to;
+        A action;
+        GsoSize size;
+        std::map<uint64_t, uint32_t> ceils_after;
+    };
+    const std::vector<Case> cases = {
+        {"busy: down to the busy ceil", one1g, 1000 * kMbit, 200 * kMbit, A::Set, {25000, 25000}, {{200 * kMbit, 1}}},
+        {"idle again: back up", shifted, 200 * kMbit, 1000 * kMbit, A::Set, {65536, 65536}, {{1000 * kMbit, 1}}},
+        {"uncapped normally, capped when busy",
+         GsoFile{orig, 65536, {}},
+         link,
+         200 * kMbit,
+         A::Set,
+         {25000, 25000},
+         {{200 * kMbit, 1}}},
+        {"capped when busy only: the shift ends", shifted, 200 * kMbit, link, A::Restore, orig, {}},
+        {"another job holds the lower bound",
+         two,
+         1000 * kMbit,
+         200 * kMbit,
+         A::Save,
+         {},
+         {{100 * kMbit, 1}, {200 * kMbit, 1}}},
+        {"uncapped both ways", GsoFile{orig, 65536, {}}, link, link, A::Nothing, {}, {}},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.name);
+        const GsoStep step = plan_gso_shift(c.file, c.from, c.to, link, 1000);
+        EXPECT_EQ(step.action, c.action);
+        if (c.action == A::Nothing) continue;
+        if (c.action != A::Save) EXPECT_EQ(step.size, c.size);
+        EXPECT_EQ(step.file.ceils, c.ceils_after);
+    }
+}
+
+TEST(BurstBoundPlan, RecountFromTheDesiredState) {
+    const GsoSize orig{65536, 65536};
+    const GsoFile stale{orig, 65536, {{1000 * kMbit, 1}}};  // a shift's file write lost
+    auto fixed = plan_gso_recount(stale, {{200 * kMbit, 1}}, 1000);
+    ASSERT_TRUE(fixed);
+    EXPECT_EQ(fixed->set, 25000u);
+    EXPECT_EQ(fixed->ceils, (std::map<uint64_t, uint32_t>{{200 * kMbit, 1}}));
+    EXPECT_EQ(fixed->orig, orig);
+    EXPECT_FALSE(plan_gso_recount(stale, {{1000 * kMbit, 1}}, 1000));
+    auto none = plan_gso_recount(stale, {}, 1000);
+    ASSERT_TRUE(none);
+    EXPECT_TRUE(none->ceils.empty());
+}
+
 TEST(BurstBoundPlan, RepairOnlyWhenCappedAndChanged) {
     const GsoSize orig{65536, 65536};
     const GsoFile capped{orig, 12500, {{100 * kMbit, 1}}};

@@ -1080,26 +1080,68 @@ TEST_F(NodeShaperTest, ANicAbsentAtPrologIsShapedOnceItIsThere) {
     EXPECT_FALSE(k_.classes[5].count(tc_handle(0x1a4e, 7)));
 }
 
-TEST_F(NodeShaperTest, ANicDownAtPrologIsPendingThenShapedWhenUp) {
+// tc keeps a down device's qdiscs and classes (they hold from link up): a NIC
+// down at the prolog is shaped there, with nothing left for converge at link up.
+// It used to be recorded pending and shaped only by a converge after link up.
+TEST_F(NodeShaperTest, ANicDownAtPrologIsShapedAtTheProlog) {
     k_.down = {"eth1"};
     auto s = open();
     auto st = s->apply(req(7, kGbit));
     ASSERT_TRUE(st) << st.error().message;
-    ASSERT_EQ(st->devices.size(), 1u);
-    EXPECT_EQ(st->pending_devices, std::vector<std::string>{"eth1"});
-    EXPECT_TRUE(k_.classes[3].empty());
-    auto still_down = s->converge();
-    ASSERT_TRUE(still_down);
-    EXPECT_TRUE(still_down->repairs.empty()) << ::testing::PrintToString(repairs_of(*still_down));
+    EXPECT_EQ(st->devices.size(), 2u);
+    EXPECT_TRUE(st->pending_devices.empty());
+    EXPECT_EQ(k_.classes[3][tc_handle(0x1a4e, 7)].rate_bits, kGbit);
     k_.down.clear();  // the link comes up
     auto r = s->converge();
     ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(repairs_of(*r), (std::vector<std::string>{"root_qdisc missing 0 eth1", "pending_nic link_up 7 eth1"}));
-    EXPECT_EQ(k_.classes[3][tc_handle(0x1a4e, 7)].rate_bits, kGbit);
-    auto now = s->list();
-    ASSERT_EQ(now.size(), 1u);
-    EXPECT_EQ(now[0].devices.size(), 2u);
-    EXPECT_TRUE(now[0].pending_devices.empty());
+    EXPECT_TRUE(r->repairs.empty()) << ::testing::PrintToString(repairs_of(*r));
+}
+
+// Every managed NIC down (a switch reboot): the prolog shapes them all; it used
+// to fail ("no NIC ... can be shaped") and Slurm drained the node.
+TEST_F(NodeShaperTest, EveryNicDownIsShapedNotAFailedProlog) {
+    k_.down = {"eth0", "eth1"};
+    auto s = open();
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->nics().size(), 2u);
+    auto st = s->apply(req(7, kGbit));
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_EQ(st->devices.size(), 2u);
+    EXPECT_TRUE(st->pending_devices.empty());
+}
+
+// Down and no speed known (a physical NIC reports none without a link, and
+// [[nodes.nic]] sets none): the only NIC that cannot be shaped now, named with
+// the fix; next to a NIC that works it is pending.
+TEST_F(NodeShaperTest, ADownNicOfUnknownSpeedIsPendingOrNamed) {
+    k_.down = {"ib0"};
+    config_.nics[0].device = "ib*";
+    auto only = NodeShaper::open_with(config_, "gpu1", std::make_unique<FakeTc>(k_), std::make_unique<FakeMarker>(k_),
+                                      std::make_unique<FakeCgroups>(k_, kHybrid));
+    ASSERT_FALSE(only);
+    EXPECT_NE(only.error().message.find("NIC ib0: link is down and its speed unknown until it is up"),
+              std::string::npos)
+        << only.error().message;
+    EXPECT_NE(only.error().message.find("set link_speed in its [[nodes.nic]]"), std::string::npos)
+        << only.error().message;
+    config_.nics[0].device = "[ei]*";
+    auto s = open();
+    auto st = s->apply(req(7, kGbit));
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_EQ(st->pending_devices, std::vector<std::string>{"ib0"});
+}
+
+// A NIC named in [[nodes.nic]] that is absent (renamed, not yet created): pending.
+TEST_F(NodeShaperTest, AnAbsentNamedNicIsPending) {
+    NicSelector named;
+    named.nodes = "gpu[1-4]";
+    named.device = "eth7";
+    named.line = 14;
+    config_.nics.push_back(named);
+    auto s = open();
+    auto st = s->apply(req(7, kGbit));
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_EQ(st->pending_devices, std::vector<std::string>{"eth7"});
 }
 
 TEST_F(NodeShaperTest, AShiftedCeilIsDesiredStateAndSurvivesReapply) {

@@ -4,10 +4,13 @@
 // a scripted fetcher.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/lanes_toml.hpp"
@@ -299,6 +302,61 @@ std::string with(std::string text, const std::string& from, const std::string& t
     return text;
 }
 
+// What the evaluator sleeps until: a fresh value going stale, a window's
+// crossing completing; nothing while only a fetch can change anything.
+TEST(SignalDeadline, StaleAtIsTheFirstStaleInstant) {
+    lanes::SignalConfig c;
+    c.stale_after = seconds{60};
+    lanes::SignalState st;
+    const SignalClock::time_point t0{seconds{1'700'000'000}};
+    EXPECT_FALSE(lanes::stale_at(c, st, t0));  // no value: only a fetch changes it
+    lanes::record_attempt(st, 0.3, t0);
+    auto at = lanes::stale_at(c, st, t0 + seconds{10});
+    ASSERT_TRUE(at);
+    EXPECT_TRUE(lanes::effective_value(c, st, *at - SignalClock::duration(1)).fresh);
+    EXPECT_FALSE(lanes::effective_value(c, st, *at).fresh);
+    EXPECT_FALSE(lanes::stale_at(c, st, *at));  // stale already: nothing more by time
+    // A failure keeps the value, and its deadline.
+    lanes::record_attempt(st, lanes::fail("connection refused"), t0 + seconds{15});
+    EXPECT_EQ(lanes::stale_at(c, st, t0 + seconds{20}), at);
+}
+
+TEST(SignalDeadline, CrossingDueIsWhenTheHoldRunsOut) {
+    lanes::SignalWindowTracker t(window_config());  // for 120s, release_after 60s
+    const SignalClock::time_point t0{seconds{1'700'000'000}};
+    EXPECT_FALSE(t.crossing_due());
+    t.update(0.3, t0);
+    ASSERT_TRUE(t.crossing_due());
+    EXPECT_EQ(*t.crossing_due(), t0 + seconds{120});
+    EXPECT_FALSE(t.update(0.3, *t.crossing_due() - seconds{1}));
+    EXPECT_TRUE(t.update(0.3, t0 + seconds{120}));  // due: the state changes then
+    EXPECT_FALSE(t.crossing_due());
+    t.update(0.05, t0 + seconds{200});
+    EXPECT_EQ(t.crossing_due(), t0 + seconds{260});  // busy: release_after
+    t.update(0.2, t0 + seconds{210});                // back in the band
+    EXPECT_FALSE(t.crossing_due());
+    t.update(std::nullopt, t0 + seconds{220}, "down");
+    EXPECT_FALSE(t.crossing_due());
+}
+
+TEST(SignalDeadline, NextChangeIsTheEarliest) {
+    const SignalClock::time_point t0{seconds{1'700'000'000}};
+    lanes::SignalConfig fast, slow;
+    fast.stale_after = seconds{30};
+    slow.stale_after = seconds{300};
+    lanes::SignalState fresh, never;
+    lanes::record_attempt(fresh, 0.3, t0);
+    lanes::record_attempt(never, lanes::fail("refused"), t0);
+    lanes::SignalWindowTracker w(window_config());
+    w.update(0.3, t0);  // due at t0 + 120s
+    using V = std::vector<lanes::SignalTimers>;
+    const std::vector<const lanes::SignalWindowTracker*> none, one{&w};
+    EXPECT_FALSE(lanes::next_signal_change(V{{&fast, &never}}, none, t0));  // a signal down: fetches only
+    EXPECT_EQ(lanes::next_signal_change(V{{&slow, &fresh}}, one, t0), t0 + seconds{120});
+    EXPECT_EQ(lanes::next_signal_change(V{{&fast, &fresh}, {&slow, &never}}, one, t0),
+              t0 + seconds{30} + SignalClock::duration(1));
+}
+
 TEST(SignalConfig, MistakesNameLineAndKey) {
     struct Case {
         std::string text;
@@ -418,6 +476,87 @@ TEST(SignalMonitor, ThreadsRefreshAndStop) {
     auto s = monitor.snapshot();
     ASSERT_TRUE(s->signals.at("p99").value.fresh);
     EXPECT_DOUBLE_EQ(*s->signals.at("p99").value.value, 0.31);
+    monitor.stop();
+}
+
+// The monitor's own deadline follows its fetches: a value fetched at t is due to
+// go stale at t + stale_after; a signal that never answered asks for no wake-up
+// (the evaluator used to run every second regardless).
+TEST(SignalMonitor, NextEvaluationFollowsTheFetches) {
+    Script script;
+    SignalClock::time_point now{seconds{1'700'000'000}};
+    lanes::SignalMonitor monitor(
+        {}, [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); }, [&] { return now; });
+    auto cfg = lanes::parse_config(kBase, "lanes.toml");
+    ASSERT_TRUE(cfg);
+    monitor.configure(cfg->signals, cfg->signal_windows, /*start_threads=*/false);
+    script.next = FetchResult{"connection refused", 0, ""};
+    monitor.refresh_all_now();
+    // The fallback (0) is a value, below "above": no crossing, nothing to wait for.
+    EXPECT_FALSE(monitor.next_evaluation_due());
+    script.next = FetchResult{"", 200, kVector1};  // 0.31, above 0.25
+    const auto fetched = now;
+    monitor.refresh_all_now();
+    const auto stale = fetched + cfg->signals.at("p99").stale_after + SignalClock::duration(1);
+    const auto crossing = fetched + cfg->signal_windows.at("busy").hold_for;
+    EXPECT_EQ(monitor.next_evaluation_due(), std::min(stale, crossing));
+    now += seconds{5};
+    monitor.evaluate_now();  // nothing changed: the same instant
+    EXPECT_EQ(monitor.next_evaluation_due(), std::min(stale, crossing));
+}
+
+// Readers see the clock move between evaluations: taken and a value's age are
+// brought up to date by snapshot() (a deferred job's start is taken + retry).
+TEST(SignalMonitor, SnapshotTimesFollowTheClock) {
+    Script script;
+    script.next = FetchResult{"", 200, kVector1};
+    SignalClock::time_point now{seconds{1'700'000'000}};
+    lanes::SignalMonitor monitor(
+        {}, [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); }, [&] { return now; });
+    auto cfg = lanes::parse_config(kBase, "lanes.toml");
+    ASSERT_TRUE(cfg);
+    monitor.configure(cfg->signals, cfg->signal_windows, /*start_threads=*/false);
+    monitor.refresh_all_now();
+    now += seconds{12};
+    auto snap = monitor.snapshot();
+    EXPECT_EQ(snap->taken, now);
+    EXPECT_EQ(snap->signals.at("p99").value.age, seconds{12});
+    EXPECT_TRUE(snap->signals.at("p99").value.fresh);
+    EXPECT_EQ(monitor.snapshot(), snap);  // the same instant: the same snapshot
+}
+
+// The evaluator thread wakes at the deadline by itself: a value goes stale with
+// no fetch after it (interval one hour), and change_fd() says a snapshot is out.
+TEST(SignalMonitor, EvaluatorWakesAtTheStaleDeadline) {
+    Script script;
+    script.next = FetchResult{"", 200, kVector1};
+    lanes::SignalMonitor monitor({},
+                                 [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); });
+    const int fd = monitor.change_fd();
+    ASSERT_GE(fd, 0);
+    lanes::SignalConfig sig;
+    sig.name = "p99";
+    sig.url = "http://127.0.0.1:9";
+    sig.query = "up";
+    sig.interval = hours{1};
+    sig.stale_after = milliseconds{300};
+    monitor.configure({{"p99", sig}}, {});
+    bool was_fresh = false, went_stale = false;
+    for (int i = 0; i < 3000 && !went_stale; ++i) {  // 30 s at most
+        auto s = monitor.snapshot();
+        const bool fresh = s && s->signals.at("p99").value.fresh;
+        was_fresh = was_fresh || fresh;
+        went_stale = was_fresh && !fresh;
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    EXPECT_TRUE(went_stale);
+    {
+        std::lock_guard lock(script.mutex);
+        EXPECT_EQ(script.calls, 1);  // by time alone, not by a fetch
+    }
+    uint64_t published = 0;
+    EXPECT_EQ(::read(fd, &published, sizeof published), static_cast<ssize_t>(sizeof published));
+    EXPECT_GE(published, 2u);  // the fetch's evaluation and the deadline's
     monitor.stop();
 }
 
