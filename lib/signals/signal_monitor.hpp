@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "core/log.hpp"
-#include "core/signals.hpp"
+#include "signals/signals.hpp"
 
 namespace lanes {
 
