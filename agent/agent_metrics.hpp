@@ -15,7 +15,7 @@
 #include <string_view>
 #include <utility>
 
-#include "core/signals.hpp"
+#include "signals/signals.hpp"
 
 namespace lanes::agent {
 

@@ -19,7 +19,7 @@
 namespace lanes {
 
 class WindowOracle;  // router.hpp
-class SignalSource;  // core/signals.hpp
+class SignalSource;  // signals/signals.hpp
 
 struct ClassifierOptions {
     // reload_if_changed() looks at the files at most this often.

@@ -25,8 +25,8 @@
 #include "core/job.hpp"
 #include "core/log.hpp"
 #include "core/result.hpp"
-#include "core/signals.hpp"
 #include "ctld/policy.hpp"
+#include "signals/signals.hpp"
 
 namespace lanes::wire {
 

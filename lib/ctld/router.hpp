@@ -14,8 +14,8 @@
 #include "core/job.hpp"
 #include "core/lanes_toml.hpp"
 #include "core/result.hpp"
-#include "core/signals.hpp"
 #include "core/windows.hpp"
+#include "signals/signals.hpp"
 
 namespace lanes {
 

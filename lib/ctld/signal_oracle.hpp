@@ -12,8 +12,8 @@
 #include <memory>
 
 #include "core/lanes_toml.hpp"
-#include "core/signals.hpp"
 #include "ctld/router.hpp"
+#include "signals/signals.hpp"
 
 namespace lanes {
 

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <memory>
 
-#include "core/signals.hpp"
+#include "signals/signals.hpp"
 
 namespace lanes {
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "core/log.hpp"
-#include "core/signals.hpp"
+#include "signals/signals.hpp"
 
 namespace lanes {
 

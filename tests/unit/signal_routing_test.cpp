@@ -11,8 +11,8 @@
 #include <string>
 
 #include "core/lanes_toml.hpp"
-#include "core/signals.hpp"
 #include "ctld/classifier.hpp"
+#include "signals/signals.hpp"
 
 namespace lanes {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/lanes_toml.hpp"
-#include "core/signals.hpp"
 #include "signals/signal_monitor.hpp"
+#include "signals/signals.hpp"
 
 namespace {
 

@@ -2,8 +2,8 @@
 // Signals: live values from a Prometheus-compatible HTTP API ([signals.NAME] in
 // lanes.toml) and the windows that follow them with hysteresis. This half is pure:
 // the answer parser, the freshness rules and the hysteresis, all functions of
-// their inputs and a clock value. Fetching (libcurl) and the refresh threads live
-// in lib/signals, so nothing here does I/O.
+// their inputs and a clock value. Fetching (curl_fetcher) and the refresh threads
+// (signal_monitor) are its neighbours, so nothing here does I/O.
 #pragma once
 
 #include <chrono>
@@ -30,7 +30,7 @@ struct FetchResult {
     std::string body;
 };
 
-// Fetches one signal's query. Implementations: libcurl (lib/signals) and the
+// Fetches one signal's query. Implementations: libcurl (curl_fetcher.hpp) and the
 // scripted fake of the unit tests. fetch() must return within about the
 // signal's timeout and never throw.
 class SignalFetcher {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Signals, the pure half: Prometheus answer parsing, freshness, hysteresis.
-#include "core/signals.hpp"
+#include "signals/signals.hpp"
 #include "core/text.hpp"
 
 #include <cerrno>
