@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ctld/classifier.hpp"
+#include "ctld/windows_config.hpp"
 #include "lanesctl/policy_fixture.hpp"
 
 namespace {
@@ -80,7 +81,7 @@ const lanes::SysSeconds kPeak = *lanes::parse_timestamp("2026-12-01T09:00:00+01:
 const lanes::SysSeconds kOffPeak = *lanes::parse_timestamp("2026-12-01T21:00:00+01:00");
 
 void run(benchmark::State& state, const std::string& set, const std::string& label, bool in_process = false) {
-    auto config = lanes::load_config(srcdir() + "/tests/golden/" + set + "/lanes.toml");
+    auto config = lanes::load_controller_config(srcdir() + "/tests/golden/" + set + "/lanes.toml");
     if (!config) {
         state.SkipWithError(config.error().message.c_str());
         return;

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "lanesctl/check_report.hpp"
+#include "ctld/windows.hpp"
+#include "ctld/windows_config.hpp"
 
 #include <cctype>
 #include <charconv>
@@ -68,7 +70,7 @@ void summarize(const Config& config, CheckReport& report) {
     report.classes.clear();
     for (const auto& [name, cls] : config.classes) report.classes.push_back(name);
     report.windows.clear();
-    for (const auto& [name, w] : config.windows.all()) report.windows.push_back(name);
+    for (const auto& [name, w] : windows_of(config).all()) report.windows.push_back(name);
     report.rules = config.rules.size();
     report.signal_windows.clear();
     for (const auto& [name, w] : config.signal_windows) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "core/lanes_toml.hpp"
+#include "ctld/windows_config.hpp"
 #include "lanesctl/commands.hpp"
 #include "lanesctl/slo_report.hpp"
 #include "lanesctl/time_spec.hpp"
@@ -69,7 +70,7 @@ Result<void> draw(const SloReport& report, const std::string& png) {
 }  // namespace
 
 int run_report(const Options& options, const Context& context) {
-    auto config = load_config(context.config_path);
+    auto config = load_controller_config(context.config_path);
     if (!config) {
         print_error(config.error().message);
         return kExitRuntime;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/lanes_toml.hpp"
+#include "ctld/windows_config.hpp"
 #include "lanesctl/commands.hpp"
 #include "signals/curl_fetcher.hpp"
 #include "signals/signal_monitor.hpp"
@@ -22,7 +23,7 @@ std::string age_text(const SignalValue& v) {
 }  // namespace
 
 int run_signals(const Options& options, const Context& context) {
-    auto config = load_config(context.config_path);
+    auto config = load_controller_config(context.config_path);
     if (!config) {
         print_error(config.error().message);
         return kExitFailed;

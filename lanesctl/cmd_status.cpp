@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/lanes_toml.hpp"
+#include "ctld/windows_config.hpp"
 #include "lanesctl/agent_status.hpp"
 #include "lanesctl/commands.hpp"
 #include "lanesctl/node_report.hpp"
@@ -26,7 +27,7 @@ namespace lanes::ctl {
 // Shared with cmd_gc.cpp: open the node's shaper from lanes.toml, as spank_lanes does.
 Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context) {
     if (geteuid() != 0) return fail("must run as root (reads the Lanes state directory and the kernel's tc/nft state)");
-    auto config = load_config(context.config_path);
+    auto config = load_controller_config(context.config_path);
     if (!config) return std::unexpected(config.error());
     LogSink log = [](LogLevel level, const std::string& line) {
         if (level == LogLevel::Error) print_error(line);
@@ -41,7 +42,7 @@ namespace {
 
 // lanes-agent's <state_dir>/agent/status, if there is one.
 std::optional<AgentStatus> read_agent_status(const Context& context) {
-    auto config = load_config(context.config_path);
+    auto config = load_controller_config(context.config_path);
     if (!config) return std::nullopt;
     auto node = node_config_for(config->node, context.node);
     if (!node) return std::nullopt;

@@ -14,6 +14,7 @@ extern "C" {
 #include <string>
 
 #include "core/lanes_toml.hpp"
+#include "ctld/windows_config.hpp"
 #include "lanesctl/commands.hpp"
 #include "lanesctl/time_spec.hpp"
 #include "lanesctl/windows_report.hpp"
@@ -82,7 +83,7 @@ int apply_reservations(const WindowsReport& report, const ReservationRequest& re
 int run_windows(const Options& options, const Context& context) {
     auto from = time_option("--from", options.from, context, context.now);
     if (!from) return kExitUsage;
-    auto config = load_config(context.config_path);
+    auto config = load_controller_config(context.config_path);
     if (!config) {
         print_error(config.error().message);
         return kExitRuntime;

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 #include "lanesctl/args.hpp"
 #include "lanesctl/json.hpp"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/job.hpp"
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 #include "lanesctl/json.hpp"
 
 namespace lanes::ctl {

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <set>
 
+#include "ctld/windows.hpp"
+#include "ctld/windows_config.hpp"
 #include "lanesctl/time_spec.hpp"
 
 namespace lanes::ctl {
@@ -45,17 +47,17 @@ Result<std::vector<ReportRow>> report_rows(const Config& config, SysSeconds from
                     format_iso(from, nullptr) + ")");
     std::vector<std::string> windows = names;
     for (const auto& name : windows)
-        if (!config.windows.find(name))
+        if (!windows_of(config).find(name))
             return fail("--window " + name + ": no scheduled [windows." + name + "] in lanes.toml" +
                         (config.signal_windows.count(name) ? " (it follows a signal; its history is not kept)" : ""));
     if (windows.empty())
-        for (const auto& [name, w] : config.windows.all()) windows.push_back(name);
+        for (const auto& [name, w] : windows_of(config).all()) windows.push_back(name);
     if (step.count() > 0 && (to - from) / step > static_cast<int64_t>(kMaxRows))
         return fail("--step " + std::to_string(step.count()) + "s cuts the range into more than " +
                     std::to_string(kMaxRows) + " rows");
     std::set<SysSeconds> cuts{from, to};
     for (const auto& name : windows)
-        for (const auto& occ : config.windows.occurrences(name, from, to)) {
+        for (const auto& occ : windows_of(config).occurrences(name, from, to)) {
             if (occ.begin > from && occ.begin < to) cuts.insert(occ.begin);
             if (occ.end > from && occ.end < to) cuts.insert(occ.end);
         }
@@ -67,7 +69,7 @@ Result<std::vector<ReportRow>> report_rows(const Config& config, SysSeconds from
         ReportRow row;
         row.span = {*it, *next};
         for (const auto& name : windows)
-            if (config.windows.in_window(name, *it)) row.windows.push_back(name);
+            if (windows_of(config).in_window(name, *it)) row.windows.push_back(name);
         rows.push_back(std::move(row));
     }
     return rows;

@@ -18,7 +18,7 @@
 
 #include "core/lanes_toml.hpp"
 #include "core/result.hpp"
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 #include "lanesctl/json.hpp"
 
 namespace lanes::ctl {

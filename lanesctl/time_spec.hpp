@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 
 namespace lanes::ctl {
 

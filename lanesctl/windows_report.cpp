@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <set>
 
+#include "ctld/windows.hpp"
+#include "ctld/windows_config.hpp"
 #include "lanesctl/time_spec.hpp"
 
 namespace lanes::ctl {
@@ -67,15 +69,15 @@ Result<WindowsReport> build_windows_report(const Config& config, SysSeconds from
     report.to = from + days{days_ahead};
     report.with_reservations = request.has_value();
     for (const auto& name : names)
-        if (!config.windows.find(name))
+        if (!windows_of(config).find(name))
             return fail("window '" + name + "' is not defined in " + config.path + " ([windows])");
 
-    for (const auto& [name, window] : config.windows.all()) {
+    for (const auto& [name, window] : windows_of(config).all()) {
         if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
         WindowCalendar cal;
         cal.name = name;
         cal.window = &window;
-        cal.occurrences = config.windows.occurrences(name, report.from, report.to);
+        cal.occurrences = windows_of(config).occurrences(name, report.from, report.to);
         const year_month_day first{local_day(report.from, zone_of(window))};
         const year_month_day last{local_day(report.to, zone_of(window))};
         for (const auto& ex : window.exceptions)

@@ -28,6 +28,7 @@
 #include "ctld/policy.hpp"
 #include "ctld/policy_wire.hpp"
 #include "ctld/router.hpp"
+#include "ctld/windows_config.hpp"
 #include "ctld/worker_io.hpp"
 
 namespace {
@@ -177,7 +178,7 @@ int serve() {
     frame.payload.shrink_to_fit();
     // The configuration is trusted (root's file, parsed by the caller already);
     // time zones are read here, before the filter.
-    auto parsed = parse_config(init->config_text, init->config_path);
+    auto parsed = parse_controller_config(init->config_text, init->config_path);
     if (!parsed) {
         send_frame(wire::encode(wire::Ready{false, parsed.error().message}));
         return 1;

@@ -87,12 +87,12 @@ void parse(ConfigParse& ctx, const toml::table& root) {
         else r.wrong_type(*n, "agent", "a table");
     }
     r.finish();
-    check_never_runs(ctx, root);
+    note_avoid_windows(ctx, root);
 }
 
 }  // namespace
 
-Result<Config> parse_config(std::string_view text, const std::string& path) {
+Result<Config> parse_config(std::string_view text, const std::string& path, ConfigPass pass) {
     ConfigParse p(path);
 #ifdef LANES_POLICY_WORKER
     p.config.policy.worker = LANES_POLICY_WORKER;  // $(libexecdir)/lanes/lanes-policy-worker
@@ -111,6 +111,12 @@ Result<Config> parse_config(std::string_view text, const std::string& path) {
     }
     try {
         parse(p, root);
+        if (pass) {
+            p.config.path = path;
+            std::vector<Diagnostic> more;
+            pass(p.config, more);
+            for (auto& d : more) p.errors.add(std::move(d));
+        }
     } catch (const std::exception& e) {  // out of memory and the like: never leave lib/ as an exception
         return fail(path + ": internal error while validating: " + e.what());
     }
@@ -120,7 +126,7 @@ Result<Config> parse_config(std::string_view text, const std::string& path) {
     return std::move(p.config);
 }
 
-Result<Config> load_config(const std::string& path) {
+Result<Config> load_config(const std::string& path, ConfigPass pass) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return fail(path + ": cannot open: " + std::strerror(errno));
     std::string text;
@@ -130,7 +136,7 @@ Result<Config> load_config(const std::string& path) {
         if (text.size() > kMaxConfigBytes) return fail(path + ": too large for a configuration file (over 4 MiB)");
     }
     if (in.bad()) return fail(path + ": cannot read: " + std::strerror(errno));
-    return parse_config(text, path);
+    return parse_config(text, path, pass);
 }
 
 std::string default_config_path(bool honour_environment) {

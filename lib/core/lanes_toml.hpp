@@ -3,7 +3,8 @@
 //
 // load_config() parses and validates; every error names file:line:col and the
 // key. Everything here is plain data: no Slurm types, no I/O beyond reading the
-// file (and the time zone files the windows name).
+// file. Time zones and window occurrences are the controller side's
+// (lib/ctld/windows_config.hpp adds them to a Config).
 #pragma once
 
 #include <chrono>
@@ -16,9 +17,11 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "core/windows.hpp"
+#include "core/window_spec.hpp"
 
 namespace lanes {
+
+class WindowSet;  // lib/ctld/windows.hpp
 
 // A bandwidth: absolute bits per second, or a percentage of the NIC's link speed.
 struct Rate {
@@ -202,7 +205,11 @@ struct Config {
     std::string default_class;  // when nothing else decides
     std::map<std::string, ClassConfig> classes;
     std::vector<ClassRule> rules;
-    WindowSet windows;
+    // [windows.NAME] that follow the clock, as written (every program).
+    WindowSpecs window_specs;
+    // The same with their time zones loaded: set by lib/ctld's
+    // parse_controller_config / load_controller_config, null otherwise.
+    std::shared_ptr<const WindowSet> windows;
     std::map<std::string, SignalConfig> signals;
     std::map<std::string, SignalWindowConfig> signal_windows;
     PolicyConfig policy;
@@ -224,11 +231,16 @@ struct Config {
 // Fails for a node name that is not a plain host name.
 Result<NodeConfig> node_config_for(const NodeConfig& config, const std::string& node_name);
 
+// A check some programs add to the parse (lib/ctld's time zones and windows):
+// it completes `config` and appends its problems to `errors`, which are then
+// reported together with the parser's, sorted by position.
+using ConfigPass = void (*)(Config& config, std::vector<Diagnostic>& errors);
+
 // Parse and validate lanes.toml. Errors read "path:line:col: key: what is wrong".
-Result<Config> load_config(const std::string& path);
+Result<Config> load_config(const std::string& path, ConfigPass pass = nullptr);
 // Same, from text already in memory (path is used in messages and to resolve
 // a relative policy script path).
-Result<Config> parse_config(std::string_view text, const std::string& path);
+Result<Config> parse_config(std::string_view text, const std::string& path, ConfigPass pass = nullptr);
 
 // The lanes.toml to read when none is given. With honour_environment:
 // $LANES_CONFIG if set, else lanes.toml in the directory of $SLURM_CONF if set;

@@ -27,10 +27,10 @@ void parse_class(ConfigParse& ctx, const std::string& name, const toml::table& t
     if (auto v = r.strings("avoid_windows")) {
         const toml::node& n = *t.get("avoid_windows");
         std::vector<std::string> known;
-        for (const auto& [wn, w] : ctx.config.windows.all()) known.push_back(wn);
+        for (const auto& [wn, w] : ctx.config.window_specs.clock) known.push_back(wn);
         for (const auto& [wn, w] : ctx.config.signal_windows) known.push_back(wn);
         for (const auto& wname : *v) {
-            if (ctx.config.windows.find(wname) || ctx.config.signal_windows.count(wname) ||
+            if (ctx.config.window_specs.clock.count(wname) || ctx.config.signal_windows.count(wname) ||
                 ctx.broken_windows.count(wname)) {
                 if (std::find(c.avoid_windows.begin(), c.avoid_windows.end(), wname) == c.avoid_windows.end())
                     c.avoid_windows.push_back(wname);
@@ -114,10 +114,10 @@ void parse_class(ConfigParse& ctx, const std::string& name, const toml::table& t
             std::vector<std::string> known;
             for (const auto& [wn, w] : ctx.config.signal_windows) known.push_back(wn);
             std::string msg =
-                ctx.config.windows.find(*v)
+                ctx.config.window_specs.clock.count(*v)
                     ? "window " + quote(*v) + " follows the clock; busy_window must name a window with a \"signal\""
                     : "unknown signal window " + quote(*v);
-            if (!ctx.config.windows.find(*v)) {
+            if (!ctx.config.window_specs.clock.count(*v)) {
                 if (auto s = closest(*v, known); !s.empty()) msg += " (did you mean " + quote(s) + "?)";
                 else if (known.empty()) msg += " (no [windows.NAME] table has a \"signal\")";
                 else msg += " (defined: " + join_quoted(known) + ")";

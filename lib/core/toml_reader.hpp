@@ -27,6 +27,7 @@ class Errors {
 public:
     explicit Errors(std::string path) : path_(std::move(path)) {}
     void add(const toml::source_region& where, const std::string& key, const std::string& what);
+    void add(Diagnostic d) { list_.push_back(std::move(d)); }
     bool empty() const { return list_.empty(); }
     // Sorted by position.
     std::vector<Diagnostic> sorted();

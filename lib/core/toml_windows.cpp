@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // lanes.toml [windows.NAME]: windows that follow the clock (days, times, a time
-// zone, dated exceptions) or a signal (with hysteresis); and the check that a
-// class's avoided windows leave it some time to start.
+// zone, dated exceptions) or a signal (with hysteresis). The syntax only: the
+// controller side loads the time zones and checks that a class's avoided
+// windows leave it some time to start (lib/ctld/windows_config.cpp).
 #include "core/toml_windows.hpp"
 
 #include <algorithm>
@@ -12,15 +13,17 @@
 #include <string_view>
 #include <vector>
 
-#include "core/windows.hpp"
+#include "core/window_spec.hpp"
 
 namespace lanes::config_parse {
 namespace {
 
-constexpr std::string_view kZoneinfoDir = "/usr/share/zoneinfo";
-
-// Time zones loaded so far in this file, by name.
-using ZoneCache = std::map<std::string, std::shared_ptr<const TimeZone>>;
+// Where a node is, as Errors::add would report it.
+SourceSpot spot(const toml::source_region& where, std::string key) {
+    SourceSpot out{static_cast<int>(where.begin.line), static_cast<int>(where.begin.column), std::move(key)};
+    if (out.line == 0) out = SourceSpot{1, 1, std::move(out.key)};  // implicit tables have no position
+    return out;
+}
 
 // "08:00" or a TOML local time (08:00:00).
 std::optional<std::chrono::minutes> read_time_of_day(TableReader& r, std::string_view k, bool allow_24) {
@@ -85,28 +88,17 @@ std::vector<DateRange> read_dates(TableReader& r, std::string_view k, bool add) 
     return out;
 }
 
-std::shared_ptr<const TimeZone> zone(ConfigParse& ctx, ZoneCache& zones, const std::string& name,
-                                     const toml::node& where, const std::string& key) {
-    if (auto it = zones.find(name); it != zones.end()) return it->second;
-    auto z = TimeZone::load(name, std::string(kZoneinfoDir));
-    if (!z) {
-        ctx.errors.add(where.source(), key, z.error().message);
-        return nullptr;
-    }
-    zones[name] = *z;
-    return *z;
-}
-
-void parse_window(ConfigParse& ctx, ZoneCache& zones, const std::string& name, const toml::table& t) {
+void parse_window(ConfigParse& ctx, const std::string& name, const toml::table& t) {
     const std::string prefix = "windows." + name;
     TableReader r(ctx.errors, t, prefix);
-    Window w;
+    WindowSpec w;
     w.name = name;
     bool ok = true;
     r.string("description");
     if (auto tz = r.string("timezone")) {
-        w.zone = zone(ctx, zones, *tz, *t.get("timezone"), r.key("timezone"));
-        ok = ok && w.zone;
+        // Looked up by the controller side (lib/ctld/windows_config.cpp).
+        w.timezone = *tz;
+        ctx.config.window_specs.zones.push_back({*tz, spot(t.get("timezone")->source(), r.key("timezone"))});
     } else if (!t.get("timezone")) {
         r.error_here(prefix, "missing key \"timezone\" (an IANA zone such as \"Europe/Berlin\", or \"UTC\")");
         ok = false;
@@ -155,7 +147,7 @@ void parse_window(ConfigParse& ctx, ZoneCache& zones, const std::string& name, c
     w.exceptions = std::move(exceptions);
     w.exceptions.insert(w.exceptions.end(), added.begin(), added.end());
     r.finish();
-    if (ok) ctx.config.windows.add(std::move(w));
+    if (ok) ctx.config.window_specs.clock[name] = std::move(w);
     else ctx.broken_windows.insert(name);
 }
 
@@ -234,7 +226,6 @@ void parse_signal_window(ConfigParse& ctx, const std::string& name, const toml::
 }  // namespace
 
 void parse_windows_section(ConfigParse& ctx, const toml::table& t) {
-    ZoneCache zones;
     for (auto&& [k, v] : t) {
         const std::string name(k.str());
         const std::string key = "windows." + name;
@@ -244,45 +235,17 @@ void parse_windows_section(ConfigParse& ctx, const toml::table& t) {
         }
         if (const toml::table* wt = v.as_table()) {
             if (wt->get("signal")) parse_signal_window(ctx, name, *wt);
-            else parse_window(ctx, zones, name, *wt);
+            else parse_window(ctx, name, *wt);
         } else ctx.errors.add(v.source(), key, "expected a table [windows." + name + "], got " + type_name(v));
     }
 }
 
-void check_never_runs(ConfigParse& ctx, const toml::table& root) {
-    using namespace std::chrono;
+void note_avoid_windows(ConfigParse& ctx, const toml::table& root) {
     for (const auto& [name, c] : ctx.config.classes) {
         if (c.avoid_windows.empty()) continue;
-        WindowSet weekly;  // the weekly pattern only: dated exceptions are rare days
-        std::vector<Interval> all;
-        const SysSeconds from = sys_days{year{2025} / January / 6};  // a Monday
-        const SysSeconds to = from + days{21};
-        for (const auto& wn : c.avoid_windows) {
-            if (ctx.config.signal_windows.count(wn)) continue;  // follows a signal, not the clock
-            const Window* w = ctx.config.windows.find(wn);
-            if (!w) return;  // already reported
-            Window copy = *w;
-            copy.exceptions.clear();
-            weekly.add(copy);
-            auto occ = weekly.occurrences(wn, from, to);
-            all.insert(all.end(), occ.begin(), occ.end());
-        }
-        std::sort(all.begin(), all.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
-        std::vector<Interval> merged;
-        for (const auto& iv : all) {
-            if (!merged.empty() && iv.begin <= merged.back().end)
-                merged.back().end = std::max(merged.back().end, iv.end);
-            else merged.push_back(iv);
-        }
-        for (const auto& iv : merged) {
-            if (iv.end - iv.begin >= days{7}) {
-                const toml::node* n = root.at_path("classes." + name + ".avoid_windows").node();
-                ctx.errors.add(
-                    n ? n->source() : root.source(), "classes." + name + ".avoid_windows",
-                    "these windows together cover the whole week: jobs of class " + quote(name) + " could never start");
-                break;
-            }
-        }
+        const std::string key = "classes." + name + ".avoid_windows";
+        const toml::node* n = root.at_path(key).node();
+        ctx.config.window_specs.avoid_windows[name] = spot(n ? n->source() : root.source(), key);
     }
 }
 

@@ -15,6 +15,7 @@
 #include "ctld/policy.hpp"
 #include "ctld/router.hpp"
 #include "ctld/signal_oracle.hpp"
+#include "ctld/windows_config.hpp"
 
 namespace lanes {
 
@@ -68,7 +69,7 @@ Result<std::shared_ptr<Generation>> build_generation(const std::string& config_p
                                                      FileStamp& script_stamp, std::string& script_path,
                                                      bool at_start = false) {
     config_stamp = stamp_of(config_path);
-    auto config = load_config(config_path);
+    auto config = load_controller_config(config_path);
     if (!config) return fail(config.error());
     if (options.check_config) {
         std::string refused = options.check_config(*config);
@@ -79,7 +80,7 @@ Result<std::shared_ptr<Generation>> build_generation(const std::string& config_p
     script_path = config->policy.script;
     auto shared = std::make_shared<const Config>(std::move(*config));
     gen->config = shared;
-    gen->windows = with_signals(std::make_shared<WindowSetOracle>(shared->windows), shared, options.signals);
+    gen->windows = with_signals(std::make_shared<WindowSetOracle>(windows_of(*shared)), shared, options.signals);
     if (!shared->policy.script.empty()) {
         script_stamp = stamp_of(shared->policy.script);
         gen->script_stamp = script_stamp;
@@ -591,9 +592,9 @@ Result<std::unique_ptr<Classifier>> Classifier::from_config(Config config, LogSi
         auto gen = std::make_shared<Generation>();
         auto shared = std::make_shared<const Config>(std::move(config));
         gen->config = shared;
-        gen->windows = windows
-                           ? std::move(windows)
-                           : with_signals(std::make_shared<WindowSetOracle>(shared->windows), shared, options.signals);
+        gen->windows =
+            windows ? std::move(windows)
+                    : with_signals(std::make_shared<WindowSetOracle>(windows_of(*shared)), shared, options.signals);
         if (!shared->policy.script.empty()) {
             auto policy = Policy::load_file(shared->policy.script, shared, log, options.max_lua_states);
             if (!policy) return fail(policy.error());

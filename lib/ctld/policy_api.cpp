@@ -11,6 +11,8 @@
 
 #include "core/text.hpp"
 #include "ctld/builtin_rules.hpp"
+#include "ctld/windows.hpp"
+#include "ctld/windows_config.hpp"
 
 namespace lanes::policy_detail {
 
@@ -727,9 +729,9 @@ void install_policy_api(lua_State* L, LuaState* s) {
     lua_setfield(L, -2, "classes");
     push_string(L, s->config->default_class);
     lua_setfield(L, -2, "default_class");
-    lua_createtable(L, static_cast<int>(s->config->windows.all().size()), 0);
+    lua_createtable(L, static_cast<int>(windows_of(*s->config).all().size()), 0);
     lua_Integer i = 1;
-    for (const auto& entry : s->config->windows.all()) {
+    for (const auto& entry : windows_of(*s->config).all()) {
         push_string(L, entry.first);
         lua_rawseti(L, -2, i++);
     }

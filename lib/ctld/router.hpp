@@ -14,7 +14,7 @@
 #include "core/job.hpp"
 #include "core/lanes_toml.hpp"
 #include "core/result.hpp"
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 #include "signals/signals.hpp"
 
 namespace lanes {

@@ -96,6 +96,7 @@
 
 #include "ctld/policy.hpp"
 #include "ctld/policy_pool.hpp"
+#include "ctld/windows_config.hpp"
 #include "tests/fuzz/policy_lua_gen.hpp"
 
 #ifndef LANES_TEST_SRCDIR
@@ -199,7 +200,7 @@ std::string config_text(const std::string& kind, const std::string& worker) {
 }
 
 Result<std::shared_ptr<const Config>> parsed_config(const std::string& kind, const std::string& worker) {
-    auto c = parse_config(config_text(kind, worker), "/etc/slurm/lanes.toml");
+    auto c = parse_controller_config(config_text(kind, worker), "/etc/slurm/lanes.toml");
     if (!c) return fail(c.error());
     return std::make_shared<const Config>(std::move(*c));
 }

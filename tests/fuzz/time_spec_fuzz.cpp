@@ -6,7 +6,7 @@
 #include <chrono>
 #include <memory>
 
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 #include "fuzz.hpp"
 #include "lanesctl/time_spec.hpp"
 

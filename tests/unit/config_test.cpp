@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "core/lanes_toml.hpp"
+#include "ctld/windows.hpp"
+#include "ctld/windows_config.hpp"
 #include "tests/unit/time_text.hpp"
 
 namespace {
 
 using namespace std::chrono;
-using lanes::parse_config;
+using lanes::parse_controller_config;
 using lanes::SysSeconds;
 
 std::string srcdir() {
@@ -36,7 +38,7 @@ SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0) {
 
 TEST(Config, ShippedExampleParses) {
     const std::string path = srcdir() + "/contrib/lanes.toml";
-    auto c = lanes::load_config(path);
+    auto c = lanes::load_controller_config(path);
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_EQ(c->path, path);
     EXPECT_EQ(c->default_class, "batch");
@@ -112,19 +114,19 @@ TEST(Config, ShippedExampleParses) {
     EXPECT_EQ(c->node.nics[2].nodes, "*");
 
     // The windows work on real dates: peak is 08:00-20:00 Berlin on weekdays.
-    const lanes::Window* peak = c->windows.find("peak");
+    const lanes::Window* peak = windows_of(*c).find("peak");
     ASSERT_NE(peak, nullptr);
     EXPECT_EQ(lanes::format_days(peak->days), "mon,tue,wed,thu,fri");
     EXPECT_EQ(peak->exceptions.size(), 4u);
-    EXPECT_TRUE(c->windows.in_window("peak", utc(2026, 1, 14, 7)));         // Wed 08:00 CET
-    EXPECT_FALSE(c->windows.in_window("peak", utc(2026, 7, 15, 18)));       // Wed 20:00 CEST
-    EXPECT_FALSE(c->windows.in_window("peak", utc(2026, 12, 24, 12)));      // holiday
-    EXPECT_TRUE(c->windows.in_window("peak", utc(2026, 6, 13, 12)));        // added Saturday
-    EXPECT_TRUE(c->windows.in_window("maintenance", utc(2026, 1, 12, 1)));  // Mon 02:00 CET, from Sunday
+    EXPECT_TRUE(windows_of(*c).in_window("peak", utc(2026, 1, 14, 7)));         // Wed 08:00 CET
+    EXPECT_FALSE(windows_of(*c).in_window("peak", utc(2026, 7, 15, 18)));       // Wed 20:00 CEST
+    EXPECT_FALSE(windows_of(*c).in_window("peak", utc(2026, 12, 24, 12)));      // holiday
+    EXPECT_TRUE(windows_of(*c).in_window("peak", utc(2026, 6, 13, 12)));        // added Saturday
+    EXPECT_TRUE(windows_of(*c).in_window("maintenance", utc(2026, 1, 12, 1)));  // Mon 02:00 CET, from Sunday
 }
 
 TEST(Config, MinimalAndDefaults) {
-    auto c = parse_config("[classes.only]\nrate = \"1Gbit\"\n", "/etc/slurm/lanes.toml");
+    auto c = parse_controller_config("[classes.only]\nrate = \"1Gbit\"\n", "/etc/slurm/lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_EQ(c->default_class, "only");  // the one class
     const auto* only = c->find_class("only");
@@ -166,13 +168,14 @@ TEST(Config, AlternativeSpellings) {
          "rate and ceil of different kinds are checked per node"},
     };
     for (const auto& c : cases) {
-        auto r = parse_config(c.text, "lanes.toml");
+        auto r = parse_controller_config(c.text, "lanes.toml");
         EXPECT_TRUE(r) << c.what << ": " << (r ? "" : r.error().message);
     }
-    auto r = parse_config("[windows.w]\ntimezone = \"UTC\"\nstart = 08:00:00\nend = 17:30:00\n[classes.a]\n", "x");
+    auto r = parse_controller_config("[windows.w]\ntimezone = \"UTC\"\nstart = 08:00:00\nend = 17:30:00\n[classes.a]\n",
+                                     "x");
     ASSERT_TRUE(r);
-    EXPECT_EQ(r->windows.find("w")->start, minutes{480});
-    EXPECT_EQ(r->windows.find("w")->end, minutes{1050});
+    EXPECT_EQ(windows_of(*r).find("w")->start, minutes{480});
+    EXPECT_EQ(windows_of(*r).find("w")->end, minutes{1050});
 }
 
 struct ErrorCase {
@@ -355,7 +358,7 @@ TEST(Config, ReportsEveryKindOfError) {
          "lanes.toml:8:17: nodes.foreign_qdisc: unknown value \"replace\" (expected \"refuse\" or \"adopt\")"},
     };
     for (const auto& c : cases) {
-        auto r = parse_config(c.text, "lanes.toml");
+        auto r = parse_controller_config(c.text, "lanes.toml");
         ASSERT_FALSE(r) << c.what << ": parsed, but expected " << c.expected;
         const std::string& m = r.error().message;
         bool found = false;
@@ -371,13 +374,13 @@ TEST(Config, ReportsEveryKindOfError) {
 }
 
 TEST(Config, UnclassifiedTrafficAndGsoBurst) {
-    auto d = parse_config("[classes.a]\n", "lanes.toml");
+    auto d = parse_controller_config("[classes.a]\n", "lanes.toml");
     ASSERT_TRUE(d) << d.error().message;
     EXPECT_EQ(d->node.unclassified_dscp, std::optional<uint8_t>(0));  // CS0
     EXPECT_EQ(d->node.unclassified_rate, (lanes::Rate{0, 5}));
     EXPECT_EQ(d->node.unclassified_ceil, (lanes::Rate{0, 25}));
     EXPECT_EQ(d->node.gso_burst_us, std::optional<uint32_t>(250));
-    auto c = parse_config(
+    auto c = parse_controller_config(
         "[classes.a]\n[nodes]\nunclassified_dscp = \"keep\"\nunclassified_rate = \"1Gbit\"\n"
         "unclassified_ceil = \"100%\"\ngso_burst = \"off\"\n",
         "lanes.toml");
@@ -386,7 +389,8 @@ TEST(Config, UnclassifiedTrafficAndGsoBurst) {
     EXPECT_EQ(c->node.unclassified_rate, (lanes::Rate{1'000'000'000, 0}));
     EXPECT_EQ(c->node.unclassified_ceil, (lanes::Rate{0, 100}));
     EXPECT_FALSE(c->node.gso_burst_us);
-    c = parse_config("[classes.a]\n[nodes]\nunclassified_dscp = \"AF11\"\ngso_burst = \"2ms\"\n", "lanes.toml");
+    c = parse_controller_config("[classes.a]\n[nodes]\nunclassified_dscp = \"AF11\"\ngso_burst = \"2ms\"\n",
+                                "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_EQ(c->node.unclassified_dscp, std::optional<uint8_t>(10));
     EXPECT_EQ(c->node.gso_burst_us, std::optional<uint32_t>(2000));
@@ -402,7 +406,7 @@ TEST(Config, CollectsAllErrorsInFileOrder) {
         "[nodes]\n"                     // 6
         "root_handle = \"zz\"\n"        // 7
         "colour = 1\n";                 // 8
-    auto r = parse_config(text, "/etc/slurm/lanes.toml");
+    auto r = parse_controller_config(text, "/etc/slurm/lanes.toml");
     ASSERT_FALSE(r);
     const std::string& m = r.error().message;
     std::vector<std::string> lines;
@@ -418,6 +422,56 @@ TEST(Config, CollectsAllErrorsInFileOrder) {
     EXPECT_EQ(lines[2].rfind("/etc/slurm/lanes.toml:5:17: classes.a.avoid_windows:", 0), 0u) << lines[2];
     EXPECT_EQ(lines[3].rfind("/etc/slurm/lanes.toml:7:15: nodes.root_handle:", 0), 0u) << lines[3];
     EXPECT_EQ(lines[4].rfind("/etc/slurm/lanes.toml:8:1: nodes.colour: unknown key", 0), 0u) << lines[4];
+}
+
+// The nodes (spank_lanes, lanes-agent) read [windows] for its syntax only; the
+// controller side also loads the time zones and checks the week, and its
+// messages join the parser's in file order.
+TEST(Config, WindowsNeedTheControllerForZonesOnly) {
+    const char* text =
+        "default_class = \"a\"\n"        // 1
+        "[classes.a]\n"                  // 2
+        "avoid_windows = [\"all\"]\n"    // 3
+        "dscp = 99\n"                    // 4
+        "[windows.w]\n"                  // 5
+        "timezone = \"Europe/Berln\"\n"  // 6
+        "start = \"1:00\"\n"             // 7
+        "end = \"2:00\"\n"               // 8
+        "[windows.all]\n"                // 9
+        "timezone = \"UTC\"\n"           // 10
+        "start = \"00:00\"\n"            // 11
+        "end = \"24:00\"\n"              // 12
+        "[classes.b]\n"                  // 13
+        "avoid_windows = [\"w\"]\n";     // 14
+    auto node = lanes::parse_config(text, "lanes.toml");
+    ASSERT_FALSE(node);
+    EXPECT_EQ(node.error().message, "lanes.toml:4:8: classes.a.dscp: value 99 is out of range (0..63)");
+    auto ctld = parse_controller_config(text, "lanes.toml");
+    ASSERT_FALSE(ctld);
+    EXPECT_EQ(ctld.error().message,
+              "lanes.toml:3:17: classes.a.avoid_windows: these windows together cover the whole week: jobs of "
+              "class \"a\" could never start\n"
+              "lanes.toml:4:8: classes.a.dscp: value 99 is out of range (0..63)\n"
+              "lanes.toml:6:12: windows.w.timezone: unknown time zone 'Europe/Berln' (no file "
+              "/usr/share/zoneinfo/Europe/Berln)");
+
+    // The node side still refuses a [windows] table of the wrong shape.
+    auto shape =
+        lanes::parse_config("[classes.a]\n[windows.w]\ntimezone = 1\nstart = \"1:00\"\nend = \"2:00\"\n", "lanes.toml");
+    ASSERT_FALSE(shape);
+    EXPECT_EQ(shape.error().message.rfind("lanes.toml:3:12: windows.w.timezone: expected a string", 0), 0u)
+        << shape.error().message;
+    // And accepts a zone it does not look up; the controller loads it.
+    const char* good = "[classes.a]\n[windows.w]\ntimezone = \"Europe/Berlin\"\nstart = \"1:00\"\nend = \"2:00\"\n";
+    auto n = lanes::parse_config(good, "lanes.toml");
+    ASSERT_TRUE(n) << n.error().message;
+    EXPECT_FALSE(n->windows);
+    EXPECT_EQ(n->window_specs.clock.at("w").timezone, "Europe/Berlin");
+    auto c = parse_controller_config(good, "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    ASSERT_TRUE(c->windows);
+    ASSERT_NE(c->windows->find("w"), nullptr);
+    EXPECT_EQ(c->windows->find("w")->zone->name(), "Europe/Berlin");
 }
 
 TEST(Config, PolicyScriptPath) {
@@ -437,14 +491,14 @@ TEST(Config, PolicyScriptPath) {
     };
     for (const auto& c : cases) {
         const std::string text = std::string("[policy]\nscript = \"") + c.script + "\"\n[classes.a]\n";
-        auto r = parse_config(text, c.config_path);
+        auto r = parse_controller_config(text, c.config_path);
         ASSERT_TRUE(r) << r.error().message;
         EXPECT_EQ(r->policy.script, c.expected) << c.config_path << " + " << c.script;
     }
 }
 
 TEST(Config, LoadErrors) {
-    auto r = lanes::load_config("/nonexistent/lanes.toml");
+    auto r = lanes::load_controller_config("/nonexistent/lanes.toml");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().message.rfind("/nonexistent/lanes.toml: cannot open: ", 0), 0u) << r.error().message;
 }
@@ -495,7 +549,7 @@ TEST(Config, ManPageDocumentsEveryKey) {
     };
     size_t checked = 0;
     for (const auto& [table, text] : tables) {
-        auto r = parse_config(text, "lanes.toml");
+        auto r = parse_controller_config(text, "lanes.toml");
         ASSERT_FALSE(r) << table;
         const std::string& m = r.error().message;
         const std::string marker = "(known keys: ";

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ctld/windows_config.hpp"
 #include "lanesctl/check_report.hpp"
 #include "lanesctl/json.hpp"
 #include "lanesctl/windows_report.hpp"
@@ -45,7 +46,8 @@ TEST(LanesctlCheck, ParsesDiagnostics) {
 // lanes.toml errors arrive structured from the library: lanesctl uses the fields
 // as they are instead of parsing "file:line:col:" back out of the text.
 TEST(LanesctlCheck, ConfigErrorsAreStructured) {
-    auto config = lanes::parse_config("default_class = \"x\"\n[classes.x]\nrat = \"1Gbit\"\n", "/etc/slurm/lanes.toml");
+    auto config = lanes::parse_controller_config("default_class = \"x\"\n[classes.x]\nrat = \"1Gbit\"\n",
+                                                 "/etc/slurm/lanes.toml");
     ASSERT_FALSE(config);
     const auto& e = config.error();
     ASSERT_FALSE(e.diagnostics.empty()) << e.message;
@@ -72,7 +74,7 @@ TEST(LanesctlCheck, ConfigErrorsAreStructured) {
     EXPECT_NE(json.find(R"("line":3,"column":1,"key":"classes.x.rat","message":"unknown key)"), std::string::npos)
         << json;
 
-    auto syntax = lanes::parse_config("[classes\n", "l.toml");
+    auto syntax = lanes::parse_controller_config("[classes\n", "l.toml");
     ASSERT_FALSE(syntax);
     ASSERT_EQ(syntax.error().diagnostics.size(), 1u);
     EXPECT_EQ(syntax.error().diagnostics[0].line, 1);
@@ -111,7 +113,7 @@ TEST(LanesctlCheck, HumanAndJson) {
 }
 
 TEST(LanesctlReport, CheckSaysWhatASignalWindowDoesWhileItsSignalIsUnknown) {
-    auto cfg = lanes::parse_config(R"(
+    auto cfg = lanes::parse_controller_config(R"(
 default_class = "training"
 [signals.p99]
 url = "http://127.0.0.1:9090/"
@@ -132,7 +134,7 @@ signal = "load"
 above = 10
 [classes.training]
 )",
-                                   "lanes.toml");
+                                              "lanes.toml");
     ASSERT_TRUE(cfg) << cfg.error().message;
     lanes::ctl::CheckReport report;
     report.config_path = "lanes.toml";
@@ -165,6 +167,7 @@ lanes::Config windows_config() {
     config.path = "lanes.toml";
     auto berlin = lanes::TimeZone::load("Europe/Berlin");
     EXPECT_TRUE(berlin);
+    auto windows = std::make_shared<lanes::WindowSet>();
     lanes::Window peak;
     peak.name = "peak";
     peak.zone = *berlin;
@@ -172,14 +175,15 @@ lanes::Config windows_config() {
     peak.start = hours{8};
     peak.end = hours{20};
     peak.exceptions.push_back(*lanes::parse_date_range("2026-03-31"));
-    config.windows.add(peak);
+    windows->add(peak);
     lanes::Window night;
     night.name = "night";
     night.zone = *berlin;
     night.days = *lanes::parse_days({"sat"});
     night.start = hours{22};
     night.end = hours{6};
-    config.windows.add(night);
+    windows->add(night);
+    config.windows = windows;
     lanes::ClassConfig training;
     training.name = "training";
     training.avoid_windows = {"peak"};

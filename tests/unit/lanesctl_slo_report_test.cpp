@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/lanes_toml.hpp"
+#include "ctld/windows_config.hpp"
 #include "lanesctl/args.hpp"
 #include "lanesctl/slo_report.hpp"
 
@@ -25,7 +26,7 @@ SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0) {
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 lanes::Config config_with_peak() {
-    auto c = lanes::parse_config(R"(
+    auto c = lanes::parse_controller_config(R"(
 default_class = "batch"
 [windows.peak]
 timezone = "UTC"
@@ -38,7 +39,7 @@ rank = 3
 rank = 1
 avoid_windows = ["peak"]
 )",
-                                 "lanes.toml");
+                                            "lanes.toml");
     EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
     return *c;
 }

@@ -23,6 +23,7 @@
 #include "ctld/policy.hpp"
 #include "ctld/policy_pool.hpp"
 #include "ctld/policy_wire.hpp"
+#include "ctld/windows_config.hpp"
 #include "tests/unit/fixed_windows.hpp"
 
 namespace lanes {
@@ -373,7 +374,7 @@ std::shared_ptr<const Config> worker_config(const std::string& extra = "", const
     std::string text = "default_class = \"batch\"\n[policy]\nscript = \"p.lua\"\ntime_budget = \"" + budget +
                        "\"\nworker = \"" + worker_program() + "\"\n" + extra +
                        "\n[classes.training]\nrank = 1\n[classes.batch]\nrank = 3\n";
-    auto c = parse_config(text, "/etc/slurm/lanes.toml");
+    auto c = parse_controller_config(text, "/etc/slurm/lanes.toml");
     EXPECT_TRUE(c) << (c ? "" : c.error().message);
     return std::make_shared<const Config>(std::move(*c));
 }
@@ -562,7 +563,7 @@ TEST(PolicyWorker, NoWorkerFreeCountsTheWorkerBeingStarted) {
         out << "#!/bin/sh\n/bin/sleep 0.5\nexec " << worker_program() << " \"$@\"\n";
     }
     std::filesystem::permissions(wrapper, std::filesystem::perms(0755));
-    auto config = parse_config(
+    auto config = parse_controller_config(
         "default_class = \"batch\"\n[policy]\nscript = \"p.lua\"\ntime_budget = \"50ms\"\n"
         "worker = \"" +
             wrapper.string() + "\"\nworkers = 1\n" + kRoomForBigStrings +

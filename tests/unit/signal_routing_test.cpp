@@ -12,6 +12,7 @@
 
 #include "core/lanes_toml.hpp"
 #include "ctld/classifier.hpp"
+#include "ctld/windows_config.hpp"
 #include "signals/signals.hpp"
 
 namespace lanes {
@@ -70,7 +71,7 @@ JobView job_of(const std::string& user) {
 }
 
 TEST(SignalRouting, BusyWindowDefersByRetryAndForbidsBorrowing) {
-    auto cfg = parse_config(kConfig, "lanes.toml");
+    auto cfg = parse_controller_config(kConfig, "lanes.toml");
     ASSERT_TRUE(cfg) << cfg.error().message;
     auto source = std::make_shared<FixedSource>();
     ClassifierOptions options;
@@ -101,7 +102,7 @@ TEST(SignalRouting, BusyWindowDefersByRetryAndForbidsBorrowing) {
 
 TEST(SignalRouting, NoSnapshotFollowsWhenUnknown) {
     auto text = std::string(kConfig);
-    auto cfg = parse_config(text, "lanes.toml");
+    auto cfg = parse_controller_config(text, "lanes.toml");
     ASSERT_TRUE(cfg);
     auto source = std::make_shared<FixedSource>();  // never evaluated: null snapshot
     ClassifierOptions options;
@@ -132,7 +133,7 @@ function classify(job)
   return {class = "training", reason = "calm"}
 end
 )";
-    auto cfg = parse_config(kConfig, "lanes.toml");
+    auto cfg = parse_controller_config(kConfig, "lanes.toml");
     ASSERT_TRUE(cfg);
     cfg->policy.script = script;
     auto source = std::make_shared<FixedSource>();

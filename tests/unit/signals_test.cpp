@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/lanes_toml.hpp"
+#include "ctld/windows_config.hpp"
 #include "signals/signal_monitor.hpp"
 #include "signals/signals.hpp"
 
@@ -228,7 +229,7 @@ TEST(SignalWindow, UnknownIsBusyByDefaultAndSaysWhy) {
 }
 
 TEST(SignalWindow, WhenUnknownDefaultsToBusyInLanesToml) {
-    auto cfg = lanes::parse_config(R"(
+    auto cfg = lanes::parse_controller_config(R"(
 default_class = "training"
 [signals.p99]
 url = "http://127.0.0.1:9090/"
@@ -242,7 +243,7 @@ above = 0.25
 when_unknown = "idle"
 [classes.training]
 )",
-                                   "lanes.toml");
+                                              "lanes.toml");
     ASSERT_TRUE(cfg) << cfg.error().message;
     EXPECT_EQ(cfg->signal_windows.at("peak").when_unknown, lanes::UnknownSignalAction::Busy);
     EXPECT_FALSE(cfg->signal_windows.at("peak").when_unknown_set);
@@ -274,7 +275,7 @@ busy_ceil = "2Gbit"
 )";
 
 TEST(SignalConfig, Parses) {
-    auto c = lanes::parse_config(kBase, "lanes.toml");
+    auto c = lanes::parse_controller_config(kBase, "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     ASSERT_EQ(c->signals.count("p99"), 1u);
     const auto& s = c->signals.at("p99");
@@ -389,7 +390,7 @@ TEST(SignalConfig, MistakesNameLineAndKey) {
         {with(kBase, "query = '", "#query = '"), "signals.p99: missing key \"query\""},
     };
     for (const auto& c : cases) {
-        auto r = lanes::parse_config(c.text, "lanes.toml");
+        auto r = lanes::parse_controller_config(c.text, "lanes.toml");
         ASSERT_FALSE(r) << c.expect;
         EXPECT_NE(r.error().message.find(c.expect), std::string::npos)
             << "expected: " << c.expect << "\ngot: " << r.error().message;
@@ -423,7 +424,7 @@ TEST(SignalMonitor, FallbackWindowsAndLogLinesOnce) {
     lanes::SignalMonitor monitor([&](lanes::LogLevel, const std::string& l) { lines.push_back(l); },
                                  [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); },
                                  [&] { return now; });
-    auto cfg = lanes::parse_config(kBase, "lanes.toml");
+    auto cfg = lanes::parse_controller_config(kBase, "lanes.toml");
     ASSERT_TRUE(cfg) << cfg.error().message;
     monitor.configure(cfg->signals, cfg->signal_windows, /*start_threads=*/false);
     // No value yet: the window uses when_unknown = busy? No: the fallback (0) is a value.
@@ -465,7 +466,7 @@ TEST(SignalMonitor, ThreadsRefreshAndStop) {
     script.next = FetchResult{"", 200, kVector1};
     lanes::SignalMonitor monitor({},
                                  [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); });
-    auto cfg = lanes::parse_config(kBase, "lanes.toml");
+    auto cfg = lanes::parse_controller_config(kBase, "lanes.toml");
     ASSERT_TRUE(cfg);
     monitor.configure(cfg->signals, cfg->signal_windows);
     for (int i = 0; i < 500; ++i) {
@@ -487,7 +488,7 @@ TEST(SignalMonitor, NextEvaluationFollowsTheFetches) {
     SignalClock::time_point now{seconds{1'700'000'000}};
     lanes::SignalMonitor monitor(
         {}, [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); }, [&] { return now; });
-    auto cfg = lanes::parse_config(kBase, "lanes.toml");
+    auto cfg = lanes::parse_controller_config(kBase, "lanes.toml");
     ASSERT_TRUE(cfg);
     monitor.configure(cfg->signals, cfg->signal_windows, /*start_threads=*/false);
     script.next = FetchResult{"connection refused", 0, ""};
@@ -513,7 +514,7 @@ TEST(SignalMonitor, SnapshotTimesFollowTheClock) {
     SignalClock::time_point now{seconds{1'700'000'000}};
     lanes::SignalMonitor monitor(
         {}, [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); }, [&] { return now; });
-    auto cfg = lanes::parse_config(kBase, "lanes.toml");
+    auto cfg = lanes::parse_controller_config(kBase, "lanes.toml");
     ASSERT_TRUE(cfg);
     monitor.configure(cfg->signals, cfg->signal_windows, /*start_threads=*/false);
     monitor.refresh_all_now();

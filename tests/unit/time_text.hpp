@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 
 namespace lanes::test {
 

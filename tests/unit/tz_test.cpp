@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 #include "tests/unit/time_text.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 #include "tests/unit/time_text.hpp"
 
 namespace {

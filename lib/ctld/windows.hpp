@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Named weekly time windows ("peak", "offpeak") in an IANA time zone, DST-correct,
 // with dated exceptions. Pure functions of (window definitions, instant).
+// Controller side only (slurmctld, lanesctl, the policy worker): srun and
+// slurmstepd never compute windows.
 #pragma once
 
 #include <array>
@@ -14,10 +16,9 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "core/window_spec.hpp"
 
 namespace lanes {
-
-using SysSeconds = std::chrono::sys_seconds;
 
 // A time zone loaded from a TZif file (/usr/share/zoneinfo/NAME). Thread-safe,
 // immutable after load; no use of TZ/localtime_r.
@@ -52,14 +53,6 @@ private:
     const Transition& lookup(int64_t at, Transition& scratch) const;
 };
 
-// A dated exception: the window does not apply (or, if `add`, does apply all day)
-// from first to last day inclusive, in the window's time zone.
-struct DateRange {
-    std::chrono::year_month_day first;
-    std::chrono::year_month_day last;
-    bool add = false;
-};
-
 struct Window {
     std::string name;
     std::shared_ptr<const TimeZone> zone;
@@ -75,19 +68,6 @@ struct Interval {
     SysSeconds end;
     bool operator==(const Interval&) const = default;
 };
-
-// Parsing helpers shared by lanes.toml and lanesctl.
-// Days: "mon".."sun" or full names ("monday"), ranges "mon-fri" / "mon..fri"
-// (may wrap: "fri-mon"), "weekdays", "weekends", "daily" / "all"; case-insensitive.
-Result<std::array<bool, 7>> parse_days(const std::vector<std::string>& items);
-// "08:00", "8:30", "23:59"; "24:00" only when allow_24 (an end of day).
-Result<std::chrono::minutes> parse_time_of_day(std::string_view text, bool allow_24 = false);
-// "2026-12-25" or an inclusive range "2026-12-24..2026-12-26".
-Result<DateRange> parse_date_range(std::string_view text);
-// Inverse helpers for messages and lanesctl: "mon,tue,fri", "08:00", "2026-12-24".
-std::string format_days(const std::array<bool, 7>& days);
-std::string format_time_of_day(std::chrono::minutes m);
-std::string format_date(std::chrono::year_month_day d);
 
 // Semantics (see lanes.toml(5)): a window occurs on each of its `days` (the local
 // start day) from `start` to `end` local time; end <= start ends the next day,

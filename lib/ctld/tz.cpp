@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/windows.hpp"
+#include "ctld/windows.hpp"
 
 namespace lanes {
 namespace {
