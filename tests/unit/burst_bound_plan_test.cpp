@@ -163,7 +163,9 @@ TEST(BurstBoundPlan, ShiftFollowsTheCeilInForce) {
         const GsoStep step = plan_gso_shift(c.file, c.from, c.to, link, 1000);
         EXPECT_EQ(step.action, c.action);
         if (c.action == A::Nothing) continue;
-        if (c.action != A::Save) EXPECT_EQ(step.size, c.size);
+        if (c.action != A::Save) {
+            EXPECT_EQ(step.size, c.size);
+        }
         EXPECT_EQ(step.file.ceils, c.ceils_after);
     }
 }
