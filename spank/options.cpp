@@ -46,8 +46,10 @@ char kClassName[] = "lanes-class";
 char kClassArg[] = "CLASS";
 char kClassUsage[] = "[lanes] ask for traffic class CLASS (e.g. inference); allowed only where lanes.toml permits";
 char kCapName[] = "lanes-cap";
-char kCapArg[] = "RATE";
-char kCapUsage[] = "[lanes] cap this job's egress bandwidth below its class cap (e.g. 5Gbit, 800Mbit)";
+char kCapArg[] = "[out=]RATE[,in=RATE]";
+char kCapUsage[] =
+    "[lanes] cap this job's bandwidth below its class caps: what it sends (out=, the default) and "
+    "receives (in=), e.g. 5Gbit or out=2Gbit,in=5Gbit";
 
 struct spank_option g_options[] = {
     {kClassName, kClassArg, kClassUsage, 1, 0, on_class_option},

@@ -3,6 +3,7 @@
 
 #include <cctype>
 
+#include "core/cap_request.hpp"
 #include "core/lanes_toml.hpp"
 
 namespace lanes {
@@ -55,8 +56,8 @@ Result<std::string> check_class_option(const std::string& value) {
 }
 
 Result<std::string> check_cap_option(const std::string& value) {
-    auto rate = parse_rate(value);
-    if (!rate) return fail("--lanes-cap=" + value + ": " + rate.error().message);
+    auto cap = parse_cap_request(value);
+    if (!cap) return fail("--lanes-cap=" + value + ": " + cap.error().message);
     // A rate or a percentage: job_submit/lanes compares it with the class cap in
     // the same form (a class with a percentage ceiling takes a percentage).
     return value;

@@ -22,7 +22,7 @@ Result<SpankArgs> parse_spank_args(const std::vector<std::string>& args, const s
 
 // --lanes-class=NAME: letters, digits, '_' and '-', 1-64 characters.
 Result<std::string> check_class_option(const std::string& value);
-// --lanes-cap=RATE: an absolute rate ("5Gbit", "800Mbit"); returned normalised.
+// --lanes-cap=RATE (egress) or out=RATE,in=RATE (either or both; core/cap_request.hpp).
 Result<std::string> check_cap_option(const std::string& value);
 
 }  // namespace lanes

@@ -54,6 +54,9 @@ struct NetworkDecision {
     std::optional<uint8_t> rdma_traffic_class;
     std::optional<uint8_t> rdma_service_level;
     int rank = 0;
+    // Ingress caps (the job's IFB class on each NIC); nullopt = not shaped.
+    std::optional<Rate> ingress_rate;
+    std::optional<Rate> ingress_ceil;
     bool operator==(const NetworkDecision&) const = default;
 };
 

@@ -86,6 +86,8 @@ std::vector<std::string> encode_decision(const Decision& decision) {
     if (net.rdma_service_level) put(kEnvRdmaSl, std::to_string(*net.rdma_service_level));
     put(kEnvRank, std::to_string(net.rank));
     if (decision.nice) put(kEnvNice, std::to_string(*decision.nice));
+    if (net.ingress_rate) put(kEnvIngressRate, encode_rate(*net.ingress_rate));
+    if (net.ingress_ceil) put(kEnvIngressCeil, encode_rate(*net.ingress_ceil));
     return out;
 }
 
@@ -104,7 +106,9 @@ Result<NodeDirective> decode_directive(const std::map<std::string, std::string>&
         if (!d) return std::unexpected(d.error());
         net.dscp = *d;
     }
-    for (auto [name, field] : {std::pair{kEnvRate, &net.rate}, std::pair{kEnvCeil, &net.ceil}}) {
+    for (auto [name, field] :
+         {std::pair{kEnvRate, &net.rate}, std::pair{kEnvCeil, &net.ceil}, std::pair{kEnvIngressRate, &net.ingress_rate},
+          std::pair{kEnvIngressCeil, &net.ingress_ceil}}) {
         if (auto* v = lookup(vars, name)) {
             auto r = decode_rate(*v);
             if (!r) return fail(std::string(name) + ": " + r.error().message);
@@ -127,6 +131,7 @@ Result<NodeDirective> decode_directive(const std::map<std::string, std::string>&
         net.rank = static_cast<int>(*rank);
     }
     if (net.rate && !net.ceil) net.ceil = net.rate;
+    if (net.ingress_rate && !net.ingress_ceil) net.ingress_ceil = net.ingress_rate;
     return directive;
 }
 

@@ -36,6 +36,9 @@ inline constexpr std::string_view kEnvRdmaSl = "LANES_RDMA_SL";
 inline constexpr std::string_view kEnvRank = "LANES_RANK";
 // The nice Lanes gave the job: the floor of what its owner may set (job_modify).
 inline constexpr std::string_view kEnvNice = "LANES_NICE";
+// The job's ingress caps (NetworkDecision.ingress_rate/ingress_ceil).
+inline constexpr std::string_view kEnvIngressRate = "LANES_INGRESS_RATE";
+inline constexpr std::string_view kEnvIngressCeil = "LANES_INGRESS_CEIL";
 
 // The name of an env entry with an optional SPANK_ prefix removed ("SPANK_X=1" -> "X").
 std::string_view env_entry_name(std::string_view entry);

@@ -75,10 +75,14 @@ struct ClassConfig {
     // holds, running jobs of this class get `busy_ceil` instead of `ceil`.
     std::string busy_window;
     std::optional<Rate> busy_ceil;
-    bool has_network_settings() const { return dscp || rate; }
+    bool has_network_settings() const { return dscp || rate || ingress_rate; }
     uint8_t effective_rdma_traffic_class() const {
         return rdma_traffic_class ? *rdma_traffic_class : static_cast<uint8_t>(dscp.value_or(0) << 2);
     }
+    // Ingress (what arrives at the node for the job, shaped on the NIC's IFB
+    // device): the same rules as rate/ceil. --lanes-cap=in=RATE lowers the ceil.
+    std::optional<Rate> ingress_rate;
+    std::optional<Rate> ingress_ceil;  // defaults to ingress_rate
 };
 
 // Built-in classification rule, used when no Lua policy is configured (and as

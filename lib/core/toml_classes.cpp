@@ -13,6 +13,28 @@ namespace {
 // Slurm accepts --nice values in this range.
 constexpr int64_t kMaxNice = 2147483645;
 
+// ingress_rate/ingress_ceil: the rules of rate/ceil, for what reaches the job.
+void read_ingress_caps(TableReader& r, const toml::table& t, ClassConfig& c) {
+    c.ingress_rate = read_rate(r, "ingress_rate", false);
+    c.ingress_ceil = read_rate(r, "ingress_ceil", false);
+    if (c.ingress_ceil && !t.get("ingress_rate"))
+        r.error(*t.get("ingress_ceil"), "ingress_ceil",
+                "ingress_ceil needs an ingress_rate (the guaranteed bandwidth); set \"ingress_rate\" as well");
+    if (c.ingress_rate && c.ingress_ceil && c.ingress_rate->is_relative() == c.ingress_ceil->is_relative()) {
+        const bool below = c.ingress_rate->is_relative()
+                               ? c.ingress_ceil->percent < c.ingress_rate->percent
+                               : c.ingress_ceil->bits_per_second < c.ingress_rate->bits_per_second;
+        if (below) {
+            const std::string rs = t.get("ingress_rate")->value_or(std::string()),
+                              cs = t.get("ingress_ceil")->value_or(std::string());
+            r.error(*t.get("ingress_ceil"), "ingress_ceil",
+                    "ingress_ceil " + quote(cs) + " is below ingress_rate " + quote(rs) +
+                        " (ceil is the most a job may receive, rate what it is guaranteed)");
+        }
+    }
+    if (c.ingress_rate && !c.ingress_ceil && !t.get("ingress_ceil")) c.ingress_ceil = c.ingress_rate;
+}
+
 void parse_class(ConfigParse& ctx, const std::string& name, const toml::table& t) {
     const std::string prefix = "classes." + name;
     TableReader r(ctx.errors, t, prefix);
@@ -104,6 +126,7 @@ void parse_class(ConfigParse& ctx, const std::string& name, const toml::table& t
         }
     }
     if (c.rate && !c.ceil && !t.get("ceil")) c.ceil = c.rate;  // HTB: ceil defaults to rate
+    read_ingress_caps(r, t, c);
     if (auto v = r.boolean("user_may_lower_cap")) c.user_may_lower_cap = *v;
     if (auto v = r.integer("rdma_traffic_class", 0, 255)) c.rdma_traffic_class = static_cast<uint8_t>(*v);
     if (auto v = r.integer("rdma_service_level", 0, 15)) c.rdma_service_level = static_cast<uint8_t>(*v);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/cap_request.hpp"
 #include "ctld/builtin_rules.hpp"
 #include "ctld/policy.hpp"
 #include "ctld/router.hpp"
@@ -325,41 +326,88 @@ private:
         return refused;
     }
 
-    // --lanes-cap: lowers the class's ceiling. Returns a rejection, or nullopt.
+    // One direction of --lanes-cap: lowers `ceil` (and `rate` with it) below the
+    // class's `class_cap` ("out=" against ceil, "in=" against ingress_ceil).
+    static std::optional<Decision> lower_cap(const ClassConfig& cls, const std::string& text, const Rate& cap,
+                                             std::optional<Rate> class_cap, std::string_view dir,
+                                             std::string_view class_key, std::optional<Rate>& rate,
+                                             std::optional<Rate>& ceil) {
+        const std::string option = "--lanes-cap " + std::string(dir) + "=";
+        const std::string example = std::string(dir == "in" ? "in=" : "");
+        if (class_cap) {
+            if (class_cap->is_relative() != cap.is_relative())
+                return reject(Decision::RejectKind::InvalidOption,
+                              "lanes: --lanes-cap=" + text + " cannot be compared with class '" + cls.name + "' " +
+                                  std::string(class_key) + " of " + describe_rate(*class_cap) +
+                                  " before the job runs; give " + option + " " +
+                                  (class_cap->is_relative() ? "as a percentage (e.g. --lanes-cap=" + example + "10%)"
+                                                            : "as a rate (e.g. --lanes-cap=" + example + "5Gbit)"));
+            bool above =
+                cap.is_relative() ? cap.percent > class_cap->percent : cap.bits_per_second > class_cap->bits_per_second;
+            if (above)
+                return reject(Decision::RejectKind::InvalidOption,
+                              "lanes: --lanes-cap=" + text + ": " + option + describe_rate(cap) + " is above class '" +
+                                  cls.name + "' " + std::string(class_key) + " of " + describe_rate(*class_cap) +
+                                  "; a cap may only lower it");
+        }
+        ceil = cap;
+        // The guarantee never exceeds the ceiling (HTB needs rate <= ceil).
+        if (rate && rate->is_relative() == cap.is_relative()) {
+            bool rate_above =
+                cap.is_relative() ? rate->percent > cap.percent : rate->bits_per_second > cap.bits_per_second;
+            if (rate_above) rate = cap;
+        }
+        return std::nullopt;
+    }
+
+    // --lanes-cap: lowers the class's ceilings (egress, and ingress with in=).
+    // Returns a rejection, or nullopt.
     static std::optional<Decision> apply_cap(const ClassConfig& cls, const JobView& job, NetworkDecision& net) {
         if (!job.requested_cap) return std::nullopt;
         // The user's own text, quoted in what they and the log see: escaped.
         const std::string text = log_field(*job.requested_cap, 256);
-        auto cap = parse_rate(*job.requested_cap);
+        auto cap = parse_cap_request(*job.requested_cap);
         if (!cap)
             return reject(Decision::RejectKind::InvalidOption,
                           "lanes: --lanes-cap=" + text + ": " + cap.error().message);
         if (!cls.user_may_lower_cap)
             return reject(Decision::RejectKind::InvalidOption,
                           "lanes: class '" + cls.name + "' does not allow --lanes-cap (user_may_lower_cap = false)");
+        if (cap->out) {
+            if (cap->in) {
+                if (auto refused = lower_cap(cls, text, *cap->out, cls.ceil ? cls.ceil : cls.rate, "out", "ceil",
+                                             net.rate, net.ceil))
+                    return refused;
+            } else if (auto refused = lower_cap_single(cls, text, *cap->out, net)) {
+                return refused;
+            }
+        }
+        if (cap->in)
+            if (auto refused = lower_cap(cls, text, *cap->in, cls.ingress_ceil ? cls.ingress_ceil : cls.ingress_rate,
+                                         "in", "ingress_ceil", net.ingress_rate, net.ingress_ceil))
+                return refused;
+        return std::nullopt;
+    }
+
+    // The single-value form, with the messages it always had.
+    static std::optional<Decision> lower_cap_single(const ClassConfig& cls, const std::string& text, const Rate& cap,
+                                                    NetworkDecision& net) {
         std::optional<Rate> class_cap = cls.ceil ? cls.ceil : cls.rate;
         if (class_cap) {
-            if (class_cap->is_relative() != cap->is_relative())
+            if (class_cap->is_relative() != cap.is_relative())
                 return reject(Decision::RejectKind::InvalidOption,
                               "lanes: --lanes-cap=" + text + " cannot be compared with class '" + cls.name +
                                   "' cap of " + describe_rate(*class_cap) + " before the job runs; give it " +
                                   (class_cap->is_relative() ? "as a percentage (e.g. --lanes-cap=10%)"
                                                             : "as a rate (e.g. --lanes-cap=5Gbit)"));
-            bool above = cap->is_relative() ? cap->percent > class_cap->percent
-                                            : cap->bits_per_second > class_cap->bits_per_second;
+            bool above =
+                cap.is_relative() ? cap.percent > class_cap->percent : cap.bits_per_second > class_cap->bits_per_second;
             if (above)
                 return reject(Decision::RejectKind::InvalidOption,
                               "lanes: --lanes-cap=" + text + " is above class '" + cls.name + "' cap of " +
                                   describe_rate(*class_cap) + "; a cap may only lower it");
         }
-        net.ceil = *cap;
-        // The guarantee never exceeds the ceiling (HTB needs rate <= ceil).
-        if (net.rate && net.rate->is_relative() == cap->is_relative()) {
-            bool rate_above = cap->is_relative() ? net.rate->percent > cap->percent
-                                                 : net.rate->bits_per_second > cap->bits_per_second;
-            if (rate_above) net.rate = *cap;
-        }
-        return std::nullopt;
+        return lower_cap(cls, text, cap, std::nullopt, "out", "ceil", net.rate, net.ceil);
     }
 
     static NetworkDecision network_of(const ClassConfig& cls) {
@@ -370,6 +418,8 @@ private:
         if (cls.dscp || cls.rdma_traffic_class) n.rdma_traffic_class = cls.effective_rdma_traffic_class();
         n.rdma_service_level = cls.rdma_service_level;
         n.rank = cls.rank;
+        n.ingress_rate = cls.ingress_rate;
+        n.ingress_ceil = cls.ingress_ceil ? cls.ingress_ceil : cls.ingress_rate;
         return n;
     }
 

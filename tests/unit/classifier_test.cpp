@@ -63,6 +63,8 @@ Config base_config() {
     training.ceil = Rate{25000000000ull, 0};
     training.user_may_lower_cap = true;
     training.rdma_service_level = 1;
+    training.ingress_rate = Rate{2000000000ull, 0};
+    training.ingress_ceil = Rate{5000000000ull, 0};
     ClassConfig inference;
     inference.name = "inference";
     inference.rank = 7;
@@ -367,6 +369,53 @@ TEST(Classifier, CapRequests) {
     d = c->classify(j, kOffPeak);
     EXPECT_EQ(d.verdict, Decision::Verdict::Reject);
     EXPECT_NE(d.reason.find("class 'batch' does not allow --lanes-cap"), std::string::npos) << d.reason;
+}
+
+TEST(Classifier, IngressCapRequests) {
+    Logs logs;
+    auto c = make(base_config(), logs);
+    JobView j = training_job();
+    Decision d = c->classify(j, kOffPeak);
+    ASSERT_EQ(d.verdict, Decision::Verdict::Accept) << d.reason;
+    EXPECT_EQ(d.network.ingress_rate, (Rate{2000000000ull, 0}));  // the class's
+    EXPECT_EQ(d.network.ingress_ceil, (Rate{5000000000ull, 0}));
+
+    j.requested_cap = "out=2Gbit,in=1Gbit";
+    d = c->classify(j, kOffPeak);
+    ASSERT_EQ(d.verdict, Decision::Verdict::Accept) << d.reason;
+    EXPECT_EQ(d.network.ceil, (Rate{2000000000ull, 0}));
+    EXPECT_EQ(d.network.ingress_ceil, (Rate{1000000000ull, 0}));
+    EXPECT_EQ(d.network.ingress_rate, (Rate{1000000000ull, 0}));  // follows the lower ceiling
+
+    j.requested_cap = "in=3Gbit";  // egress stays the class's
+    d = c->classify(j, kOffPeak);
+    ASSERT_EQ(d.verdict, Decision::Verdict::Accept) << d.reason;
+    EXPECT_EQ(d.network.ceil, (Rate{25000000000ull, 0}));
+    EXPECT_EQ(d.network.ingress_ceil, (Rate{3000000000ull, 0}));
+    EXPECT_EQ(d.network.ingress_rate, (Rate{2000000000ull, 0}));
+
+    j.requested_cap = "out=2Gbit,in=6Gbit";  // more than the class
+    d = c->classify(j, kOffPeak);
+    EXPECT_EQ(d.verdict, Decision::Verdict::Reject);
+    EXPECT_EQ(d.reject_kind, Decision::RejectKind::InvalidOption);
+    EXPECT_NE(d.reason.find("--lanes-cap in=6Gbit is above class 'training' ingress_ceil of 5Gbit"), std::string::npos)
+        << d.reason;
+
+    j.requested_cap = "out=30Gbit,in=1Gbit";
+    d = c->classify(j, kOffPeak);
+    EXPECT_EQ(d.verdict, Decision::Verdict::Reject);
+    EXPECT_NE(d.reason.find("--lanes-cap out=30Gbit is above class 'training' ceil of 25Gbit"), std::string::npos)
+        << d.reason;
+
+    j.requested_cap = "in=10%";
+    d = c->classify(j, kOffPeak);
+    EXPECT_EQ(d.verdict, Decision::Verdict::Reject);
+    EXPECT_NE(d.reason.find("give --lanes-cap in= as a rate"), std::string::npos) << d.reason;
+
+    j.requested_cap = "sideways=1Gbit";
+    d = c->classify(j, kOffPeak);
+    EXPECT_EQ(d.verdict, Decision::Verdict::Reject);
+    EXPECT_NE(d.reason.find("unknown direction 'sideways'"), std::string::npos) << d.reason;
 }
 
 TEST(Classifier, WindowOverrunRejectKind) {

@@ -144,6 +144,26 @@ TEST(Config, MinimalAndDefaults) {
     EXPECT_EQ(c->find_class("other"), nullptr);
 }
 
+TEST(Config, IngressCapsPerClass) {
+    auto c = parse_controller_config(
+        "default_class = \"t\"\n[classes.t]\nrate = \"1Gbit\"\ningress_rate = \"2Gbit\"\ningress_ceil = \"5Gbit\"\n"
+        "[classes.i]\ningress_rate = \"20%\"\n[classes.b]\nrate = \"1Gbit\"\n",
+        "/etc/slurm/lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    const auto* t = c->find_class("t");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->ingress_rate, (lanes::Rate{2'000'000'000ULL, 0}));
+    EXPECT_EQ(t->ingress_ceil, (lanes::Rate{5'000'000'000ULL, 0}));
+    const auto* i = c->find_class("i");
+    ASSERT_NE(i, nullptr);
+    EXPECT_EQ(i->ingress_ceil, (lanes::Rate{0, 20}));  // defaults to ingress_rate
+    EXPECT_TRUE(i->has_network_settings());            // an ingress cap alone shapes
+    const auto* b = c->find_class("b");
+    ASSERT_NE(b, nullptr);
+    EXPECT_FALSE(b->ingress_rate);
+    EXPECT_FALSE(b->ingress_ceil);
+}
+
 TEST(Config, AlternativeSpellings) {
     struct Case {
         const char* text;
@@ -251,6 +271,14 @@ TEST(Config, ReportsEveryKindOfError) {
         {"ceil < rate, relative", BASE "rate = \"50%\"\nceil = \"40%\"\n",
          "lanes.toml:8:8: classes.a.ceil: ceil \"40%\" is below rate \"50%\""},
         {"ceil without rate", BASE "ceil = \"5Gbit\"\n", "lanes.toml:7:8: classes.a.ceil: ceil needs a rate"},
+        {"ingress ceil < ingress rate", BASE "ingress_rate = \"10Gbit\"\ningress_ceil = \"5Gbit\"\n",
+         "lanes.toml:8:16: classes.a.ingress_ceil: ingress_ceil \"5Gbit\" is below ingress_rate \"10Gbit\""},
+        {"ingress ceil without rate", BASE "ingress_ceil = \"5Gbit\"\n",
+         "lanes.toml:7:16: classes.a.ingress_ceil: ingress_ceil needs an ingress_rate"},
+        {"ingress rate zero", BASE "ingress_rate = \"0Gbit\"\n",
+         "lanes.toml:7:16: classes.a.ingress_rate: rate '0Gbit' is zero"},
+        {"ingress typo", BASE "ingres_rate = \"1Gbit\"\n",
+         "lanes.toml:7:1: classes.a.ingres_rate: unknown key (did you mean \"ingress_rate\"?)"},
         // Cross references.
         {"unknown window", BASE "avoid_windows = [\"peek\"]\n",
          "lanes.toml:7:17: classes.a.avoid_windows: unknown window \"peek\" (did you mean \"peak\"?)"},

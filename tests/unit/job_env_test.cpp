@@ -56,6 +56,32 @@ TEST(JobEnv, DecisionRoundTripsThroughTheEnvironment) {
     EXPECT_EQ(back->network, d.network);
 }
 
+TEST(JobEnv, IngressCapsRoundTrip) {
+    Decision d;
+    d.class_name = "training";
+    d.network.rate = Rate{1000, 0};
+    d.network.ingress_rate = Rate{2'000'000'000ull, 0};
+    d.network.ingress_ceil = Rate{0, 50};
+    std::map<std::string, std::string> vars;
+    for (const auto& e : encode_decision(d)) {
+        auto eq = e.find('=');
+        vars["SPANK_" + e.substr(0, eq)] = e.substr(eq + 1);
+    }
+    EXPECT_EQ(vars["SPANK_LANES_INGRESS_RATE"], "2000000000");
+    EXPECT_EQ(vars["SPANK_LANES_INGRESS_CEIL"], "50%");
+    auto back = decode_directive(vars);
+    ASSERT_TRUE(back) << back.error().message;
+    d.network.ceil = d.network.rate;  // the decoder's egress default
+    EXPECT_EQ(back->network, d.network);
+    // Ceil defaults to rate, and a bad value names the variable.
+    auto only_rate = decode_directive({{"LANES_CLASS", "t"}, {"LANES_INGRESS_RATE", "1000"}});
+    ASSERT_TRUE(only_rate);
+    EXPECT_EQ(only_rate->network.ingress_ceil, (Rate{1000, 0}));
+    auto bad = decode_directive({{"LANES_CLASS", "t"}, {"LANES_INGRESS_CEIL", "x"}});
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("LANES_INGRESS_CEIL"), std::string::npos) << bad.error().message;
+}
+
 TEST(JobEnv, CeilDefaultsToRate) {
     auto back = decode_directive({{"LANES_CLASS", "t"}, {"LANES_RATE", "1000"}});
     ASSERT_TRUE(back);

@@ -45,6 +45,22 @@ TEST(SpankArgs, ClassOption) {
     EXPECT_FALSE(check_class_option(std::string(65, 'a')));
 }
 
+TEST(SpankArgs, CapOptionTakesBothDirections) {
+    auto both = check_cap_option("out=2Gbit,in=5Gbit");
+    ASSERT_TRUE(both) << both.error().message;
+    EXPECT_EQ(*both, "out=2Gbit,in=5Gbit");
+    EXPECT_TRUE(check_cap_option("in=40%"));
+    auto typo = check_cap_option("inn=5Gbit");
+    ASSERT_FALSE(typo);
+    EXPECT_NE(typo.error().message.find("--lanes-cap=inn=5Gbit: unknown direction 'inn'"), std::string::npos)
+        << typo.error().message;
+    auto bad = check_cap_option("out=2Gbit,in=fast");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("in=fast: "), std::string::npos) << bad.error().message;
+    EXPECT_FALSE(check_cap_option("in=1Gbit,in=2Gbit"));
+    EXPECT_FALSE(check_cap_option("out=1Gbit,"));
+}
+
 TEST(SpankArgs, CapOptionIsARateOrAPercentage) {
     auto ok = check_cap_option("800Mbit");
     ASSERT_TRUE(ok) << ok.error().message;
