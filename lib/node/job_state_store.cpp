@@ -171,6 +171,10 @@ std::string format_job_state(const JobState& s) {
     for (const auto& [dev, b] : s.counter_base)
         line("counter_base", dev + " " + std::to_string(b.bytes) + " " + std::to_string(b.packets) + " " +
                                  std::to_string(b.drops) + " " + std::to_string(b.overlimits));
+    if (s.net.ingress_rate) line("ingress_rate", encode_rate(*s.net.ingress_rate));
+    if (s.net.ingress_ceil) line("ingress_ceil", encode_rate(*s.net.ingress_ceil));
+    for (const auto& d : s.ingress_devices)
+        line("ingress_device", d.device + " " + std::to_string(d.rate_bits) + " " + std::to_string(d.ceil_bits));
     return out;
 }
 
@@ -252,6 +256,19 @@ Result<JobState> parse_job_state(std::string_view text, const std::string& origi
             ok = words.size() == 5 && parse_uint(words[1], b.bytes) && parse_uint(words[2], b.packets) &&
                  parse_uint(words[3], b.drops) && parse_uint(words[4], b.overlimits);
             if (ok) s.counter_base[std::string(words[0])] = b;
+        } else if (key == "ingress_rate" || key == "ingress_ceil") {
+            auto r = parse_state_rate(v);
+            ok = r.has_value();
+            if (ok) (key == "ingress_rate" ? s.net.ingress_rate : s.net.ingress_ceil) = *r;
+        } else if (key == "ingress_device") {
+            // "<dev> <rate> <ceil>": the job's class on the NIC's IFB
+            auto words = split_words(v);
+            JobDevice d;
+            ok = words.size() == 3 && parse_uint(words[1], d.rate_bits) && parse_uint(words[2], d.ceil_bits);
+            if (ok) {
+                d.device = words[0];
+                s.ingress_devices.push_back(std::move(d));
+            }
         } else {
             return PairVerdict::UnknownKey;
         }

@@ -17,6 +17,7 @@
 #include "core/hostlist.hpp"
 #include "node/burst_bound_plan.hpp"
 #include "node/cgroup_tree.hpp"
+#include "node/ingress_control.hpp"
 #include "node/job_setup_plan.hpp"
 #include "node/job_state_store.hpp"
 #include "node/job_teardown_plan.hpp"
@@ -42,6 +43,28 @@ struct NodeShaper::Impl {
     std::string leaf_kind;
     Cgroup2Mount mount;
     std::vector<int> levels;
+
+    // Per-job ingress caps (ingress_control.hpp): on a real kernel only (open());
+    // the control is made the first time a job needs it.
+    bool ingress_enabled = false;
+    std::unique_ptr<IngressControl> ingress;
+    Result<IngressReport> converge_ingress_now(const std::vector<JobState>& jobs, bool dry_run) {
+        if (!ingress_enabled) return IngressReport{};
+        if (!ingress) {
+            auto c = make_ingress_control(*tc);
+            if (!c) return std::unexpected(c.error());
+            ingress = std::move(*c);
+        }
+        return converge_ingress(*ingress, jobs, nics, leaf_kind, dry_run, log);
+    }
+    // After a prolog or an epilog changed a job with ingress caps: "" or what failed.
+    std::string ingress_after_change() {
+        auto rep = converge_ingress_now(store.load_all(), false);
+        if (!rep) return rep.error().message;
+        std::string out;
+        for (const auto& p : rep->problems) out += (out.empty() ? "" : "; ") + p;
+        return out;
+    }
 
     Impl(const NodeConfig& c, std::string host, LogSink l)
         : config(c), hostname(std::move(host)), log(std::move(l)), store(c.state_dir) {}
@@ -449,6 +472,7 @@ struct NodeShaper::Impl {
             if (auto id = cgroups->dir_id(place->dir)) dir_id = *id;
         }
         JobState state = recorded_setup_state(plan->state, current_boot_id(), unready, *place, dir_id);
+        state.ingress_devices = resolve_ingress(state.net, nics);
         // Intent first: a crash from here on leaves a state file that remove() cleans.
         r = store.save(state);
         if (!r) {
@@ -460,6 +484,10 @@ struct NodeShaper::Impl {
             say(LogLevel::Debug, job + ": " + describe(op));
             r = execute(op, state);
             if (!r) break;
+        }
+        if (r && (!state.ingress_devices.empty() || (*previous && !(*previous)->ingress_devices.empty()))) {
+            // The job's ingress class on each NIC's IFB (ingress_plan.hpp): fails closed.
+            if (std::string why = ingress_after_change(); !why.empty()) r = fail(why);
         }
         if (r && setup_changes_gso(*previous, state)) {
             // The GSO bound follows the job's cap (a changed request: out with the old).
@@ -473,6 +501,7 @@ struct NodeShaper::Impl {
                 (void)execute_all_best_effort(undo.operations, state);
                 (void)store.erase(req.job_id);
                 (void)store.release_minor(minor, req.job_id);
+                if (!state.ingress_devices.empty()) (void)ingress_after_change();
             } else {
                 (void)store.save(state);
             }
@@ -541,6 +570,9 @@ struct NodeShaper::Impl {
         auto r = store.erase(job_id);
         if (!r) return r;
         (void)store.release_minor(state.minor, job_id);
+        if (!state.ingress_devices.empty())
+            if (std::string why = ingress_after_change(); !why.empty())
+                say(LogLevel::Error, "JobId=" + std::to_string(job_id) + ": " + why);
         if (plan.shaped) (void)store.set_shaped_jobs(plan.shaped_left);
         if (plan.drain_pool) drain_parked();
         if (auto g = gso_account(state, -1); !g)
@@ -720,6 +752,14 @@ struct NodeShaper::Impl {
                                                 std::to_string(want->max) + " (node.gso_burst)"},
                                      {nic.ifindex, *want}});
             }
+        }
+
+        // Ingress caps: the IFBs, their classes and the netdev table (ingress_plan.hpp).
+        if (auto ing = converge_ingress_now(jobs, dry_run)) {
+            for (const auto& rep : ing->repairs) out.repairs.push_back(rep);
+            for (const auto& p : ing->problems) out.problems.push_back(p);
+        } else {
+            out.problems.push_back("ingress: " + ing.error().message);
         }
 
         if (dry_run) {
@@ -986,7 +1026,9 @@ Result<std::unique_ptr<NodeShaper>> NodeShaper::open(const NodeConfig& config, c
     if (!mount) return std::unexpected(mount.error());
     auto marker = make_nftables_packet_marker(*mount, log);
     if (!marker) return std::unexpected(marker.error());
-    return open_with(config, hostname, std::move(*tc), std::move(*marker), std::move(cgroups), std::move(log));
+    auto shaper = open_with(config, hostname, std::move(*tc), std::move(*marker), std::move(cgroups), std::move(log));
+    if (shaper) (*shaper)->impl_->ingress_enabled = true;
+    return shaper;
 }
 
 Result<std::unique_ptr<NodeShaper>> NodeShaper::open_with(const NodeConfig& config, const std::string& hostname,
@@ -1197,6 +1239,9 @@ Result<void> NodeShaper::remove_all() {
     impl_->gso_restore_all();
     note(impl_->marker->remove_all());
     note(impl_->refresh_nic_facts());
+    if (auto ing = impl_->converge_ingress_now({}, false); !ing) errors.push_back(ing.error().message);
+    else
+        for (const auto& p : ing->problems) errors.push_back(p);
     JobState none;
     for (const auto& op : plan_remove_all({}, impl_->nics, impl_->config.root_handle_major))
         note(impl_->execute(op, none));

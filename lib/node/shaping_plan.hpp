@@ -119,6 +119,9 @@ struct JobState {
     // speed unknown): NodeShaper::converge() gives the job its class there once
     // the NIC is up (and drops the name from here).
     std::vector<std::string> pending_devices;
+    // The job's ingress class per NIC (ingress_plan.hpp: on the NIC's IFB, the
+    // same M:<minor>); empty: no ingress cap.
+    std::vector<JobDevice> ingress_devices;
     bool operator==(const JobState&) const = default;
 };
 

@@ -3,6 +3,7 @@
 // network namespace via nsenter --net=, so /sys/fs/cgroup stays visible).
 //
 //   shaper_tool [options] apply JOB [--class C] [--rate R] [--ceil R] [--dscp D] [--rank N]
+//                                   [--ingress-rate R] [--ingress-ceil R]
 //   shaper_tool [options] remove JOB
 //   shaper_tool [options] run JOB -- PROGRAM ARGS...   (joins the job's cgroup, then execs)
 //   shaper_tool [options] counters JOB                 (device bytes packets drops overlimits backlog)
@@ -162,13 +163,16 @@ int main(int argc, char** argv) {
             const char* v = args[k + 1].c_str();
             if (key == "--class") {
                 req.class_name = v;
-            } else if (key == "--rate" || key == "--ceil") {
+            } else if (key == "--rate" || key == "--ceil" || key == "--ingress-rate" || key == "--ingress-ceil") {
                 auto r = rate_arg(v);
                 if (!r) {
                     std::fprintf(stderr, "%s\n", r.error().message.c_str());
                     return 2;
                 }
-                (key == "--rate" ? req.net.rate : req.net.ceil) = *r;
+                (key == "--rate"           ? req.net.rate
+                 : key == "--ceil"         ? req.net.ceil
+                 : key == "--ingress-rate" ? req.net.ingress_rate
+                                           : req.net.ingress_ceil) = *r;
             } else if (key == "--dscp") {
                 auto d = parse_dscp(v);
                 if (!d) {
