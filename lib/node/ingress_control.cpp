@@ -159,19 +159,32 @@ private:
     }
 
     Result<void> ensure_ifb(const EnsureIfb& op) {
-        MsgPtr msg(nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_CREATE));
+        if (if_nametoindex(op.ifb.c_str()) == 0) {
+            MsgPtr msg(nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL));
+            ifinfomsg ifi{};
+            ifi.ifi_family = AF_UNSPEC;
+            nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO);
+            nla_put_string(msg.get(), IFLA_IFNAME, op.ifb.c_str());
+            nlattr* info = nla_nest_start(msg.get(), IFLA_LINKINFO);
+            nla_put_string(msg.get(), IFLA_INFO_KIND, "ifb");
+            nla_nest_end(msg.get(), info);
+            auto out = sock_.request(nlmsg_hdr(msg.get()), false);
+            if (out.error && out.error != -EEXIST)
+                return fail("ifb " + op.ifb + " for " + op.nic + ": " + netlink_error_text(out));
+        }
+        // Up, with an alias naming the NIC (the kernel ignores IFLA_IFALIAS at creation).
+        const unsigned idx = if_nametoindex(op.ifb.c_str());
+        if (idx == 0) return fail("ifb " + op.ifb + " for " + op.nic + ": not there after it was made");
+        MsgPtr msg(nlmsg_alloc_simple(RTM_NEWLINK, 0));
         ifinfomsg ifi{};
         ifi.ifi_family = AF_UNSPEC;
+        ifi.ifi_index = static_cast<int>(idx);
         ifi.ifi_flags = IFF_UP;
         ifi.ifi_change = IFF_UP;
         nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO);
-        nla_put_string(msg.get(), IFLA_IFNAME, op.ifb.c_str());
         nla_put_string(msg.get(), IFLA_IFALIAS, ("lanes ingress of " + op.nic).c_str());
-        nlattr* info = nla_nest_start(msg.get(), IFLA_LINKINFO);
-        nla_put_string(msg.get(), IFLA_INFO_KIND, "ifb");
-        nla_nest_end(msg.get(), info);
         auto out = sock_.request(nlmsg_hdr(msg.get()), false);
-        if (out.error) return fail("ifb " + op.ifb + " for " + op.nic + ": " + netlink_error_text(out));
+        if (out.error) return fail("ifb " + op.ifb + " for " + op.nic + ": up: " + netlink_error_text(out));
         return {};
     }
 

@@ -1,0 +1,85 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# (#21 part 2) Per-job ingress caps: what arrives for a job is shaped on the
+# NIC's IFB device (lanes-ifb<h>), in the job's own HTB class:
+#   1. a storage namespace streams into job 41 (iperf3 -R from inside the job):
+#      the job's IFB class counts the stream's bytes and its ceil in the kernel
+#      is the job's ingress ceil; job 42 on the same NIC keeps its own class
+#      (and none of 41's bytes);
+#   2. a deleted IFB class is put back by converge, and reported;
+#   3. teardown: 41's class goes, 42's stays; after 42 no IFB, no netdev
+#      table, nothing of Lanes in nftables' ingress path;
+#   4. bad config: ingress_ceil below ingress_rate names the key.
+# The stream's settled rate is printed (ratio to the ceil), never asserted.
+. "${LANES_SRCDIR:-$(dirname "$0")/../..}/tests/net/common.sh"
+command -v iperf3 >/dev/null || fail "iperf3 not found"
+LANESCTL=$BUILDDIR/lanesctl/lanesctl
+[ -x "$LANESCTL" ] || fail "$LANESCTL not built"
+
+ifb_of_dev() { $NA ip -o link show | grep -o 'lanes-ifb[0-9a-f]\{6\}' | sort -u; }
+ifb_class() { $NA tc -s class show dev "$IFB" classid "1a4e:$1"; }        # MINOR (hex)
+ifb_ceil() { ifb_class "$1" | grep -o 'ceil [0-9.]*[KMG]*bit' | awk '{print $2}'; }
+ifb_bytes() { ifb_class "$1" | awk '/Sent/ {print $2; exit}'; }
+
+tool apply 41 --rate 10Mbit --ceil 1Gbit --ingress-rate 10Mbit --ingress-ceil 50Mbit >/dev/null || fail "apply 41"
+tool apply 42 --rate 10Mbit --ceil 1Gbit --ingress-rate 10Mbit --ingress-ceil 200Mbit >/dev/null || fail "apply 42"
+m41=$(tool list | awk '$1 == 41 {print $3}')
+m42=$(tool list | awk '$1 == 42 {print $3}')
+IFB=$(ifb_of_dev)
+[ -n "$IFB" ] && [ "$(echo "$IFB" | wc -l)" -eq 1 ] || fail "expected one lanes-ifb device, got: '$IFB'"
+$NA ip -d link show "$IFB" | grep -q "alias lanes ingress of $DEV" || fail "$IFB has no alias naming $DEV"
+[ "$(ifb_ceil "$m41")" = 50Mbit ] || fail "job 41's IFB class ceil: '$(ifb_ceil "$m41")', want 50Mbit"
+[ "$(ifb_ceil "$m42")" = 200Mbit ] || fail "job 42's IFB class ceil: '$(ifb_ceil "$m42")', want 200Mbit"
+$NA nft list set netdev lanes_in jobs | grep -q "1a4e:$m41" || fail "job 41 not in @jobs"
+
+# ---- 1. a stream into job 41.
+start_server 5401
+before41=$(ifb_bytes "$m41")
+before42=$(ifb_bytes "$m42")
+tool run 41 -- timeout 30 iperf3 -c 10.77.0.2 -p 5401 -R -t 4 -J >"$STATE_ROOT/iperf.json" \
+  || fail "iperf3 -R in job 41: $(tail -5 "$STATE_ROOT/iperf.json")"
+received=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["end"]["sum_received"]["bytes"]))' "$STATE_ROOT/iperf.json")
+bps=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["end"]["sum_received"]["bits_per_second"]))' "$STATE_ROOT/iperf.json")
+got41=$(( $(ifb_bytes "$m41") - before41 ))
+got42=$(( $(ifb_bytes "$m42") - before42 ))
+echo "job 41 received $received bytes at $((bps / 1000)) kbit/s: $(python3 -c "print(round($bps / 50e6, 3))") of its 50Mbit ingress ceil"
+echo "job 41's IFB class counted $got41 bytes, job 42's $got42"
+[ "$received" -gt 1000000 ] || fail "the stream carried only $received bytes"
+# The class counts every byte of the stream (headers included) that reached the job.
+[ "$got41" -ge "$received" ] || fail "job 41's IFB class counted $got41 bytes of a $received-byte stream"
+[ "$got42" -lt 100000 ] || fail "job 42's IFB class counted $got42 bytes of job 41's stream"
+[ "$(ifb_ceil "$m42")" = 200Mbit ] || fail "job 42's IFB class changed"
+
+# ---- 2. a deleted IFB class is repaired.
+$NA tc class del dev "$IFB" classid "1a4e:$m41" || fail "tc class del"
+[ -z "$(ifb_class "$m41")" ] || fail "the class is still there"
+out=$(tool converge) || fail "converge: $out"
+echo "$out"
+echo "$out" | grep -qx "ifb_class missing 41 $DEV" || fail "converge did not report job 41's IFB class: $out"
+[ "$(ifb_ceil "$m41")" = 50Mbit ] || fail "job 41's IFB class not repaired: '$(ifb_ceil "$m41")'"
+out=$(tool converge) || fail "second converge: $out"
+echo "$out" | grep -qx "repairs 0 jobs 2" || fail "second converge repaired again: $out"
+
+# ---- 3. teardown.
+tool remove 41 || fail "remove 41"
+[ -z "$(ifb_class "$m41")" ] || fail "job 41's IFB class left after its epilog"
+$NA nft list set netdev lanes_in jobs | grep -q "1a4e:$m41" && fail "job 41 left in @jobs"
+[ "$(ifb_ceil "$m42")" = 200Mbit ] || fail "job 42 lost its IFB class when 41 ended"
+tool remove 42 || fail "remove 42"
+[ -z "$(ifb_of_dev)" ] || fail "IFB left after the last job: $(ifb_of_dev)"
+$NA nft list tables | grep -q "netdev lanes_in" && fail "table netdev lanes_in left after the last job"
+$NA tc qdisc show dev "$DEV" ingress | grep -q . && fail "an ingress qdisc left on $DEV"
+# gc --all takes whatever is left, too.
+tool apply 43 --rate 10Mbit --ingress-rate 20Mbit >/dev/null || fail "apply 43"
+[ -n "$(ifb_of_dev)" ] || fail "no IFB for job 43"
+tool remove-all || fail "remove-all"
+[ -z "$(ifb_of_dev)" ] || fail "IFB left after remove-all"
+$NA nft list tables | grep -q "netdev lanes_in" && fail "table netdev lanes_in left after remove-all"
+
+# ---- 4. bad config names the key.
+CFG=$STATE_ROOT/lanes.toml
+printf '[classes.training]\nrate = "1Gbit"\ningress_rate = "5Gbit"\ningress_ceil = "2Gbit"\n' >"$CFG"
+out=$("$LANESCTL" check --config "$CFG" 2>&1) && fail "lanesctl check accepted ingress_ceil below ingress_rate"
+echo "$out" | grep -q "lanes.toml:4:16: classes.training.ingress_ceil: ingress_ceil \"2Gbit\" is below ingress_rate \"5Gbit\"" \
+  || fail "lanesctl check did not name the key: $out"
+echo "PASS: $(basename "$0")"
