@@ -72,6 +72,11 @@ int run_status(const Options& options, const Context& context) {
         auto counters = (*shaper)->counters(state.job_id);
         if (counters) job.counters = std::move(*counters);
         else job.error = counters.error().message;
+        if (job.error.empty()) {
+            auto ingress = (*shaper)->ingress_counters(state.job_id);
+            if (ingress) job.ingress_counters = std::move(*ingress);
+            else job.error = ingress.error().message;
+        }
         job.state = std::move(state);
         report.jobs.push_back(std::move(job));
     }

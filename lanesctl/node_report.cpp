@@ -3,9 +3,11 @@
 
 #include <charconv>
 #include <cstdio>
+#include <tuple>
 
 #include "core/lanes_toml.hpp"
 #include "core/text.hpp"
+#include "node/ingress_plan.hpp"
 
 namespace lanes::ctl {
 
@@ -60,6 +62,14 @@ std::string format_status_parsable(const StatusReport& report, bool header) {
                    "|" + dscp_text(st.net.dscp) + "|" + std::to_string(c.bytes) + "|" + std::to_string(c.packets) +
                    "|" + std::to_string(c.drops) + "|" + std::to_string(c.overlimits) + "|" +
                    std::to_string(c.backlog) + "|\n";
+        }
+        for (const auto& dev : st.ingress_devices) {
+            auto it = job.ingress_counters.find(dev.device);
+            ClassCounters c = it == job.ingress_counters.end() ? ClassCounters{} : it->second;
+            out += head + "in:" + field(dev.device) + "|" + format_rate(dev.rate_bits) + "|" +
+                   format_rate(dev.ceil_bits) + "||" + std::to_string(c.bytes) + "|" + std::to_string(c.packets) + "|" +
+                   std::to_string(c.drops) + "|" + std::to_string(c.overlimits) + "|" + std::to_string(c.backlog) +
+                   "|\n";
         }
     }
     return out;
@@ -128,6 +138,15 @@ std::string format_status_human(const StatusReport& report, TableStyle style) {
                    rpad(std::to_string(c.drops), 8) + rpad(std::to_string(c.overlimits), 9) +
                    rpad(std::to_string(c.backlog), 9) + "\n";
         }
+        // What the job receives: its class on the NIC's IFB ("in:eth0").
+        for (const auto& dev : st.ingress_devices) {
+            auto it = job.ingress_counters.find(dev.device);
+            ClassCounters c = it == job.ingress_counters.end() ? ClassCounters{} : it->second;
+            out += head + pad("in:" + terminal_text(dev.device), 10) + rpad(format_rate(dev.rate_bits), 9) +
+                   rpad(format_rate(dev.ceil_bits), 9) + "  " + pad("-", 5) + rpad(std::to_string(c.bytes), 14) +
+                   rpad(std::to_string(c.packets), 11) + rpad(std::to_string(c.drops), 8) +
+                   rpad(std::to_string(c.overlimits), 9) + rpad(std::to_string(c.backlog), 9) + "\n";
+        }
     }
     return out + parked_line(report);
 }
@@ -156,6 +175,25 @@ json::Value status_json(const StatusReport& report) {
             }
             devices.push_back(std::move(d));
         }
+        json::Array ingress;
+        for (const auto& dev : st.ingress_devices) {
+            auto it = job.ingress_counters.find(dev.device);
+            json::Object d{{"device", dev.device},
+                           {"ifb", ifb_device_name(dev.device)},
+                           {"rate_bits", u64(dev.rate_bits)},
+                           {"ceil_bits", u64(dev.ceil_bits)}};
+            if (it != job.ingress_counters.end()) {
+                d.emplace_back("bytes", u64(it->second.bytes));
+                d.emplace_back("packets", u64(it->second.packets));
+                d.emplace_back("drops", u64(it->second.drops));
+                d.emplace_back("overlimits", u64(it->second.overlimits));
+                d.emplace_back("backlog_bytes", u64(it->second.backlog));
+            } else {
+                for (const char* k : {"bytes", "packets", "drops", "overlimits", "backlog_bytes"})
+                    d.emplace_back(k, json::Value());
+            }
+            ingress.push_back(std::move(d));
+        }
         jobs.push_back(json::Object{
             {"job_id", static_cast<int64_t>(st.job_id)},
             {"class", st.class_name},
@@ -165,6 +203,7 @@ json::Value status_json(const StatusReport& report) {
             {"cgroup", st.cgroup},
             {"error", job.error.empty() ? json::Value() : json::Value(job.error)},
             {"devices", std::move(devices)},
+            {"ingress", std::move(ingress)},
         });
     }
     json::Array parked;
@@ -190,9 +229,11 @@ std::string prometheus_text(const StatusReport& report) {
         uint64_t (*value)(const JobDevice&, const ClassCounters&);
     };
     static const Metric metrics[] = {
-        {"lanes_job_bytes_total", "counter", "Bytes sent through the job's HTB class.",
+        {"lanes_job_bytes_total", "counter",
+         "Bytes through the job's HTB class (direction: egress sent, ingress received).",
          [](const JobDevice&, const ClassCounters& c) { return c.bytes; }},
-        {"lanes_job_packets_total", "counter", "Packets sent through the job's HTB class.",
+        {"lanes_job_packets_total", "counter",
+         "Packets through the job's HTB class (direction: egress sent, ingress received).",
          [](const JobDevice&, const ClassCounters& c) { return c.packets; }},
         {"lanes_job_drops_total", "counter", "Packets dropped in the job's HTB class.",
          [](const JobDevice&, const ClassCounters& c) { return c.drops; }},
@@ -225,16 +266,23 @@ std::string prometheus_text(const StatusReport& report) {
         out += std::string("# HELP ") + m.name + " " + m.help + "\n# TYPE " + m.name + " " + m.type + "\n";
         for (const auto& job : report.jobs) {
             if (!job.error.empty()) continue;
-            for (const auto& dev : job.state.devices) {
-                auto it = job.counters.find(dev.device);
-                if (it == job.counters.end()) continue;
-                // hpc_job, as DCGM's exporter labels GPU metrics: never "job" or
-                // "instance", which Prometheus sets itself on every scrape.
-                // host: the node's name, so a multi-node job's series stay
-                // apart and join DCGM's per node, whatever `instance` is.
-                out += std::string(m.name) + "{hpc_job=\"" + std::to_string(job.state.job_id) + "\",class=\"" +
-                       prometheus_label(job.state.class_name) + "\",device=\"" + prometheus_label(dev.device) +
-                       "\",host=\"" + host + "\"} " + std::to_string(m.value(dev, it->second)) + "\n";
+            // direction: egress, the job's class on the NIC; ingress, its class
+            // on the NIC's IFB (an ingress cap).
+            for (const auto& [direction, devices, counters] :
+                 {std::tuple{"egress", &job.state.devices, &job.counters},
+                  std::tuple{"ingress", &job.state.ingress_devices, &job.ingress_counters}}) {
+                for (const auto& dev : *devices) {
+                    auto it = counters->find(dev.device);
+                    if (it == counters->end()) continue;
+                    // hpc_job, as DCGM's exporter labels GPU metrics: never "job" or
+                    // "instance", which Prometheus sets itself on every scrape.
+                    // host: the node's name, so a multi-node job's series stay
+                    // apart and join DCGM's per node, whatever `instance` is.
+                    out += std::string(m.name) + "{hpc_job=\"" + std::to_string(job.state.job_id) + "\",class=\"" +
+                           prometheus_label(job.state.class_name) + "\",device=\"" + prometheus_label(dev.device) +
+                           "\",host=\"" + host + "\",direction=\"" + direction + "\"} " +
+                           std::to_string(m.value(dev, it->second)) + "\n";
+                }
             }
         }
     }

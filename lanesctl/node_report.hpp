@@ -20,6 +20,8 @@ struct JobStatus {
     JobState state;
     std::map<std::string, ClassCounters> counters;  // by device; empty with `error`
     std::string error;                              // counters could not be read
+    // The job's ingress class on each NIC's IFB (JobState.ingress_devices), by NIC.
+    std::map<std::string, ClassCounters> ingress_counters;
 };
 
 struct StatusReport {
@@ -42,11 +44,15 @@ std::string format_status_human(const StatusReport& report, TableStyle style = {
 // {"node", "leaf_qdisc", "nics": [{"device","link_speed_bits","lanes_root"}],
 //  "jobs": [{"job_id","class","minor","dscp","dscp_value","cgroup","error",
 //            "devices": [{"device","rate_bits","ceil_bits","bytes","packets","drops",
+//                         "overlimits","backlog_bytes"}],
+//            "ingress": [{"device","ifb","rate_bits","ceil_bits","bytes","packets","drops",
 //                         "overlimits","backlog_bytes"}]}],
 //  "parked": [{"class": "1a4e:41", "devices": ["eth0"]}]}
 json::Value status_json(const StatusReport& report);
 // node_exporter textfile collector format: HELP/TYPE once per metric, then samples
-// lanes_job_bytes_total{hpc_job="7",class="training",device="eth0",host="gpu1"} 123 ...
+// lanes_job_bytes_total{hpc_job="7",class="training",device="eth0",host="gpu1",direction="egress"} 123
+// direction="egress": the job's class on the NIC (what it sends); "ingress": its
+// class on the NIC's IFB (what it receives; only for jobs with an ingress cap).
 // Base units (bytes, bytes per second); the job label is hpc_job (DCGM's name),
 // never job/instance, which Prometheus attaches to every scraped sample; host is
 // the node name (StatusReport::node), for multi-node jobs and the join with DCGM.

@@ -1284,4 +1284,25 @@ Result<std::vector<CeilSet>> NodeShaper::set_ceils(const std::vector<CeilChange>
 const std::vector<NicFacts>& NodeShaper::nics() const { return impl_->nics; }
 const std::string& NodeShaper::leaf_qdisc_kind() const { return impl_->leaf_kind; }
 
+Result<std::map<std::string, ClassCounters>> NodeShaper::ingress_counters(uint32_t job_id) {
+    auto st = impl_->store.load(job_id);
+    if (!st) return std::unexpected(st.error());
+    if (!*st) return fail("JobId=" + std::to_string(job_id) + ": no state on this node");
+    std::map<std::string, ClassCounters> out;
+    if ((*st)->ingress_devices.empty() || !impl_->ingress_enabled) return out;
+    if (!impl_->ingress) {
+        auto c = make_ingress_control(*impl_->tc);
+        if (!c) return std::unexpected(c.error());
+        impl_->ingress = std::move(*c);
+    }
+    for (const auto& dev : (*st)->ingress_devices) {
+        auto c =
+            impl_->ingress->class_counters(ifb_device_name(dev.device), tc_handle((*st)->root_major, (*st)->minor));
+        if (!c)
+            return fail("JobId=" + std::to_string(job_id) + ": ingress on " + dev.device + ": " + c.error().message);
+        out[dev.device] = *c;
+    }
+    return out;
+}
+
 }  // namespace lanes

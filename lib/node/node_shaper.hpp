@@ -247,6 +247,11 @@ public:
     // "fq_codel" or "pfifo".
     const std::string& leaf_qdisc_kind() const;
 
+    // Per NIC, the counters of the job's ingress class on the NIC's IFB
+    // (ingress_plan.hpp); empty when the job has no ingress cap. Fails if the
+    // job is unknown.
+    Result<std::map<std::string, ClassCounters>> ingress_counters(uint32_t job_id);
+
 private:
     struct Impl;
     explicit NodeShaper(std::unique_ptr<Impl> impl);

@@ -50,6 +50,36 @@ echo "job 41's IFB class counted $got41 bytes, job 42's $got42"
 [ "$got42" -lt 100000 ] || fail "job 42's IFB class counted $got42 bytes of job 41's stream"
 [ "$(ifb_ceil "$m42")" = 200Mbit ] || fail "job 42's IFB class changed"
 
+# lanesctl status: the ingress class and its counters, human, JSON, Prometheus.
+CFG=$STATE_ROOT/lanes.toml
+cat >"$CFG" <<TOML
+default_class = "training"
+[classes.training]
+rate = "10Mbit"
+[nodes]
+state_dir = "$STATE"
+cgroup_root = "$CGROOT"
+[[nodes.nic]]
+nodes = "*"
+device = "$DEV"
+link_speed = "$((SPEED / 1000000))Mbit"
+TOML
+status() { $NA "$LANESCTL" --config "$CFG" status --node testnode "$@"; }
+out=$(status) || fail "lanesctl status: $out"
+echo "$out"
+echo "$out" | grep -E "^41 +test +in:$DEV +10Mbit +50Mbit " >/dev/null || fail "status has no ingress row for job 41: $out"
+bytes=$(status --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+job = [x for x in j["jobs"] if x["job_id"] == 41][0]
+print(job["ingress"][0]["bytes"])')
+[ "$bytes" -ge "$received" ] || fail "lanesctl status --json: job 41 ingress bytes $bytes < $received"
+status --prometheus "$STATE_ROOT/lanes.prom" || fail "lanesctl status --prometheus"
+grep -q "^lanes_job_bytes_total{hpc_job=\"41\",class=\"test\",device=\"$DEV\",host=\"testnode\",direction=\"ingress\"} [1-9]" \
+  "$STATE_ROOT/lanes.prom" || fail "no ingress sample for job 41: $(grep 'hpc_job="41"' "$STATE_ROOT/lanes.prom" | head -3)"
+grep -q "^lanes_job_ceil_bytes_per_second{hpc_job=\"41\",class=\"test\",device=\"$DEV\",host=\"testnode\",direction=\"egress\"} " \
+  "$STATE_ROOT/lanes.prom" || fail "no egress sample for job 41"
+
 # ---- 2. a deleted IFB class is repaired.
 $NA tc class del dev "$IFB" classid "1a4e:$m41" || fail "tc class del"
 [ -z "$(ifb_class "$m41")" ] || fail "the class is still there"
@@ -77,7 +107,6 @@ tool remove-all || fail "remove-all"
 $NA nft list tables | grep -q "netdev lanes_in" && fail "table netdev lanes_in left after remove-all"
 
 # ---- 4. bad config names the key.
-CFG=$STATE_ROOT/lanes.toml
 printf '[classes.training]\nrate = "1Gbit"\ningress_rate = "5Gbit"\ningress_ceil = "2Gbit"\n' >"$CFG"
 out=$("$LANESCTL" check --config "$CFG" 2>&1) && fail "lanesctl check accepted ingress_ceil below ingress_rate"
 echo "$out" | grep -q "lanes.toml:4:16: classes.training.ingress_ceil: ingress_ceil \"2Gbit\" is below ingress_rate \"5Gbit\"" \

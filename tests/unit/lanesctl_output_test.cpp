@@ -11,6 +11,7 @@
 #include "lanesctl/json.hpp"
 #include "lanesctl/node_report.hpp"
 #include "lanesctl/policy_report.hpp"
+#include "node/ingress_plan.hpp"
 #include "node/node_facts.hpp"
 
 namespace {
@@ -164,6 +165,33 @@ lanes::ctl::StatusReport status_report() {
     return report;
 }
 
+TEST(LanesctlStatusOutput, IngressClassEverywhere) {
+    lanes::ctl::StatusReport report = status_report();
+    auto& job = report.jobs.front();
+    job.state.ingress_devices.push_back(lanes::JobDevice{"eth0", 1'000'000'000ULL, 5'000'000'000ULL});
+    job.ingress_counters["eth0"] = lanes::ClassCounters{987654, 700, 3, 9, 0};
+    const std::string text = lanes::ctl::format_status_human(report);
+    EXPECT_TRUE(contains(text,
+                         "7         training    in:eth0       1Gbit    5Gbit  -            987654        700       3   "
+                         "     9        0\n"))
+        << text;
+    EXPECT_TRUE(contains(lanes::ctl::format_status_human(report, lanes::ctl::TableStyle{false, true}),
+                         "7|training|in:eth0|1Gbit|5Gbit||987654|700|3|9|0|\n"));
+    const std::string prom = lanes::ctl::prometheus_text(report);
+    EXPECT_TRUE(contains(prom,
+                         "lanes_job_bytes_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\","
+                         "direction=\"ingress\"} 987654\n"))
+        << prom;
+    EXPECT_TRUE(contains(prom,
+                         "lanes_job_ceil_bytes_per_second{hpc_job=\"7\",class=\"training\",device=\"eth0\","
+                         "host=\"gpu1\",direction=\"ingress\"} 625000000\n"))
+        << prom;
+    const std::string js = lanes::json::write(lanes::ctl::status_json(report));
+    EXPECT_TRUE(contains(js, "\"ingress\":[{\"device\":\"eth0\",\"ifb\":\"" + lanes::ifb_device_name("eth0") +
+                                 "\",\"rate_bits\":1000000000,\"ceil_bits\":5000000000,\"bytes\":987654"))
+        << js;
+}
+
 TEST(LanesctlStatusOutput, Human) {
     const std::string text = lanes::ctl::format_status_human(status_report());
     EXPECT_TRUE(contains(text, "node gpu1: eth0 (100Gbit); leaf qdisc pfifo\n")) << text;
@@ -227,32 +255,36 @@ TEST(LanesctlStatusOutput, Json) {
         R"("jobs":[{"job_id":7,"class":"training","minor":"7","dscp":"CS1","dscp_value":8,)"
         R"("cgroup":"/sys/fs/cgroup/unified/lanes/job_7","error":null,"devices":[{"device":"eth0",)"
         R"("rate_bits":10000000000,"ceil_bits":25000000000,"bytes":123456,"packets":100,"drops":2,)"
-        R"("overlimits":5,"backlog_bytes":1500}]},)"
+        R"("overlimits":5,"backlog_bytes":1500}],"ingress":[]},)"
         R"({"job_id":9,"class":"inf\"erence","minor":"0","dscp":null,"dscp_value":null,"cgroup":"",)"
         R"("error":"lanes: eth0: no such device","devices":[{"device":"eth0","rate_bits":1000000,)"
-        R"("ceil_bits":1000000,"bytes":null,"packets":null,"drops":null,"overlimits":null,"backlog_bytes":null}]}],)"
+        R"("ceil_bits":1000000,"bytes":null,"packets":null,"drops":null,"overlimits":null,"backlog_bytes":null}],)"
+        R"("ingress":[]}],)"
         R"("parked":[{"class":"1a4e:41","devices":["eth0"]},{"class":"1a4e:42","devices":["eth0","eth1"]}]})");
 }
 
 TEST(LanesctlStatusOutput, Prometheus) {
     const std::string text = lanes::ctl::prometheus_text(status_report());
-    EXPECT_TRUE(
-        contains(text,
-                 "# HELP lanes_job_bytes_total Bytes sent through the job's HTB class.\n"
-                 "# TYPE lanes_job_bytes_total counter\n"
-                 "lanes_job_bytes_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\"} 123456\n"))
-        << text;
-    EXPECT_TRUE(
-        contains(text, "lanes_job_drops_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\"} 2\n"));
     EXPECT_TRUE(contains(
-        text, "lanes_job_overlimits_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\"} 5\n"));
-    EXPECT_TRUE(
-        contains(text,
-                 "# TYPE lanes_job_backlog_bytes gauge\n"
-                 "lanes_job_backlog_bytes{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\"} 1500\n"));
+        text,
+        "# HELP lanes_job_bytes_total Bytes through the job's HTB class (direction: egress sent, ingress received).\n"
+        "# TYPE lanes_job_bytes_total counter\n"
+        "lanes_job_bytes_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\",direction=\"egress\"} "
+        "123456\n"))
+        << text;
+    EXPECT_TRUE(contains(text,
+                         "lanes_job_drops_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\","
+                         "direction=\"egress\"} 2\n"));
+    EXPECT_TRUE(contains(text,
+                         "lanes_job_overlimits_total{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\","
+                         "direction=\"egress\"} 5\n"));
+    EXPECT_TRUE(contains(text,
+                         "# TYPE lanes_job_backlog_bytes gauge\n"
+                         "lanes_job_backlog_bytes{hpc_job=\"7\",class=\"training\",device=\"eth0\",host=\"gpu1\","
+                         "direction=\"egress\"} 1500\n"));
     EXPECT_TRUE(contains(text,
                          "lanes_job_ceil_bytes_per_second{hpc_job=\"7\",class=\"training\",device=\"eth0\",host="
-                         "\"gpu1\"} 3125000000\n"));
+                         "\"gpu1\",direction=\"egress\"} 3125000000\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs{node=\"gpu1\"} 2\n"));
     EXPECT_TRUE(contains(text, "lanes_jobs_unreadable{node=\"gpu1\"} 1\n"));
     EXPECT_TRUE(contains(text, "# TYPE lanes_parked_classes gauge\nlanes_parked_classes{node=\"gpu1\"} 2\n"));
