@@ -204,7 +204,8 @@ int job_prolog(spank_t sp, int ac, char** av) {
         slurm_error("lanes: JobId=%u: bad decision from slurmctld: %s", *job_id, directive.error().message.c_str());
         return -1;
     }
-    if (!directive->network.dscp && !directive->network.rate && !directive->network.ceil)
+    if (!directive->network.dscp && !directive->network.rate && !directive->network.ceil &&
+        !directive->network.ingress_rate && !directive->network.ingress_ceil)
         return unshaped(directive->class_name, "class " + directive->class_name + " has no network settings");
     if (!NodeShaper::selects_nics(*node, node_name()))
         return unshaped(directive->class_name, "no [[nodes.nic]] is configured for node " + node_name());
