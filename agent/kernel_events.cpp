@@ -2,6 +2,8 @@
 // See kernel_events.hpp.
 #include "agent/kernel_events.hpp"
 
+#include "node/ingress_plan.hpp"
+
 #include <linux/if_link.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
@@ -101,11 +103,15 @@ KernelEvent classify_nft_message(const nlmsghdr* h, const std::string& table, co
     if (msg == NFT_MSG_NEWGEN) return KernelEvent::Unrelated;
     if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nfgenmsg))) return KernelEvent::Unrelated;
     const auto* g = static_cast<const nfgenmsg*>(NLMSG_DATA(h));
-    if (g->nfgen_family != NFPROTO_INET) return KernelEvent::Unrelated;
+    // Ours: inet `table`, and the ingress caps' netdev table (ingress_plan.hpp).
+    if (g->nfgen_family != NFPROTO_INET && g->nfgen_family != NFPROTO_NETDEV) return KernelEvent::Unrelated;
     // NFTA_TABLE_NAME, NFTA_CHAIN_TABLE, NFTA_RULE_TABLE, NFTA_SET_TABLE,
     // NFTA_SET_ELEM_LIST_TABLE, NFTA_OBJ_TABLE, NFTA_FLOWTABLE_TABLE: all 1.
     const nlattr* name = find_attr(h, sizeof(nfgenmsg), 1);
-    return name && attr_string(name) == table ? KernelEvent::Nft : KernelEvent::Unrelated;
+    if (!name) return KernelEvent::Unrelated;
+    if (g->nfgen_family == NFPROTO_NETDEV)
+        return attr_string(name) == kIngressTable ? KernelEvent::Nft : KernelEvent::Unrelated;
+    return attr_string(name) == table ? KernelEvent::Nft : KernelEvent::Unrelated;
 }
 
 std::set<uint32_t> own_netlink_portids() {

@@ -49,6 +49,7 @@
 #include "core/lanes_toml.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
+#include "node/ingress_plan.hpp"
 #include "node/node_facts.hpp"
 #include "node/node_shaper.hpp"
 #include "node/packet_marker.hpp"
@@ -145,7 +146,10 @@ private:
 // Every NIC ever selected stays watched: one that went down (and is not
 // selected while down) must still wake the agent when it comes back up.
 void Agent::refresh_watched() {
-    for (const auto& nic : shaper_->nics()) watched_.names.insert(nic.device);
+    for (const auto& nic : shaper_->nics()) {
+        watched_.names.insert(nic.device);
+        watched_.names.insert(ifb_device_name(nic.device));  // its ingress caps' IFB
+    }
     for (const auto& sel : node_.nics)
         if (!sel.device.empty() && sel.device.find_first_of("*?[") == std::string::npos)
             watched_.names.insert(sel.device);

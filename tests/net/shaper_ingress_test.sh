@@ -80,6 +80,31 @@ grep -q "^lanes_job_bytes_total{hpc_job=\"41\",class=\"test\",device=\"$DEV\",ho
 grep -q "^lanes_job_ceil_bytes_per_second{hpc_job=\"41\",class=\"test\",device=\"$DEV\",host=\"testnode\",direction=\"egress\"} " \
   "$STATE_ROOT/lanes.prom" || fail "no egress sample for job 41"
 
+# lanes-agent repairs them on its own (netlink events: the IFB's tc, the netdev
+# table), with resync_interval at an hour so that events alone drive it.
+AGENT=$BUILDDIR/agent/lanes-agent
+[ -x "$AGENT" ] || fail "$AGENT not built"
+printf '[agent]\nresync_interval = "1h"\n' >>"$CFG"
+$NA "$AGENT" --config "$CFG" --node testnode 2>>"$STATE_ROOT/agent.log" &
+AGENT_PID=$!
+STARTED_PIDS="$STARTED_PIDS $AGENT_PID"
+wait_for() {  # DESC SECONDS CMD...
+  local desc=$1 secs=$2 i
+  shift 2
+  for i in $(seq $((secs * 10))); do "$@" && return 0; sleep 0.1; done
+  fail "$desc (after ${secs}s); agent log: $(tail -5 "$STATE_ROOT/agent.log")"
+}
+class_is() { [ "$(ifb_ceil "$1")" = "$2" ]; }
+table_has_41() { $NA nft list set netdev lanes_in jobs 2>/dev/null | grep -q "1a4e:$m41"; }
+sleep 1  # the agent's first converge
+$NA tc class del dev "$IFB" classid "1a4e:$m41" || fail "tc class del (agent)"
+wait_for "lanes-agent did not put job 41's IFB class back" 20 class_is "$m41" 50Mbit
+$NA nft delete table netdev lanes_in || fail "nft delete table netdev lanes_in"
+wait_for "lanes-agent did not put the netdev table back" 20 table_has_41
+echo "lanes-agent repaired the IFB class and the netdev table"
+kill "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null
+
 # ---- 2. a deleted IFB class is repaired.
 $NA tc class del dev "$IFB" classid "1a4e:$m41" || fail "tc class del"
 [ -z "$(ifb_class "$m41")" ] || fail "the class is still there"

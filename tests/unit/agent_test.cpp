@@ -76,6 +76,14 @@ TEST(AgentEvents, NftMessagesOfOurTableOnly) {
     // Every transaction ends with NEWGEN: not a change of ours.
     EXPECT_EQ(classify_nft_message(hdr(message(type(NFT_MSG_NEWGEN), &g, sizeof g, NFTA_GEN_ID, "lanes")), "lanes", {}),
               KernelEvent::Unrelated);
+    // The ingress caps' netdev table is ours too; another netdev table is not.
+    g.nfgen_family = NFPROTO_NETDEV;
+    EXPECT_EQ(classify_nft_message(hdr(message(type(NFT_MSG_DELTABLE), &g, sizeof g, NFTA_TABLE_NAME, "lanes_in")),
+                                   "lanes", {}),
+              KernelEvent::Nft);
+    EXPECT_EQ(
+        classify_nft_message(hdr(message(type(NFT_MSG_DELTABLE), &g, sizeof g, NFTA_TABLE_NAME, "lanes")), "lanes", {}),
+        KernelEvent::Unrelated);
     g.nfgen_family = NFPROTO_IPV4;  // an ip table of the same name is not ours
     EXPECT_EQ(
         classify_nft_message(hdr(message(type(NFT_MSG_DELTABLE), &g, sizeof g, NFTA_TABLE_NAME, "lanes")), "lanes", {}),
