@@ -113,7 +113,7 @@ public:
             auto in = run("list chain " + t + " in_" + tag);
             auto eg = run("list chain " + t + " eg_" + tag);
             if (in && eg && in->find("fwd to \"" + ifb_device_name(*nic) + "\"") != std::string::npos &&
-                eg->find("@flows4") != std::string::npos)
+                eg->find("@flows4") != std::string::npos && eg->find("@flows6") != std::string::npos)
                 o.nics.insert(*nic);
             else o.nics.insert("?" + tag);
         }

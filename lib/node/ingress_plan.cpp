@@ -215,15 +215,24 @@ std::string nft_ingress_base_script(const std::vector<std::string>& nics, bool t
     s += "  map flows4 {\n    type ipv4_addr . inet_service . ipv4_addr . inet_service : classid\n"
          "    flags dynamic,timeout\n    timeout " +
          timeout + "\n    size 262144\n  }\n";
+    // IPv6: remote port, local port, the low 64 bits of the remote address
+    // (a 16-byte key: nft 1.0.6 stores a longer one wrongly, see ingress_plan.hpp).
+    s += "  map flows6 {\n    typeof th dport . th sport . @nh,256,64 : meta priority\n"
+         "    flags dynamic,timeout\n    timeout " +
+         timeout + "\n    size 262144\n  }\n";
     for (const auto& nic : nics) {
         const std::string tag = ingress_device_tag(nic), ifb = ifb_device_name(nic);
         s +=
             "  chain eg_" + tag + " {\n    type filter hook egress device \"" + nic + "\" priority 0; policy accept;\n";
         s += "    meta priority @jobs update @flows4 { ip daddr . th dport . ip saddr . th sport : meta priority }\n";
+        s += "    meta protocol ip6 meta priority @jobs update @flows6 { th dport . th sport . @nh,256,64 : meta "
+             "priority }\n";
         s += "  }\n";
         s += "  chain in_" + tag + " {\n    type filter hook ingress device \"" + nic +
              "\" priority 0; policy accept;\n";
         s += "    meta priority set ip saddr . th sport . ip daddr . th dport map @flows4 fwd to \"" + ifb + "\"\n";
+        s += "    meta protocol ip6 meta priority set th sport . th dport . @nh,128,64 map @flows6 fwd to \"" + ifb +
+             "\"\n";
         s += "  }\n";
     }
     s += "}\n";

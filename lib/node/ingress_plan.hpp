@@ -13,11 +13,14 @@
 //     set jobs { type classid; }           one element per job with an ingress cap: M:<minor>
 //     map flows4 { type ipv4_addr . inet_service . ipv4_addr . inet_service : classid;
 //                  flags dynamic,timeout; timeout 120s; }
+//     map flows6 { typeof th dport . th sport . @nh,256,64 : meta priority; ... }
 //     chain eg_<h> { type filter hook egress device NIC priority 0;      per managed NIC
 //       meta priority @jobs update @flows4 { ip daddr . th dport . ip saddr . th sport : meta priority }
+//       meta protocol ip6 meta priority @jobs update @flows6 { th dport . th sport . @nh,256,64 : meta priority }
 //     }
 //     chain in_<h> { type filter hook ingress device NIC priority 0;
 //       meta priority set ip saddr . th sport . ip daddr . th dport map @flows4 fwd to "lanes-ifb<h>"
+//       meta protocol ip6 meta priority set th sport . th dport . @nh,128,64 map @flows6 fwd to "lanes-ifb<h>"
 //     }
 //   }
 //
@@ -30,9 +33,11 @@
 // the NIC's receive path. A flow is forgotten 120 s after the job last sent on
 // it (TCP acknowledges what it receives, so a receiving stream keeps its entry).
 // TCP, UDP and SCTP flows (th); a flow that only receives (UDP with no reply) is
-// not learnt. IPv4 only for now: nft 1.0.6 (Debian 12) aborts on an IPv6
-// concatenated key with a data expression (netlink_linearize.c register
-// assertion), so IPv6 flows are not learnt and arrive unshaped.
+// not learnt. IPv6 flows are keyed by both ports and the low 64 bits of the
+// remote address (@nh,256,64 leaving, @nh,128,64 arriving): nft 1.0.6 (Debian
+// 12) puts the value of a dynamic map over a key longer than 16 bytes (or aborts,
+// netlink_linearize.c). Two flows that differ only in the remote address's
+// prefix or in the node's own address, with both ports the same, share an entry.
 //
 // On the IFB (one per managed NIC that has a job with an ingress cap, named
 // lanes-ifb<h>, h = 6 hex digits of a hash of the NIC's name, alias

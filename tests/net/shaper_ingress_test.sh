@@ -5,7 +5,7 @@
 #   1. a storage namespace streams into job 41 (iperf3 -R from inside the job):
 #      the job's IFB class counts the stream's bytes and its ceil in the kernel
 #      is the job's ingress ceil; job 42 on the same NIC keeps its own class
-#      (and none of 41's bytes);
+#      (and none of 41's bytes); an IPv6 stream into job 42 is counted in 42's;
 #   2. a deleted IFB class is put back by converge, and reported;
 #   3. teardown: 41's class goes, 42's stays; after 42 no IFB, no netdev
 #      table, nothing of Lanes in nftables' ingress path;
@@ -49,6 +49,19 @@ echo "job 41's IFB class counted $got41 bytes, job 42's $got42"
 [ "$got41" -ge "$received" ] || fail "job 41's IFB class counted $got41 bytes of a $received-byte stream"
 [ "$got42" -lt 100000 ] || fail "job 42's IFB class counted $got42 bytes of job 41's stream"
 [ "$(ifb_ceil "$m42")" = 200Mbit ] || fail "job 42's IFB class changed"
+# IPv6: a stream into job 42 is counted in job 42's class, not 41's.
+start_server 5402
+before41=$(ifb_bytes "$m41")
+before42=$(ifb_bytes "$m42")
+tool run 42 -- timeout 30 iperf3 -6 -c fd77::2 -p 5402 -R -t 2 -J >"$STATE_ROOT/iperf6.json" \
+  || fail "iperf3 -6 -R in job 42: $(tail -5 "$STATE_ROOT/iperf6.json")"
+received6=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["end"]["sum_received"]["bytes"]))' "$STATE_ROOT/iperf6.json")
+bps6=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["end"]["sum_received"]["bits_per_second"]))' "$STATE_ROOT/iperf6.json")
+got41=$(( $(ifb_bytes "$m41") - before41 ))
+got42=$(( $(ifb_bytes "$m42") - before42 ))
+echo "job 42 received $received6 bytes over IPv6 at $((bps6 / 1000)) kbit/s: $(python3 -c "print(round($bps6 / 200e6, 3))") of its 200Mbit ingress ceil; IFB class 42 counted $got42, 41 $got41"
+[ "$got42" -ge "$received6" ] || fail "job 42's IFB class counted $got42 bytes of a $received6-byte IPv6 stream"
+[ "$got41" -lt 100000 ] || fail "job 41's IFB class counted $got41 bytes of job 42's stream"
 
 # lanesctl status: the ingress class and its counters, human, JSON, Prometheus.
 CFG=$STATE_ROOT/lanes.toml

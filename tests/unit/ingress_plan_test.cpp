@@ -153,6 +153,8 @@ TEST(IngressPlan, NftScripts) {
               std::string::npos)
         << base;
     EXPECT_NE(base.find("map @flows4 fwd to \"" + ifb_device_name("eth0") + "\""), std::string::npos) << base;
+    EXPECT_NE(base.find("meta priority set th sport . th dport . @nh,128,64 map @flows6 fwd to"), std::string::npos)
+        << base;
     EXPECT_EQ(nft_ingress_base_script({}, true), "delete table netdev lanes_in\n");
     EXPECT_EQ(nft_ingress_jobs_script(NftIngressJobs{{tc_handle(kMajor, 7)}, {tc_handle(kMajor, 0x10)}}),
               "delete element netdev lanes_in jobs { 1a4e:10 }\nadd element netdev lanes_in jobs { 1a4e:7 }\n");
