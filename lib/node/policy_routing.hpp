@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A path per class, the kernel side (the plan is path_plan.hpp): resolves a
+// class's table, device or VLAN on this node, and keeps the `ip rule`s, the
+// routes of Lanes' own tables and the `inet lanes_paths` map elements in step
+// with the jobs on paths (rtnetlink on a NetlinkSocket, libnftables).
+//
+// Desired state: one record per job on a path, state_dir/paths/job_<id>
+// (path_plan.hpp PathJob), written before the kernel objects are made and removed
+// after. Every change (attach, detach, converge) takes flock(state_dir/paths/lock),
+// reads every record, compares the kernel with what they want and repairs the
+// difference: a class's rules are made with its first job and go with its last,
+// a deleted rule or route is put back by the next converge.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/lanes_toml.hpp"
+#include "core/log.hpp"
+#include "core/result.hpp"
+#include "node/path_plan.hpp"
+
+namespace lanes {
+
+class PathRouter {
+public:
+    // Opens the netlink socket; makes state_dir/paths.
+    static Result<std::unique_ptr<PathRouter>> open(const NodeConfig& node, LogSink log = {});
+    ~PathRouter();
+    PathRouter(const PathRouter&) = delete;
+    PathRouter& operator=(const PathRouter&) = delete;
+
+    // The class's path here: its table (rt_tables name resolved, the table must
+    // have routes), or its device / VLAN (must exist, be a VLAN of that id on that
+    // NIC, and have an address). Fails with the key and what is missing.
+    Result<ResolvedPath> resolve(const ClassConfig& c);
+
+    // A job on a path: record, then the kernel objects. On failure the record is
+    // gone again and what this call added is removed (nothing half-applied).
+    Result<void> attach(uint32_t job_id, uint32_t priority, const ResolvedPath& path);
+    // Absent = success. The class's rules and routes go with its last job.
+    Result<void> detach(uint32_t job_id);
+    // The job's path, if it is on one.
+    std::optional<PathJob> job(uint32_t job_id) const;
+    std::vector<PathJob> jobs() const;
+    // Compare the kernel with the records and repair (dry_run: report only). Each
+    // line names what was (or would be) added or deleted. Records of jobs for which
+    // `alive` is false are dropped first (lanesctl gc).
+    Result<std::vector<std::string>> converge(bool dry_run, const std::function<bool(uint32_t)>& alive = {});
+
+private:
+    struct Impl;
+    explicit PathRouter(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// Whether any class names a path (a node without any never opens a PathRouter).
+bool config_has_paths(const Config& config);
+
+}  // namespace lanes
