@@ -10,7 +10,6 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -172,63 +171,6 @@ int slurmd_start(int ac, char** av) {
     return 0;
 }
 
-// A path per class (policy_routing.hpp): what the prolog resolved, to attach
-// once the job's nft element (and so its priority) exists.
-struct ClassPathStep {
-    std::unique_ptr<PathRouter> router;  // null: no path (or warned and skipped)
-    ResolvedPath path;
-};
-
-// nullopt: the launch fails (logged). A missing table/device/VLAN fails it, or
-// only warns with [nodes] classify_failure = "warn".
-std::optional<ClassPathStep> prepare_class_path(const Config& config, const NodeConfig& node, uint32_t job_id,
-                                                const std::string& class_name) {
-    ClassPathStep step;
-    const ClassConfig* c = config.find_class(class_name);
-    if (!c || !c->path || !config_has_paths(config)) return step;
-    if (c->path->table || !c->path->table_name.empty() || !c->path->device.empty()) {
-        auto marks = path_marks(config);
-        auto router = marks ? PathRouter::open(node, log_sink) : fail(marks.error());
-        auto path = router ? (*router)->resolve(*c) : fail(router.error());
-        if (!path) {
-            if (node.classify_failure_warns) {
-                slurm_error("lanes: JobId=%u: class %s runs on the default path: %s (classify_failure = \"warn\")",
-                            job_id, class_name.c_str(), path.error().message.c_str());
-                return step;
-            }
-            slurm_error("lanes: JobId=%u: class %s: %s", job_id, class_name.c_str(), path.error().message.c_str());
-            return std::nullopt;
-        }
-        step.router = std::move(*router);
-        step.path = *path;
-    }
-    return step;
-}
-
-bool attach_class_path(ClassPathStep& step, uint32_t job_id, const JobState& state) {
-    if (!step.router) return true;
-    const uint32_t priority = (static_cast<uint32_t>(state.root_major) << 16) | state.minor;
-    auto r = step.router->attach(job_id, priority, step.path);
-    if (!r) {
-        slurm_error("%s", r.error().message.c_str());
-        return false;
-    }
-    slurm_info("lanes: JobId=%u class %s takes path %s", job_id, step.path.class_name.c_str(),
-               step.path.describe().c_str());
-    return true;
-}
-
-void detach_class_path(const Config& config, const NodeConfig& node, uint32_t job_id) {
-    // A record may exist even when lanes.toml no longer names a path: look first.
-    struct stat st {};
-    const std::string record = node.state_dir + "/paths/job_" + std::to_string(job_id);
-    if (::stat(record.c_str(), &st) != 0) return;
-    (void)config;
-    auto router = PathRouter::open(node, log_sink);
-    auto r = router ? (*router)->detach(job_id) : fail(router.error());
-    if (!r) slurm_error("lanes: JobId=%u: path left for lanesctl gc: %s", job_id, r.error().message.c_str());
-}
-
 int job_prolog(spank_t sp, int ac, char** av) {
     auto job_id = job_id_of(sp);
     if (!job_id) {
@@ -277,8 +219,12 @@ int job_prolog(spank_t sp, int ac, char** av) {
     }
     // The class's path (route_table / egress_device / vlan) is checked before
     // anything is shaped: a missing one fails the launch with nothing applied.
-    auto path = prepare_class_path(*config, *node, *job_id, directive->class_name);
-    if (!path) return -1;
+    auto path = prepare_job_path(*config, *node, directive->class_name, log_sink);
+    if (!path) {
+        slurm_error("lanes: JobId=%u: %s", *job_id, path.error().message.c_str());
+        return -1;
+    }
+    if (!path->warning.empty()) slurm_error("lanes: JobId=%u: %s", *job_id, path->warning.c_str());
     JobNetRequest request;
     request.job_id = *job_id;
     request.class_name = directive->class_name;
@@ -288,11 +234,15 @@ int job_prolog(spank_t sp, int ac, char** av) {
         slurm_error("lanes: JobId=%u: %s", *job_id, state.error().message.c_str());
         return -1;
     }
-    if (!attach_class_path(*path, *job_id, *state)) {
-        if (auto r = (*shaper)->remove(*job_id); !r)
-            slurm_error("lanes: JobId=%u: undo after the path failed: %s", *job_id, r.error().message.c_str());
+    if (auto r = attach_job_path(*path, *job_id, (uint32_t{state->root_major} << 16) | state->minor); !r) {
+        slurm_error("%s", r.error().message.c_str());
+        if (auto undo = (*shaper)->remove(*job_id); !undo)
+            slurm_error("lanes: JobId=%u: undo after the path failed: %s", *job_id, undo.error().message.c_str());
         return -1;
     }
+    if (path->router)
+        slurm_info("lanes: JobId=%u class %s takes path %s", *job_id, directive->class_name.c_str(),
+                   path->path.describe().c_str());
     slurm_info("lanes: JobId=%u class %s shaped on %zu NIC(s)%s", *job_id, directive->class_name.c_str(),
                state->devices.size(),
                state->cgroup_slurm && state->cgroup_id == 0 ? " (keyed on Slurm's job cgroup at its first step)" : "");
@@ -320,7 +270,8 @@ int job_epilog(spank_t sp, int ac, char** av) {
         slurm_error("lanes: JobId=%u: epilog: %s", *job_id, node.error().message.c_str());
         return 0;
     }
-    detach_class_path(*config, *node, *job_id);
+    if (auto r = detach_job_path(*node, *job_id, log_sink); !r)
+        slurm_error("lanes: JobId=%u: path left for lanesctl gc: %s", *job_id, r.error().message.c_str());
     auto shaper = open_shaper(*config);
     if (!shaper) {
         // Nothing can be shaped here; only the prolog's "unshaped" record is left.

@@ -81,8 +81,8 @@ void parse_class_path(TableReader& r, const toml::table& t, ClassConfig& c) {
     if (auto v = r.string("nccl_ib_hca")) p.nccl_ib_hca = *v;
     if (auto v = r.string("ucx_net_devices")) p.ucx_net_devices = *v;
     if (auto v = r.integer("rdma_gid_index", 0, 255)) p.rdma_gid_index = static_cast<uint8_t>(*v);
-    const bool overrides = t.get("nccl_socket_ifname") || t.get("nccl_ib_hca") || t.get("ucx_net_devices") ||
-                           t.get("rdma_gid_index");
+    const bool overrides =
+        t.get("nccl_socket_ifname") || t.get("nccl_ib_hca") || t.get("ucx_net_devices") || t.get("rdma_gid_index");
     if (!any && !overrides) return;
     if (any && !c.has_network_settings()) {
         const char* k = t.get("route_table") ? "route_table" : "egress_device";

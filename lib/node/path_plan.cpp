@@ -131,7 +131,8 @@ Result<PathJob> decode_path_job(std::string_view text) {
     }
     for (const char* k : {"job", "priority", "mark", "table"})
         if (!seen.count(k)) return fail(std::string("path record: missing ") + k);
-    if (!is_path_mark(job.path.mark)) return fail("path record: mark " + path_mark_text(job.path.mark) + " is not Lanes'");
+    if (!is_path_mark(job.path.mark))
+        return fail("path record: mark " + path_mark_text(job.path.mark) + " is not Lanes'");
     return job;
 }
 
@@ -177,16 +178,24 @@ PathRepairs plan_path_repairs(const PathObjects& desired, const PathObjects& obs
 
 std::string path_nft_base_script() {
     const std::string t = std::string("inet ") + kPathNftTable;
+    const std::string ours = "meta mark and " + path_mark_text(kPathMarkMask) + " == " + path_mark_text(kPathMarkBase);
+    const std::string routed = path_mark_text(kPathMarkBase);
     std::string s;
     s += "add table " + t + "\n";
     s += "add map " + t + " marks { type classid : mark; }\n";
     s += "add chain " + t + " out { type route hook output priority mangle + 1; policy accept; }\n";
     s += "flush chain " + t + " out\n";
-    s += "add rule " + t + " out meta mark set meta priority map @marks\n";
+    s += "add rule " + t + " out meta mark != " + routed + " meta mark set meta priority map @marks\n";
     s += "add chain " + t + " post { type nat hook postrouting priority srcnat; policy accept; }\n";
     s += "flush chain " + t + " post\n";
-    s += "add rule " + t + " post meta mark and " + path_mark_text(kPathMarkMask) + " == " +
-         path_mark_text(kPathMarkBase) + " oifname != \"lo\" masquerade\n";
+    s += "add rule " + t + " post " + ours + " meta mark != " + routed + " oifname != \"lo\" masquerade\n";
+    // Routed: the mark has done its work. It becomes 0x4c4e0000 (no rule matches
+    // it, and chain out leaves it alone) so that a tunnel device on the path
+    // (VXLAN, GRE) routes its outer packet, which keeps the job's priority, by the
+    // main table instead of back into itself.
+    s += "add chain " + t + " done { type filter hook postrouting priority srcnat + 1; policy accept; }\n";
+    s += "flush chain " + t + " done\n";
+    s += "add rule " + t + " done " + ours + " meta mark set " + routed + "\n";
     return s;
 }
 

@@ -16,6 +16,10 @@
 //      the address of the device they leave on: a socket chooses its source
 //      address before the mark exists (from the main table), and replies must come
 //      back on the path taken. A packet already from that address keeps it.
+//      Chain done (postrouting, after it) sets the mark to 0x4c4e0000, which no
+//      rule matches and chain out leaves alone: a tunnel on the path (VXLAN)
+//      routes its outer packet, which keeps the job's priority, by the main
+//      table, not back into itself.
 //
 // Marks: 0x4c4e0000 | id ("LN" in the upper 16 bits; id 1..0xffff from the class
 // name, FNV-1a folded), compared under the full 32-bit mask. Lanes' own tables use

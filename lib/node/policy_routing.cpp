@@ -167,7 +167,7 @@ struct PathRouter::Impl {
         fib_rule_hdr h{};
         h.family = static_cast<uint8_t>(r.family);
         h.action = FR_ACT_TO_TBL;
-        h.table = r.table < 256 ? static_cast<uint8_t>(r.table) : RT_TABLE_UNSPEC;
+        h.table = static_cast<uint8_t>(r.table < 256 ? r.table : static_cast<uint32_t>(RT_TABLE_UNSPEC));
         nlmsg_append(m.get(), &h, sizeof h, NLMSG_ALIGNTO);
         nla_put_u32(m.get(), FRA_PRIORITY, kPathRulePriority);
         nla_put_u32(m.get(), FRA_FWMARK, r.mark);
@@ -206,8 +206,7 @@ struct PathRouter::Impl {
                 auto* fh = static_cast<fib_rule_hdr*>(nlmsg_data(nh));
                 nlattr* tb[FRA_MAX + 1];
                 if (nlmsg_parse(nh, sizeof(fib_rule_hdr), tb, FRA_MAX, nullptr) != 0) return;
-                if (!tb[FRA_PRIORITY] || nla_get_u32(tb[FRA_PRIORITY]) != kPathRulePriority || !tb[FRA_FWMARK])
-                    return;
+                if (!tb[FRA_PRIORITY] || nla_get_u32(tb[FRA_PRIORITY]) != kPathRulePriority || !tb[FRA_FWMARK]) return;
                 const uint32_t mark = nla_get_u32(tb[FRA_FWMARK]);
                 if (!is_path_mark(mark)) return;
                 const uint32_t table = tb[FRA_TABLE] ? nla_get_u32(tb[FRA_TABLE]) : fh->table;
@@ -494,8 +493,8 @@ Result<ResolvedPath> PathRouter::resolve(const ClassConfig& c) {
         }
         auto routes = impl_->dump_routes();
         if (!routes) return fail(key + "route_table: " + routes.error().message);
-        const bool any = std::any_of(routes->begin(), routes->end(),
-                                     [&](const Impl::SeenRoute& r) { return r.table == out.table; });
+        const bool any =
+            std::any_of(routes->begin(), routes->end(), [&](const Impl::SeenRoute& r) { return r.table == out.table; });
         if (!any)
             return fail(key + "route_table: table " + std::to_string(out.table) +
                         (p.table_name.empty() ? "" : " (\"" + p.table_name + "\")") +
@@ -586,6 +585,44 @@ Result<std::vector<std::string>> PathRouter::converge(bool dry_run, const std::f
     }
     if (auto r = impl_->converge_to(jobs, dry_run, done); !r) return fail(r.error());
     return done;
+}
+
+Result<JobPath> prepare_job_path(const Config& config, const NodeConfig& node, const std::string& class_name,
+                                 LogSink log) {
+    JobPath step;
+    const ClassConfig* c = config.find_class(class_name);
+    if (!c || !c->path || (!c->path->table && c->path->table_name.empty() && c->path->device.empty())) return step;
+    auto marks = path_marks(config);
+    auto router = marks ? PathRouter::open(node, log) : fail(marks.error());
+    auto path = router ? (*router)->resolve(*c) : fail(router.error());
+    if (!path) {
+        if (!node.classify_failure_warns) return fail(path.error());
+        step.warning =
+            path.error().message + "; class " + class_name + " takes the default path (classify_failure = \"warn\")";
+        return step;
+    }
+    step.router = std::move(*router);
+    step.path = *path;
+    return step;
+}
+
+Result<void> attach_job_path(JobPath& step, uint32_t job_id, uint32_t priority) {
+    if (!step.router) return {};
+    return step.router->attach(job_id, priority, step.path);
+}
+
+Result<void> detach_job_path(const NodeConfig& node, uint32_t job_id, LogSink log) {
+    const std::string record = node.state_dir + "/paths/job_" + std::to_string(job_id);
+    if (::access(record.c_str(), F_OK) != 0) return {};
+    auto router = PathRouter::open(node, std::move(log));
+    if (!router) return fail(router.error());
+    return (*router)->detach(job_id);
+}
+
+std::optional<PathJob> job_path(const NodeConfig& node, uint32_t job_id) {
+    auto r = decode_path_job(read_file(node.state_dir + "/paths/job_" + std::to_string(job_id)));
+    if (!r) return std::nullopt;
+    return *r;
 }
 
 }  // namespace lanes

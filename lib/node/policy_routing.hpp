@@ -60,4 +60,23 @@ private:
 // Whether any class names a path (a node without any never opens a PathRouter).
 bool config_has_paths(const Config& config);
 
+// The prolog's steps (spank_lanes, and tests/net's shaper_tool), around
+// NodeShaper::apply(): prepare before anything is shaped, attach once the job's
+// nft element (its priority) exists, detach in the epilog.
+struct JobPath {
+    std::unique_ptr<PathRouter> router;  // null: nothing to attach
+    ResolvedPath path;
+    std::string warning;  // set when the path is missing and classify_failure = "warn"
+};
+// Fails (the launch must fail) when the class's table, device or VLAN is missing
+// here, unless node.classify_failure_warns: then no router and `warning` says why.
+Result<JobPath> prepare_job_path(const Config& config, const NodeConfig& node, const std::string& class_name,
+                                 LogSink log = {});
+// priority: the job's M:<minor> (JobState root_major, minor).
+Result<void> attach_job_path(JobPath& step, uint32_t job_id, uint32_t priority);
+// Absent = success; opens a router only when the job has a path record.
+Result<void> detach_job_path(const NodeConfig& node, uint32_t job_id, LogSink log = {});
+// The job's path here, if it has one (lanesctl status; no netlink).
+std::optional<PathJob> job_path(const NodeConfig& node, uint32_t job_id);
+
 }  // namespace lanes

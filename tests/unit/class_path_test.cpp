@@ -64,7 +64,8 @@ TEST(ClassPathConfig, MistakesNameTheKey) {
          "lanes.toml:3:17: classes.a.egress_device: a path needs \"dscp\" or \"rate\""},
         {HEAD "egress_devise = \"eth1\"\n", "classes.a.egress_devise: unknown key (did you mean \"egress_device\"?)"},
     };
-    for (const auto& c : cases) EXPECT_NE(first_error(c.toml).find(c.message), std::string::npos) << c.toml << "\n" << first_error(c.toml);
+    for (const auto& c : cases)
+        EXPECT_NE(first_error(c.toml).find(c.message), std::string::npos) << c.toml << "\n" << first_error(c.toml);
 }
 
 TEST(ClassPathPlan, MarksAreLanesOwnAndStable) {
@@ -176,8 +177,10 @@ TEST(ClassPathPlan, NftScriptMapsPriorityToMark) {
     const std::string s = path_nft_base_script();
     EXPECT_NE(s.find("add map inet lanes_paths marks { type classid : mark; }"), std::string::npos);
     EXPECT_NE(s.find("type route hook output priority mangle + 1"), std::string::npos);
-    EXPECT_NE(s.find("meta mark set meta priority map @marks"), std::string::npos);
-    EXPECT_NE(s.find("meta mark and 0xffff0000 == 0x4c4e0000 oifname != \"lo\" masquerade"), std::string::npos);
+    EXPECT_NE(s.find("out meta mark != 0x4c4e0000 meta mark set meta priority map @marks"), std::string::npos);
+    EXPECT_NE(s.find("meta mark and 0xffff0000 == 0x4c4e0000 meta mark != 0x4c4e0000 oifname != \"lo\" masquerade"),
+              std::string::npos);
+    EXPECT_NE(s.find("done meta mark and 0xffff0000 == 0x4c4e0000 meta mark set 0x4c4e0000"), std::string::npos);
 }
 
 }  // namespace
