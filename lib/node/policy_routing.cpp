@@ -619,6 +619,15 @@ Result<void> detach_job_path(const NodeConfig& node, uint32_t job_id, LogSink lo
     return (*router)->detach(job_id);
 }
 
+Result<std::vector<std::string>> converge_node_paths(const NodeConfig& node, bool dry_run,
+                                                     const std::function<bool(uint32_t)>& alive, LogSink log) {
+    struct stat st {};
+    if (::stat((node.state_dir + "/paths").c_str(), &st) != 0) return std::vector<std::string>{};
+    auto router = PathRouter::open(node, std::move(log));
+    if (!router) return fail(router.error());
+    return (*router)->converge(dry_run, alive);
+}
+
 std::optional<PathJob> job_path(const NodeConfig& node, uint32_t job_id) {
     auto r = decode_path_job(read_file(node.state_dir + "/paths/job_" + std::to_string(job_id)));
     if (!r) return std::nullopt;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,12 @@ Result<JobPath> prepare_job_path(const Config& config, const NodeConfig& node, c
 Result<void> attach_job_path(JobPath& step, uint32_t job_id, uint32_t priority);
 // Absent = success; opens a router only when the job has a path record.
 Result<void> detach_job_path(const NodeConfig& node, uint32_t job_id, LogSink log = {});
+// The reconcilers' step (lanes-agent, lanesctl reconcile, lanesctl gc): converge
+// the paths of this node when any job ever took one here (state_dir/paths
+// exists); else nothing is opened and nothing is returned. `alive`: see
+// PathRouter::converge; `all_gone` drops every record (lanesctl gc --all).
+Result<std::vector<std::string>> converge_node_paths(const NodeConfig& node, bool dry_run,
+                                                     const std::function<bool(uint32_t)>& alive = {}, LogSink log = {});
 // The job's path here, if it has one (lanesctl status; no netlink).
 std::optional<PathJob> job_path(const NodeConfig& node, uint32_t job_id);
 
