@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/lanes_toml.hpp"
+#include "lanesctl/node_report.hpp"
 #include "node/path_plan.hpp"
 #include "node/task_env.hpp"
 
@@ -181,6 +182,28 @@ TEST(ClassPathPlan, NftScriptMapsPriorityToMark) {
     EXPECT_NE(s.find("meta mark and 0xffff0000 == 0x4c4e0000 meta mark != 0x4c4e0000 oifname != \"lo\" masquerade"),
               std::string::npos);
     EXPECT_NE(s.find("done meta mark and 0xffff0000 == 0x4c4e0000 meta mark set 0x4c4e0000"), std::string::npos);
+}
+
+TEST(ClassPathStatus, StatusShowsTheJobsPath) {
+    ctl::StatusReport report;
+    report.node = "gpu1";
+    report.leaf_qdisc = "fq_codel";
+    ctl::JobStatus on_path, plain;
+    on_path.state.job_id = 11;
+    on_path.state.class_name = "training";
+    on_path.path = job(11, 0x1a4e0002, "training", true);
+    plain.state.job_id = 12;
+    plain.state.class_name = "inference";
+    report.jobs = {on_path, plain};
+    const std::string text = ctl::format_status_human(report);
+    EXPECT_NE(text.find("path: JobId=11 training: bulk0 (table " + path_mark_text(path_mark("training")) +
+                        "), fwmark " + path_mark_text(path_mark("training"))),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("JobId=12"), std::string::npos);
+    const std::string json = json::write(ctl::status_json(report));
+    EXPECT_NE(json.find("\"path\":{\"device\":\"bulk0\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"src4\":\"10.1.0.1\""), std::string::npos) << json;
 }
 
 }  // namespace
