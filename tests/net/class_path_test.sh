@@ -53,7 +53,17 @@ dscp = "CS1"
 rate = "100Mbit"
 ceil = "10Gbit"
 egress_device = "$VX"
+[nodes]
+state_dir = "$STATE"
+cgroup_root = "$CGROOT"
+[[nodes.nic]]
+device = "$DEV"
+link_speed = "$((SPEED / 1000000))Mbit"
 TOML
+LANESCTL=$BUILDDIR/lanesctl/lanesctl
+[ -x "$LANESCTL" ] || fail "$LANESCTL not built"
+lanesctl() { $NA "$LANESCTL" --config "$1" "${@:2}"; }
+out=$(lanesctl "$CONF" check --node testnode 2>&1) || fail "lanesctl check --node: $out"
 
 ptool() { tool --config "$CONF" "$@"; }
 # tx_bytes DEV: bytes sent on DEV in ${P}a.
@@ -97,6 +107,23 @@ on_uplink inference 12 4 5403 "$DEV" "$BULK"
 on_uplink inference 12 6 5404 "$DEV" "$BULK"
 # The replies came back on the bulk fabric: the peer saw the node's bulk address.
 $NB ip -j -s link show dev "$BULKPEER" >/dev/null
+
+# lanesctl status names each job's path.
+out=$(lanesctl "$CONF" status --node testnode) || fail "lanesctl status: $out"
+echo "$out" | grep -q "^path: JobId=11 training: $BULK (table 0x4c4e" || fail "status: $out"
+echo "$out" | grep -q "^path: JobId=12" && fail "status: inference has no path: $out"
+lanesctl "$CONF" status --node testnode --json | python3 -c '
+import json, sys
+jobs = {j["job_id"]: j for j in json.load(sys.stdin)["jobs"]}
+assert jobs[11]["path"]["device"] == sys.argv[1] and jobs[11]["path"]["src4"] == "10.78.0.1", jobs[11]
+assert "path" not in jobs[12], jobs[12]
+' "$BULK" || fail "status --json"
+
+# lanesctl reconcile puts back a deleted rule.
+$NA ip -6 rule del pref 14000 || fail "ip -6 rule del"
+out=$(lanesctl "$CONF" reconcile --node testnode) || fail "lanesctl reconcile: $out"
+echo "$out" | grep -q "reapplied: path: ip rule fwmark .*(IPv6): added" || fail "reconcile: $out"
+[ "$(rules -6 | wc -l)" -eq 1 ] || fail "reconcile did not put the IPv6 rule back"
 
 # A deleted rule and route are put back by the paths' converge.
 $NA ip -4 rule del pref 14000 || fail "ip rule del"
@@ -145,6 +172,11 @@ bad() {
 EXPECT='classes.x.egress_device: "nosuch0": no such interface' bad "missing device" 'egress_device = "nosuch0"'
 EXPECT='classes.x.vlan: the VLAN interface "'$BULK'.7": no such interface' bad "missing VLAN" "egress_device = \"$BULK\"" 'vlan = 7'
 EXPECT='classes.x.route_table: table 4242 has no routes on this node' bad "empty table" 'route_table = 4242'
+# lanesctl check on the node names the same key.
+cat "$CONF" >"$STATE_ROOT/check.toml"
+printf '[classes.gone]\ndscp = "CS1"\nrate = "100Mbit"\negress_device = "nosuch0"\n' >>"$STATE_ROOT/check.toml"
+out=$(lanesctl "$STATE_ROOT/check.toml" check --node testnode 2>&1) && fail "lanesctl check passed a missing device: $out"
+echo "$out" | grep -q 'classes.gone.egress_device: "nosuch0": no such interface' || fail "lanesctl check: $out"
 EXPECT='classes.x.route_table: table "nosuchtable" is not in /etc/iproute2/rt_tables' bad "unknown table name" 'route_table = "nosuchtable"'
 
 # 802.1Q, where the kernel has it (some CI kernels have no 8021q): a VLAN of
@@ -173,4 +205,11 @@ on_uplink table 22 4 5407 "$BULK" "$DEV"
 tool --config "$STATE_ROOT/table.toml" remove 22 || fail "remove 22"
 [ -z "$(rules -4)$(rules -6)" ] || fail "rules left after the table path"
 $NA ip route show table 4243 | grep -q default || fail "the admin's table was touched"
+
+# lanesctl gc --all takes the paths with everything else.
+ptool apply 23 --class training --rate 100Mbit --ceil 10Gbit --dscp CS1 >/dev/null || fail "apply 23"
+[ "$(rules -4 | wc -l)" -eq 1 ] || fail "no rule for job 23"
+lanesctl "$CONF" gc --all --node testnode >/dev/null || fail "lanesctl gc --all"
+[ -z "$(rules -4)$(rules -6)" ] || fail "rules left after gc --all: $(rules -4)"
+$NA nft list table inet lanes_paths >/dev/null 2>&1 && fail "table inet lanes_paths left after gc --all"
 echo "PASS"
