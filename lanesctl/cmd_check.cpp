@@ -35,6 +35,9 @@ void check_paths(const Config& config, const NodeConfig& node, const std::string
     if (!router) return node_error(report, "node " + name + ": " + router.error().message);
     for (const auto& [class_name, c] : config.classes) {
         if (!c.path || (!c.path->table && c.path->table_name.empty() && c.path->device.empty())) continue;
+        auto here = path_declared_on(node, *c.path, name);
+        if (!here) return node_error(report, "node " + name + ": " + here.error().message);
+        if (!*here) continue;  // [[nodes.nic]] puts the class's device on other nodes
         auto path = (*router)->resolve(c);
         if (!path) node_error(report, "node " + name + ": " + path.error().message);
     }

@@ -219,7 +219,7 @@ int job_prolog(spank_t sp, int ac, char** av) {
     }
     // The class's path (route_table / egress_device / vlan) is checked before
     // anything is shaped: a missing one fails the launch with nothing applied.
-    auto path = prepare_job_path(*config, *node, directive->class_name, log_sink);
+    auto path = prepare_job_path(*config, *node, node_name(), directive->class_name, log_sink);
     if (!path) {
         slurm_error("lanes: JobId=%u: %s", *job_id, path.error().message.c_str());
         return -1;

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/path_plan.hpp"
 
+#include <fnmatch.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <set>
 
+#include "core/hostlist.hpp"
 #include "core/text.hpp"
 
 namespace lanes {
@@ -37,6 +39,20 @@ Result<std::map<std::string, uint32_t>> path_marks(const Config& config) {
         out[name] = m;
     }
     return out;
+}
+
+Result<bool> path_declared_on(const NodeConfig& node, const ClassPath& path, const std::string& hostname) {
+    if (path.device.empty()) return true;
+    bool named = false;
+    for (const auto& sel : node.nics) {
+        if (sel.device.empty() || fnmatch(sel.device.c_str(), path.device.c_str(), 0) != 0) continue;
+        named = true;
+        auto match = hostlist_matches(sel.nodes, hostname);
+        if (!match)
+            return fail("[[nodes.nic]] at line " + std::to_string(sel.line) + ": nodes: " + match.error().message);
+        if (*match) return true;
+    }
+    return !named;
 }
 
 std::optional<uint32_t> rt_tables_lookup(std::string_view text, std::string_view name) {

@@ -55,6 +55,14 @@ bool is_path_mark(uint32_t mark);
 // classes' names give the same mark (rename one).
 Result<std::map<std::string, uint32_t>> path_marks(const Config& config);
 
+// Whether the class's path is on `hostname`, as [[nodes.nic]] declares it: a
+// device (a VLAN's NIC) that some [[nodes.nic]] names, exactly or by glob, is on
+// the nodes those entries select (and shaped there too); elsewhere the class
+// takes the default path. A device no entry names, and a route_table, are on
+// every node (and checked against the kernel at launch). Fails on a bad
+// hostlist in `nodes`.
+Result<bool> path_declared_on(const NodeConfig& node, const ClassPath& path, const std::string& hostname);
+
 // The table `name` in rt_tables(5) text (the last line naming it wins).
 std::optional<uint32_t> rt_tables_lookup(std::string_view text, std::string_view name);
 

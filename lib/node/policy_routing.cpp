@@ -587,11 +587,14 @@ Result<std::vector<std::string>> PathRouter::converge(bool dry_run, const std::f
     return done;
 }
 
-Result<JobPath> prepare_job_path(const Config& config, const NodeConfig& node, const std::string& class_name,
-                                 LogSink log) {
+Result<JobPath> prepare_job_path(const Config& config, const NodeConfig& node, const std::string& hostname,
+                                 const std::string& class_name, LogSink log) {
     JobPath step;
     const ClassConfig* c = config.find_class(class_name);
     if (!c || !c->path || (!c->path->table && c->path->table_name.empty() && c->path->device.empty())) return step;
+    auto here = path_declared_on(node, *c->path, hostname);
+    if (!here) return fail(here.error());
+    if (!*here) return step;
     auto marks = path_marks(config);
     auto router = marks ? PathRouter::open(node, log) : fail(marks.error());
     auto path = router ? (*router)->resolve(*c) : fail(router.error());

@@ -71,8 +71,10 @@ struct JobPath {
 };
 // Fails (the launch must fail) when the class's table, device or VLAN is missing
 // here, unless node.classify_failure_warns: then no router and `warning` says why.
-Result<JobPath> prepare_job_path(const Config& config, const NodeConfig& node, const std::string& class_name,
-                                 LogSink log = {});
+// No router either when [[nodes.nic]] puts the class's device on other nodes
+// only (path_declared_on): the job takes the default path here.
+Result<JobPath> prepare_job_path(const Config& config, const NodeConfig& node, const std::string& hostname,
+                                 const std::string& class_name, LogSink log = {});
 // priority: the job's M:<minor> (JobState root_major, minor).
 Result<void> attach_job_path(JobPath& step, uint32_t job_id, uint32_t priority);
 // Absent = success; opens a router only when the job has a path record.

@@ -206,6 +206,17 @@ tool --config "$STATE_ROOT/table.toml" remove 22 || fail "remove 22"
 [ -z "$(rules -4)$(rules -6)" ] || fail "rules left after the table path"
 $NA ip route show table 4243 | grep -q default || fail "the admin's table was touched"
 
+# [[nodes.nic]] that put the bulk NIC on other nodes only: here the class
+# takes the default path (no rule, its flow on the fabric).
+cat "$CONF" >"$STATE_ROOT/elsewhere.toml"
+printf '[[nodes.nic]]\nnodes = "other[1-2]"\ndevice = "%s"\n' "$BULK" >>"$STATE_ROOT/elsewhere.toml"
+out=$(tool --config "$STATE_ROOT/elsewhere.toml" apply 24 --class training --rate 100Mbit --ceil 10Gbit --dscp CS1) ||
+  fail "apply 24: $out"
+echo "$out" | grep -q "^path" && fail "a path taken on a node [[nodes.nic]] leaves out: $out"
+[ -z "$(rules -4)" ] || fail "a rule on a node without the bulk NIC: $(rules -4)"
+on_uplink "training (bulk NIC elsewhere)" 24 4 5408 "$DEV" "$BULK"
+tool --config "$STATE_ROOT/elsewhere.toml" remove 24 || fail "remove 24"
+
 # lanesctl gc --all takes the paths with everything else.
 ptool apply 23 --class training --rate 100Mbit --ceil 10Gbit --dscp CS1 >/dev/null || fail "apply 23"
 [ "$(rules -4 | wc -l)" -eq 1 ] || fail "no rule for job 23"

@@ -234,7 +234,10 @@ int main(int argc, char** argv) {
         }
         JobPath path;
         if (lanes_toml) {
-            auto p = prepare_job_path(*lanes_toml, config, req.class_name, log);
+            // The file's [[nodes.nic]] say where the paths' devices are.
+            NodeConfig path_node = config;
+            path_node.nics = lanes_toml->node.nics;
+            auto p = prepare_job_path(*lanes_toml, path_node, "testnode", req.class_name, log);
             if (!p) {
                 std::fprintf(stderr, "%s\n", p.error().message.c_str());
                 return 1;

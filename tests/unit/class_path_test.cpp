@@ -206,4 +206,27 @@ TEST(ClassPathStatus, StatusShowsTheJobsPath) {
     EXPECT_NE(json.find("\"src4\":\"10.1.0.1\""), std::string::npos) << json;
 }
 
+TEST(ClassPathPlan, NodesNicSaysWhereTheDeviceIs) {
+    NodeConfig node;
+    NicSelector fabric, bulk;
+    fabric.nodes = "*";
+    fabric.device = "eth0";
+    bulk.nodes = "train[1-4]";
+    bulk.device = "ens2f*";
+    node.nics = {fabric, bulk};
+    ClassPath on_bulk;
+    on_bulk.device = "ens2f1";
+    on_bulk.vlan = 200;  // the VLAN's NIC is what [[nodes.nic]] names
+    EXPECT_EQ(path_declared_on(node, on_bulk, "train3"), true);
+    EXPECT_EQ(path_declared_on(node, on_bulk, "infer1"), false);  // default path there
+    ClassPath elsewhere;
+    elsewhere.device = "ib1";  // no [[nodes.nic]] names it: every node (checked at launch)
+    EXPECT_EQ(path_declared_on(node, elsewhere, "infer1"), true);
+    ClassPath table;
+    table.table = 100;
+    EXPECT_EQ(path_declared_on(node, table, "infer1"), true);
+    node.nics[1].nodes = "train[1-";
+    EXPECT_FALSE(path_declared_on(node, on_bulk, "train3"));
+}
+
 }  // namespace
