@@ -146,6 +146,19 @@ struct PathRouter::Impl {
         return out;
     }
 
+    // A path record lives no longer than the job's state file (JobStateStore,
+    // state_dir/job_<id>): a job whose state went (slurmd's start-up reconcile,
+    // lanesctl gc) is gone, and its path with it.
+    bool has_job_state(uint32_t job) const {
+        return ::access((node.state_dir + "/job_" + std::to_string(job)).c_str(), F_OK) == 0;
+    }
+    std::vector<PathJob> live_records() const {
+        std::vector<PathJob> out;
+        for (auto& j : records())
+            if (has_job_state(j.job_id)) out.push_back(std::move(j));
+        return out;
+    }
+
     Result<void> write_record(const PathJob& job) {
         const std::string path = record_path(job.job_id), tmp = path + ".tmp";
         {
@@ -533,15 +546,14 @@ Result<void> PathRouter::attach(uint32_t job_id, uint32_t priority, const Resolv
     if (!lock) return fail(lock.error());
     const std::string who = "JobId=" + std::to_string(job_id);
     PathJob job{job_id, priority, path};
-    auto before = impl_->records();
     if (auto w = impl_->write_record(job); !w) return fail(w.error());
-    auto jobs = impl_->records();
+    auto jobs = impl_->live_records();
     std::vector<std::string> done;
     if (auto r = impl_->converge_to(jobs, false, done); !r) {
         // Nothing half-applied: the record goes, the kernel goes back to the others'.
         ::unlink(impl_->record_path(job_id).c_str());
         std::vector<std::string> undone;
-        if (auto u = impl_->converge_to(impl_->records(), false, undone); !u)
+        if (auto u = impl_->converge_to(impl_->live_records(), false, undone); !u)
             impl_->say(LogLevel::Error, "lanes: " + who + ": path undo incomplete: " + u.error().message);
         return fail("lanes: " + who + ": path " + path.describe() + " of class " + path.class_name + ": " +
                     r.error().message);
@@ -557,7 +569,7 @@ Result<void> PathRouter::detach(uint32_t job_id) {
     if (::access(path.c_str(), F_OK) != 0) return {};
     ::unlink(path.c_str());
     std::vector<std::string> done;
-    if (auto r = impl_->converge_to(impl_->records(), false, done); !r)
+    if (auto r = impl_->converge_to(impl_->live_records(), false, done); !r)
         return fail("lanes: JobId=" + std::to_string(job_id) + ": path teardown: " + r.error().message);
     return {};
 }
@@ -576,7 +588,7 @@ Result<std::vector<std::string>> PathRouter::converge(bool dry_run, const std::f
     std::vector<std::string> done;
     std::vector<PathJob> jobs;
     for (const auto& j : impl_->records()) {
-        if (alive && !alive(j.job_id)) {
+        if ((alive && !alive(j.job_id)) || !impl_->has_job_state(j.job_id)) {
             done.push_back("JobId=" + std::to_string(j.job_id) + ": path record of an ended job, removed");
             if (!dry_run) ::unlink(impl_->record_path(j.job_id).c_str());
             continue;

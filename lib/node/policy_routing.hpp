@@ -9,7 +9,9 @@
 // after. Every change (attach, detach, converge) takes flock(state_dir/paths/lock),
 // reads every record, compares the kernel with what they want and repairs the
 // difference: a class's rules are made with its first job and go with its last,
-// a deleted rule or route is put back by the next converge.
+// a deleted rule or route is put back by the next converge. A record lives no
+// longer than the job's state file (state_dir/job_<id>): once slurmd's start-up
+// reconcile or lanesctl gc removed that, the next converge drops the path too.
 #pragma once
 
 #include <cstdint>

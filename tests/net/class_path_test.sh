@@ -135,6 +135,17 @@ echo "$out" | grep -q "ip rule fwmark .*(IPv4): added" || fail "the deleted rule
 $NA ip -6 route show table "$TABLE" | grep -q "default dev $BULK" || fail "the flushed route is not back"
 [ "$(ptool paths-converge | tail -1)" = "path repairs 0" ] || fail "a second converge still repairs"
 
+# A job whose state went without its epilog (slurmd's start-up reconcile):
+# the next converge drops its path record, and the rules of its class when it
+# was the class's last job.
+ptool apply 15 --class segment --rate 100Mbit --ceil 10Gbit --dscp CS1 >/dev/null || fail "apply 15"
+[ "$(rules -4 | wc -l)" -eq 2 ] || fail "no rule for the segment class: $(rules -4)"
+tool gc 11 12 13 >/dev/null || fail "shaper gc"
+[ -e "$STATE/job_15" ] && fail "the shaper's gc left job 15's state"
+out=$(ptool paths-converge) || fail "paths-converge: $out"
+echo "$out" | grep -q "JobId=15: path record of an ended job, removed" || fail "converge kept job 15's path: $out"
+[ "$(rules -4 | wc -l)" -eq 1 ] || fail "the segment class's rule outlived its job: $(rules -4)"
+
 # One training job ends: the class's rules stay for the other.
 ptool remove 11 || fail "remove 11"
 [ "$(rules -4 | wc -l)" -eq 1 ] || fail "rules went with the first of two jobs"
