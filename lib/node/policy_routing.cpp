@@ -440,12 +440,16 @@ struct PathRouter::Impl {
         // Order: routes before rules (a rule never points at an empty table),
         // elements last (no packet is marked before its rule exists); removal in
         // the opposite order.
-        if (need_base || (!jobs.empty() && !rep.add_elements.empty())) {
+        if (need_base) {
             auto r = nft_run(path_nft_base_script());
             if (!r) return fail(r.error());
         }
-        for (uint32_t p : rep.delete_elements)
-            (void)nft_run(std::string("delete element inet ") + kPathNftTable + " marks { " + classid_text(p) + " }");
+        if (!rep.delete_elements.empty() && !jobs.empty()) {
+            std::string script;
+            for (uint32_t p : rep.delete_elements)
+                script += std::string("delete element inet ") + kPathNftTable + " marks { " + classid_text(p) + " }\n";
+            (void)nft_run(script);
+        }
         for (const auto& r : rep.delete_rules)
             if (auto x = delete_rule(r); !x) return fail(x.error());
         for (const auto& r : rep.delete_routes)
@@ -454,13 +458,18 @@ struct PathRouter::Impl {
             if (auto x = add_route(r); !x) return fail(x.error());
         for (const auto& r : rep.add_rules)
             if (auto x = add_rule(r); !x) return fail(x.error());
-        for (const auto& [p, m] : rep.add_elements) {
-            // Another mark on the same key (a parked class taken over): replace.
-            if (seen->elements.count(p))
-                (void)nft_run(std::string("delete element inet ") + kPathNftTable + " marks { " + classid_text(p) +
-                              " }");
-            auto r = nft_run(std::string("add element inet ") + kPathNftTable + " marks { " + classid_text(p) + " : " +
-                             path_mark_text(m) + " }");
+        if (!rep.add_elements.empty()) {
+            // One transaction; another mark on the same key (a parked class taken
+            // over) is replaced in it.
+            std::string script;
+            for (const auto& [p, m] : rep.add_elements) {
+                if (seen->elements.count(p))
+                    script +=
+                        std::string("delete element inet ") + kPathNftTable + " marks { " + classid_text(p) + " }\n";
+                script += std::string("add element inet ") + kPathNftTable + " marks { " + classid_text(p) + " : " +
+                          path_mark_text(m) + " }\n";
+            }
+            auto r = nft_run(script);
             if (!r) return fail(r.error());
         }
         if (jobs.empty() && table_exists) (void)nft_run(std::string("delete table inet ") + kPathNftTable);
