@@ -421,7 +421,18 @@ struct PathRouter::Impl {
         bool table_exists = false;
         auto seen = observe(&table_exists);
         if (!seen) return fail(seen.error());
-        const PathObjects want = desired_path_objects(jobs);
+        PathObjects want = desired_path_objects(jobs);
+        // A path's device that went away since the prolog (its routes went with
+        // it): nothing to route through; the class's rule finds an empty table and
+        // its packets take the main table. Logged, never an error that would hold
+        // up the other classes' repairs or a new job's launch.
+        std::erase_if(want.routes, [&](const PathRoute& r) {
+            char name[IF_NAMESIZE];
+            if (if_indextoname(static_cast<unsigned>(r.ifindex), name)) return false;
+            say(LogLevel::Error, "lanes: path table " + path_mark_text(r.table) + ": its device (ifindex " +
+                                     std::to_string(r.ifindex) + ") is gone; its jobs take the main table");
+            return true;
+        });
         const PathRepairs rep = plan_path_repairs(want, *seen);
         const bool need_base = !jobs.empty() && !table_exists;
         if (need_base) done.push_back("nft table inet " + std::string(kPathNftTable) + ": missing, added");
@@ -450,14 +461,17 @@ struct PathRouter::Impl {
                 script += std::string("delete element inet ") + kPathNftTable + " marks { " + classid_text(p) + " }\n";
             (void)nft_run(script);
         }
-        for (const auto& r : rep.delete_rules)
-            if (auto x = delete_rule(r); !x) return fail(x.error());
-        for (const auto& r : rep.delete_routes)
-            if (auto x = delete_route(r); !x) return fail(x.error());
-        for (const auto& r : rep.add_routes)
-            if (auto x = add_route(r); !x) return fail(x.error());
-        for (const auto& r : rep.add_rules)
-            if (auto x = add_rule(r); !x) return fail(x.error());
+        // One failing object (a device gone since the prolog) does not hold up the
+        // others' repairs; the failures are reported together.
+        std::string errors;
+        auto note = [&errors](const Result<void>& x) {
+            if (!x) errors += (errors.empty() ? "" : "; ") + x.error().message;
+        };
+        for (const auto& r : rep.delete_rules) note(delete_rule(r));
+        for (const auto& r : rep.delete_routes) note(delete_route(r));
+        for (const auto& r : rep.add_routes) note(add_route(r));
+        for (const auto& r : rep.add_rules) note(add_rule(r));
+        if (!errors.empty()) return fail(errors);
         if (!rep.add_elements.empty()) {
             // One transaction; another mark on the same key (a parked class taken
             // over) is replaced in it.

@@ -155,6 +155,13 @@ on_uplink training 13 4 5405 "$BULK" "$DEV"
 ptool apply 14 --class segment --rate 100Mbit --ceil 10Gbit --dscp CS1 >/dev/null || fail "apply segment job"
 on_uplink segment 14 4 5406 "$VX" "$BULK"
 [ "$(rules -4 | wc -l)" -eq 2 ] || fail "two classes on paths, rules: $(rules -4)"
+# The segment's device goes away while its job runs: converging and launching
+# jobs of the other class go on.
+$NA ip link del "$VX"
+out=$(ptool paths-converge 2>&1) || fail "paths-converge with a path's device gone: $out"
+ptool apply 16 --class training --rate 100Mbit --ceil 10Gbit --dscp CS1 >/dev/null ||
+  fail "a training job's launch failed because another class's device is gone"
+ptool remove 16 || fail "remove 16"
 
 # Teardown: nothing left.
 ptool remove 13 || fail "remove 13"
