@@ -3,6 +3,8 @@
 #include <stdlib.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <string>
 
 #include "node/task_env.hpp"
 
@@ -55,8 +57,8 @@ TEST(TaskEnv, RdmaAndNcclFollowTheClassPath) {
 }
 
 TEST(TaskEnv, RdmaDeviceFromSysfs) {
-    char tmpl[] = "/tmp/lanes-sysfs-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string tmpl = (std::filesystem::temp_directory_path() / "lanes-sysfs-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     const std::string root = tmpl;
     ASSERT_EQ(std::system(("mkdir -p " + root + "/ens2f1/device/infiniband/mlx5_1 " + root + "/eth0").c_str()), 0);
     EXPECT_EQ(rdma_device_of("ens2f1", root), "mlx5_1");
