@@ -206,6 +206,14 @@ bad() {
 EXPECT='classes.x.egress_device: "nosuch0": no such interface' bad "missing device" 'egress_device = "nosuch0"'
 EXPECT='classes.x.vlan: the VLAN interface "'$BULK'.7": no such interface' bad "missing VLAN" "egress_device = \"$BULK\"" 'vlan = 7'
 EXPECT='classes.x.route_table: table 4242 has no routes on this node' bad "empty table" 'route_table = 4242'
+# With classify_failure = "warn" the job runs on the default path, and says so.
+printf 'default_class = "x"\n[classes.x]\ndscp = "CS1"\nrate = "100Mbit"\negress_device = "nosuch0"\n[nodes]\nclassify_failure = "warn"\n' >"$STATE_ROOT/warn.toml"
+out=$(tool --config "$STATE_ROOT/warn.toml" apply 25 --class x --rate 100Mbit --dscp CS1 2>&1) ||
+  fail "classify_failure = warn: the apply failed: $out"
+echo "$out" | grep -q 'warning: classes.x.egress_device: "nosuch0": no such interface.*takes the default path' ||
+  fail "classify_failure = warn: no warning: $out"
+[ -z "$(rules -4)" ] || fail "classify_failure = warn: a rule: $(rules -4)"
+tool remove 25 || fail "remove 25"
 # lanesctl check on the node names the same key.
 cat "$CONF" >"$STATE_ROOT/check.toml"
 printf '[classes.gone]\ndscp = "CS1"\nrate = "100Mbit"\negress_device = "nosuch0"\n' >>"$STATE_ROOT/check.toml"
