@@ -53,6 +53,7 @@
 #include "node/node_facts.hpp"
 #include "node/node_shaper.hpp"
 #include "node/packet_marker.hpp"
+#include "node/policy_routing.hpp"
 #include "signals/signal_monitor.hpp"
 
 namespace {
@@ -114,6 +115,8 @@ public:
 
 private:
     void converge(const char* trigger);
+    // A path per class (policy_routing.hpp): its rules, routes and elements.
+    void converge_paths(const char* trigger);
     void follow_windows(bool stopping);
     void refresh_watched();
     void publish();
@@ -159,6 +162,22 @@ void Agent::refresh_watched() {
     watched_.own_portids = own_netlink_portids();
 }
 
+void Agent::converge_paths(const char* trigger) {
+    auto paths = converge_node_paths(node_, false, {}, [](LogLevel level, const std::string& line) {
+        if (level == LogLevel::Error) log_line(level, line);
+    });
+    if (!paths) {
+        ++counters_.errors["converge"];
+        say_once("path converge (" + std::string(trigger) + "): " + paths.error().message);
+        return;
+    }
+    for (const auto& line : *paths) {
+        ++counters_.repairs[{"path", "missing"}];
+        log_line(LogLevel::Info, "repaired path: " + line + " (" + trigger + ")");
+        last_repair_ = std::to_string(static_cast<long long>(counters_.last_converge_unix)) + " path: " + line;
+    }
+}
+
 void Agent::converge(const char* trigger) {
     const auto t0 = Clock::now();
     auto report = shaper_->converge();
@@ -187,6 +206,7 @@ void Agent::converge(const char* trigger) {
         ++counters_.errors["repair"];
         say_once(p);
     }
+    converge_paths(trigger);
     if (!report->repairs.empty()) {
         char ms[32];
         std::snprintf(ms, sizeof ms, "%.1f", took * 1000);

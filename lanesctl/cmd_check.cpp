@@ -3,7 +3,8 @@
 // call job_submit/lanes makes at init, so "check passes" means "the plugin loads".
 // With --node NAME (as root, on that node): also open the node's shaper as the
 // prolog does and report what is wrong with its [[nodes.nic]] setup (no matching
-// interface, link down, link speed unknown), as slurmd's start does.
+// interface, link down, link speed unknown), as slurmd's start does, and that
+// each class's path (route_table, egress_device, vlan) exists there.
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "lanesctl/check_report.hpp"
 #include "lanesctl/commands.hpp"
 #include "node/node_shaper.hpp"
+#include "node/policy_routing.hpp"
 
 namespace lanes::ctl {
 
@@ -22,6 +24,23 @@ void node_error(CheckReport& report, const std::string& text) {
     Diagnostic d;
     d.message = d.text = text.rfind("lanes: ", 0) == 0 ? text.substr(7) : text;
     report.errors.push_back(std::move(d));
+}
+
+// A path per class: each class's table, device or VLAN exists here (what the
+// prolog checks before it shapes a job of the class).
+void check_paths(const Config& config, const NodeConfig& node, const std::string& name, CheckReport& report) {
+    if (!config_has_paths(config)) return;
+    if (auto marks = path_marks(config); !marks) return node_error(report, marks.error().message);
+    auto router = PathRouter::open(node);
+    if (!router) return node_error(report, "node " + name + ": " + router.error().message);
+    for (const auto& [class_name, c] : config.classes) {
+        if (!c.path || (!c.path->table && c.path->table_name.empty() && c.path->device.empty())) continue;
+        auto here = path_declared_on(node, *c.path, name);
+        if (!here) return node_error(report, "node " + name + ": " + here.error().message);
+        if (!*here) continue;  // [[nodes.nic]] puts the class's device on other nodes
+        auto path = (*router)->resolve(c);
+        if (!path) node_error(report, "node " + name + ": " + path.error().message);
+    }
 }
 
 void check_node(const Config& config, const std::string& name, CheckReport& report) {
@@ -35,6 +54,7 @@ void check_node(const Config& config, const std::string& name, CheckReport& repo
     auto shaper = NodeShaper::open(*node, name);
     if (!shaper) return node_error(report, "node " + name + ": " + shaper.error().message);
     for (const auto& p : (*shaper)->problems()) node_error(report, "node " + name + ": " + p);
+    check_paths(config, *node, name, report);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "glue/slurm_jobs.hpp"
 
@@ -16,10 +17,12 @@
 #include "lanesctl/node_report.hpp"
 #include "node/node_facts.hpp"
 #include "node/node_shaper.hpp"
+#include "node/policy_routing.hpp"
 
 namespace lanes::ctl {
 
 Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context);  // cmd_status.cpp
+std::optional<NodeConfig> path_node_config(const Context& context);            // cmd_reapply.cpp
 
 namespace {
 
@@ -69,6 +72,17 @@ int run_gc(const Options& options, const Context& context) {
             });
             if (!removed) report.errors.push_back(removed.error().message);
         }
+    }
+    // A path per class: records of jobs that have no state here any more (their
+    // shaping was just removed, or never was) go, and with them the rules,
+    // routes and elements no remaining job wants.
+    if (auto node = path_node_config(context)) {
+        std::set<uint32_t> kept;
+        for (const auto& j : report.kept) kept.insert(j.state.job_id);
+        auto paths = converge_node_paths(*node, options.dry_run, [&](uint32_t job) { return kept.count(job) > 0; });
+        if (!paths) report.errors.push_back("paths: " + paths.error().message);
+        else if (!options.json)
+            for (const auto& line : *paths) print_human(context.node + ": path: " + line + "\n");
     }
     if (options.json) {
         print_json(gc_json(report));

@@ -13,10 +13,28 @@
 #include "lanesctl/commands.hpp"
 #include "lanesctl/json.hpp"
 #include "node/node_shaper.hpp"
+#include "node/policy_routing.hpp"
 
 namespace lanes::ctl {
 
 Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context);  // cmd_status.cpp
+
+// This node's [nodes] (state_dir with %n resolved), for the paths' records.
+std::optional<NodeConfig> path_node_config(const Context& context) {
+    auto config = load_config(context.config_path);
+    if (!config) return std::nullopt;
+    auto node = node_config_for(config->node, context.node);
+    if (!node) return std::nullopt;
+    return *node;
+}
+
+namespace {
+json::Array path_array(const std::vector<std::string>& lines) {
+    json::Array out;
+    for (const auto& l : lines) out.push_back(l);
+    return out;
+}
+}  // namespace
 
 int run_reapply(const Options& options, const Context& context) {
     auto shaper = open_node_shaper(context);
@@ -29,7 +47,14 @@ int run_reapply(const Options& options, const Context& context) {
         print_error(done.error().message);
         return kExitRuntime;
     }
-    const bool needed = !done->repairs.empty();
+    // A path per class: the rules, routes and elements of the jobs on paths.
+    std::vector<std::string> path_repairs;
+    if (auto node = path_node_config(context)) {
+        auto paths = converge_node_paths(*node, options.dry_run);
+        if (paths) path_repairs = *paths;
+        else done->problems.push_back("paths: " + paths.error().message);
+    }
+    const bool needed = !done->repairs.empty() || !path_repairs.empty();
     if (options.json) {
         json::Array repairs;
         std::string missing;
@@ -49,12 +74,16 @@ int run_reapply(const Options& options, const Context& context) {
                                 {"missing", missing},
                                 {"reapplied", needed && !options.dry_run},
                                 {"repairs", repairs},
+                                {"path_repairs", path_array(path_repairs)},
                                 {"problems", problems}});
     } else {
         for (const auto& r : done->repairs)
             print_human(context.node + ": " + (options.dry_run ? "would reapply (dry run)" : "reapplied") + ": " +
                         r.object + " " + r.cause + (r.job_id ? " JobId=" + std::to_string(r.job_id) : "") +
                         (r.device.empty() ? "" : " on " + r.device) + ": " + r.detail + "\n");
+        for (const auto& p : path_repairs)
+            print_human(context.node + ": " + (options.dry_run ? "would reapply (dry run)" : "reapplied") +
+                        ": path: " + p + "\n");
         for (const auto& p : done->problems) print_human(context.node + ": " + p + "\n", stderr);
         if (!needed)
             print_human(context.node + ": all " + std::to_string(done->jobs) +

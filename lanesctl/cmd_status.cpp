@@ -21,10 +21,13 @@
 #include "lanesctl/node_report.hpp"
 #include "node/node_facts.hpp"
 #include "node/node_shaper.hpp"
+#include "node/policy_routing.hpp"
 
 namespace lanes::ctl {
 
 // Shared with cmd_gc.cpp: open the node's shaper from lanes.toml, as spank_lanes does.
+std::optional<NodeConfig> path_node_config(const Context& context);  // cmd_reapply.cpp
+
 Result<std::unique_ptr<NodeShaper>> open_node_shaper(const Context& context) {
     if (geteuid() != 0) return fail("must run as root (reads the Lanes state directory and the kernel's tc/nft state)");
     auto config = load_controller_config(context.config_path);
@@ -67,6 +70,7 @@ int run_status(const Options& options, const Context& context) {
     report.node = context.node;
     report.leaf_qdisc = (*shaper)->leaf_qdisc_kind();
     report.nics = (*shaper)->nics();
+    const auto path_node = path_node_config(context);
     for (auto& state : (*shaper)->list()) {
         JobStatus job;
         auto counters = (*shaper)->counters(state.job_id);
@@ -77,6 +81,7 @@ int run_status(const Options& options, const Context& context) {
             if (ingress) job.ingress_counters = std::move(*ingress);
             else job.error = ingress.error().message;
         }
+        if (path_node) job.path = job_path(*path_node, state.job_id);
         job.state = std::move(state);
         report.jobs.push_back(std::move(job));
     }

@@ -77,6 +77,17 @@ std::string format_status_parsable(const StatusReport& report, bool header) {
 
 }  // namespace
 
+// "paths: JobId=11 training: bulk0 (table 0x4c4e0fac)", one line per job on a path.
+static std::string paths_lines(const StatusReport& report) {
+    std::string out;
+    for (const auto& job : report.jobs)
+        if (job.path)
+            out += "path: JobId=" + std::to_string(job.state.job_id) + " " + terminal_text(job.state.class_name) +
+                   ": " + terminal_text(job.path->path.describe()) + ", fwmark " + path_mark_text(job.path->path.mark) +
+                   "\n";
+    return out;
+}
+
 // "parked: 1a4e:41 (eth0), 1a4e:42 (eth0)": no job's traffic goes there.
 static std::string parked_line(const StatusReport& report) {
     if (report.parked.empty()) return {};
@@ -148,7 +159,7 @@ std::string format_status_human(const StatusReport& report, TableStyle style) {
                    rpad(std::to_string(c.overlimits), 9) + rpad(std::to_string(c.backlog), 9) + "\n";
         }
     }
-    return out + parked_line(report);
+    return out + paths_lines(report) + parked_line(report);
 }
 
 json::Value status_json(const StatusReport& report) {
@@ -194,7 +205,7 @@ json::Value status_json(const StatusReport& report) {
             }
             ingress.push_back(std::move(d));
         }
-        jobs.push_back(json::Object{
+        json::Object entry{
             {"job_id", static_cast<int64_t>(st.job_id)},
             {"class", st.class_name},
             {"minor", hex_minor(st.minor)},
@@ -204,7 +215,17 @@ json::Value status_json(const StatusReport& report) {
             {"error", job.error.empty() ? json::Value() : json::Value(job.error)},
             {"devices", std::move(devices)},
             {"ingress", std::move(ingress)},
-        });
+        };
+        if (job.path) {
+            const ResolvedPath& p = job.path->path;
+            entry.emplace_back("path", json::Object{{"device", p.device},
+                                                    {"table", static_cast<int64_t>(p.table)},
+                                                    {"mark", path_mark_text(p.mark)},
+                                                    {"owned_table", p.owned_table},
+                                                    {"src4", p.src4},
+                                                    {"src6", p.src6}});
+        }
+        jobs.push_back(std::move(entry));
     }
     json::Array parked;
     for (const auto& p : report.parked) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lanesctl/json.hpp"
+#include "node/path_plan.hpp"
 #include "node/shaping_plan.hpp"
 #include "node/traffic_control.hpp"
 
@@ -22,6 +23,7 @@ struct JobStatus {
     std::string error;                              // counters could not be read
     // The job's ingress class on each NIC's IFB (JobState.ingress_devices), by NIC.
     std::map<std::string, ClassCounters> ingress_counters;
+    std::optional<PathJob> path;                    // the class's own path here (path_plan.hpp), if any
 };
 
 struct StatusReport {
@@ -48,6 +50,8 @@ std::string format_status_human(const StatusReport& report, TableStyle style = {
 //            "ingress": [{"device","ifb","rate_bits","ceil_bits","bytes","packets","drops",
 //                         "overlimits","backlog_bytes"}]}],
 //  "parked": [{"class": "1a4e:41", "devices": ["eth0"]}]}
+// A job on a path of its class also has "path": {"device", "table", "mark",
+// "owned_table", "src4", "src6"} (device "" for a route_table path).
 json::Value status_json(const StatusReport& report);
 // node_exporter textfile collector format: HELP/TYPE once per metric, then samples
 // lanes_job_bytes_total{hpc_job="7",class="training",device="eth0",host="gpu1",direction="egress"} 123

@@ -22,6 +22,7 @@
 
 #include "core/job_env.hpp"
 #include "glue/slurm_jobs.hpp"
+#include "node/policy_routing.hpp"
 #include "spank/common.hpp"
 
 namespace lanes::spank {
@@ -217,6 +218,14 @@ int job_prolog(spank_t sp, int ac, char** av) {
                     shaper.error().message.c_str());
         return -1;
     }
+    // The class's path (route_table / egress_device / vlan) is checked before
+    // anything is shaped: a missing one fails the launch with nothing applied.
+    auto path = prepare_job_path(*config, *node, node_name(), directive->class_name, log_sink);
+    if (!path) {
+        slurm_error("lanes: JobId=%u: %s", *job_id, path.error().message.c_str());
+        return -1;
+    }
+    if (!path->warning.empty()) slurm_error("lanes: JobId=%u: %s", *job_id, path->warning.c_str());
     JobNetRequest request;
     request.job_id = *job_id;
     request.class_name = directive->class_name;
@@ -226,6 +235,15 @@ int job_prolog(spank_t sp, int ac, char** av) {
         slurm_error("lanes: JobId=%u: %s", *job_id, state.error().message.c_str());
         return -1;
     }
+    if (auto r = attach_job_path(*path, *job_id, (uint32_t{state->root_major} << 16) | state->minor); !r) {
+        slurm_error("%s", r.error().message.c_str());
+        if (auto undo = (*shaper)->remove(*job_id); !undo)
+            slurm_error("lanes: JobId=%u: undo after the path failed: %s", *job_id, undo.error().message.c_str());
+        return -1;
+    }
+    if (path->router)
+        slurm_info("lanes: JobId=%u class %s takes path %s", *job_id, directive->class_name.c_str(),
+                   path->path.describe().c_str());
     slurm_info("lanes: JobId=%u class %s shaped on %zu NIC(s)%s", *job_id, directive->class_name.c_str(),
                state->devices.size(),
                state->cgroup_slurm && state->cgroup_id == 0 ? " (keyed on Slurm's job cgroup at its first step)" : "");
@@ -253,6 +271,8 @@ int job_epilog(spank_t sp, int ac, char** av) {
         slurm_error("lanes: JobId=%u: epilog: %s", *job_id, node.error().message.c_str());
         return 0;
     }
+    if (auto r = detach_job_path(*node, *job_id, log_sink); !r)
+        slurm_error("lanes: JobId=%u: path left for lanesctl gc: %s", *job_id, r.error().message.c_str());
     auto shaper = open_shaper(*config);
     if (!shaper) {
         // Nothing can be shaped here; only the prolog's "unshaped" record is left.

@@ -10,6 +10,7 @@
 #include "core/text.hpp"
 #include "node/cgroup_tree.hpp"
 #include "node/job_state_store.hpp"
+#include "node/policy_routing.hpp"
 #include "node/task_env.hpp"
 #include "spank/common.hpp"
 
@@ -84,6 +85,18 @@ int refuse_task(uint32_t job_id, const std::string& why) {
     return -1;
 }
 
+// A class with a path (lanes.toml route_table / egress_device / vlan): RDMA and
+// NCCL are pointed at its NIC (the device from the prolog's path record, the
+// overrides from the class).
+void set_path_environment(spank_t sp, const JobState& job) {
+    const ClassConfig* c = g_step_config ? g_step_config->find_class(job.class_name) : nullptr;
+    if (!c || !c->path) return;
+    std::string device;
+    if (auto rec = job_path(g_step_config->node, job.job_id)) device = rec->path.device;
+    for (const auto& [name, value] : path_task_environment(*c->path, device, rdma_device_of(device)))
+        spank_setenv(sp, name.c_str(), value.c_str(), 1);
+}
+
 }  // namespace
 
 int task_init_privileged(spank_t sp) {
@@ -126,6 +139,7 @@ int task_init_privileged(spank_t sp) {
     }
     for (const auto& [name, value] : task_environment(job.class_name, job.net))
         spank_setenv(sp, name.c_str(), value.c_str(), 1);
+    set_path_environment(sp, job);
     return 0;
 }
 

@@ -43,6 +43,25 @@ enum class PolicyFailureMode { AcceptDefault, Reject };
 // What spank_lanes does when a NIC already has a root qdisc that is not ours.
 enum class ForeignQdiscAction { Refuse, Adopt };
 
+// A path of its own for a class's traffic ([classes.NAME] route_table, or
+// egress_device with an optional vlan): the job's nft element marks its packets
+// (path_plan.hpp) and an `ip rule fwmark` sends them to the path's routing table.
+struct ClassPath {
+    std::optional<uint32_t> table;  // route_table as a number (1..4294967295, not 253..255)
+    std::string table_name;         // route_table as a name of rt_tables(5), resolved on the node
+    std::string device;             // egress_device: Lanes' own table, default route via it
+    std::optional<uint16_t> vlan;   // with device: the 802.1Q interface "<device>.<vlan>"
+    // The task environment (task_env.hpp); empty: derived from the path's device.
+    std::string nccl_socket_ifname;
+    std::string nccl_ib_hca;
+    std::string ucx_net_devices;
+    std::optional<uint8_t> rdma_gid_index;  // NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX
+    int line = 0;                           // the [classes.NAME] table
+    // The interface packets leave on ("" for a table Lanes does not fill).
+    std::string link() const { return vlan ? device + "." + std::to_string(*vlan) : device; }
+    bool operator==(const ClassPath&) const = default;
+};
+
 struct ClassConfig {
     std::string name;
     int rank = 0;  // priority among classes: higher is served first (HTB prio)
@@ -75,6 +94,8 @@ struct ClassConfig {
     // holds, running jobs of this class get `busy_ceil` instead of `ceil`.
     std::string busy_window;
     std::optional<Rate> busy_ceil;
+    // A path of its own (route_table / egress_device / vlan); nullopt: the main table.
+    std::optional<ClassPath> path;
     bool has_network_settings() const { return dscp || rate || ingress_rate; }
     uint8_t effective_rdma_traffic_class() const {
         return rdma_traffic_class ? *rdma_traffic_class : static_cast<uint8_t>(dscp.value_or(0) << 2);

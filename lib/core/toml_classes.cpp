@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // lanes.toml [classes.NAME]: routing, windows and network settings per class.
 #include "core/toml_classes.hpp"
+#include "core/toml_paths.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -162,6 +163,7 @@ void parse_class(ConfigParse& ctx, const std::string& name, const toml::table& t
             r.error(*t.get("busy_ceil"), "busy_ceil",
                     "above the class's ceil (a busy ceil tightens, it never loosens)");
     }
+    parse_class_path(r, t, c);
     r.finish();
     ctx.config.classes[name] = std::move(c);
 }

@@ -16,6 +16,9 @@
 //          [--unclassified-dscp D|keep] [--unclassified-ceil RATE] [--gso-burst US|off]
 //          [--parked N] (nodes.parked_classes)
 // apply also takes --cgroup REL (the job's dir, relative to the cgroup2 mount)
+// --config FILE (lanes.toml): apply/remove also do the class's path (route_table,
+// egress_device, vlan) as the prolog/epilog do (policy_routing.hpp);
+//   shaper_tool [options] paths-converge [--dry-run] [ALIVE_JOB...]  (one line per repair)
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +27,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +36,7 @@
 #include "core/lanes_toml.hpp"
 #include "node/cgroup_tree.hpp"
 #include "node/node_shaper.hpp"
+#include "node/policy_routing.hpp"
 #include "node/traffic_control.hpp"
 
 using namespace lanes;
@@ -75,6 +81,7 @@ int main(int argc, char** argv) {
     NodeConfig config;
     NicSelector nic;
     std::vector<std::string> args;
+    std::string config_file;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -92,6 +99,8 @@ int main(int argc, char** argv) {
             const char* v = next();
             if (!v) return usage();
             config.root_handle_major = static_cast<uint16_t>(std::strtoul(v, nullptr, 16));
+        } else if (a == "--config") {
+            config_file = next() ?: "";
         } else if (a == "--cgroup-root") {
             config.cgroup_root = next() ?: "";
         } else if (a == "--unclassified-dscp") {
@@ -152,6 +161,45 @@ int main(int argc, char** argv) {
         return 1;
     }
     auto& s = **shaper;
+    std::optional<Config> lanes_toml;
+    if (!config_file.empty()) {
+        auto c = load_config(config_file);
+        if (!c) {
+            std::fprintf(stderr, "%s\n", c.error().message.c_str());
+            return 2;
+        }
+        lanes_toml = *c;
+        lanes_toml->node.state_dir = config.state_dir;
+        lanes_toml->node.classify_failure_warns = c->node.classify_failure_warns;
+        config.classify_failure_warns = c->node.classify_failure_warns;
+    }
+    auto log = [verbose](LogLevel level, const std::string& line) {
+        if (verbose || level == LogLevel::Error) std::fprintf(stderr, "%s\n", line.c_str());
+    };
+    if (cmd == "paths-converge") {
+        bool dry = false;
+        std::set<uint32_t> alive;
+        bool filter = false;
+        for (std::size_t k = 1; k < args.size(); ++k) {
+            if (args[k] == "--dry-run") dry = true;
+            else alive.insert(static_cast<uint32_t>(std::stoul(args[k]))), filter = true;
+        }
+        auto router = PathRouter::open(config, log);
+        if (!router) {
+            std::fprintf(stderr, "%s\n", router.error().message.c_str());
+            return 1;
+        }
+        std::function<bool(uint32_t)> is_alive;
+        if (filter) is_alive = [&](uint32_t j) { return alive.count(j) > 0; };
+        auto r = (*router)->converge(dry, is_alive);
+        if (!r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            return 1;
+        }
+        for (const auto& line : *r) std::printf("%s\n", line.c_str());
+        std::printf("path repairs %zu\n", r->size());
+        return 0;
+    }
 
     if (cmd == "apply") {
         if (args.size() < 2) return usage();
@@ -188,17 +236,40 @@ int main(int argc, char** argv) {
                 return usage();
             }
         }
+        JobPath path;
+        if (lanes_toml) {
+            // The file's [[nodes.nic]] say where the paths' devices are.
+            NodeConfig path_node = config;
+            path_node.nics = lanes_toml->node.nics;
+            auto p = prepare_job_path(*lanes_toml, path_node, "testnode", req.class_name, log);
+            if (!p) {
+                std::fprintf(stderr, "%s\n", p.error().message.c_str());
+                return 1;
+            }
+            if (!p->warning.empty()) std::fprintf(stderr, "warning: %s\n", p->warning.c_str());
+            path = std::move(*p);
+        }
         auto st = s.apply(req);
         if (!st) {
             std::fprintf(stderr, "%s\n", st.error().message.c_str());
             return 1;
         }
+        if (auto r = attach_job_path(path, req.job_id, (uint32_t{st->root_major} << 16) | st->minor); !r) {
+            std::fprintf(stderr, "%s\n", r.error().message.c_str());
+            (void)s.remove(req.job_id);
+            return 1;
+        }
+        if (path.router) std::printf("path %s\n", path.path.describe().c_str());
         std::printf("job %u minor %x cgroup %s leaf %s\n", st->job_id, st->minor, st->cgroup.c_str(),
                     s.leaf_qdisc_kind().c_str());
         return 0;
     }
     if (cmd == "remove") {
         if (args.size() != 2) return usage();
+        if (auto d = detach_job_path(config, static_cast<uint32_t>(std::stoul(args[1])), log); !d) {
+            std::fprintf(stderr, "%s\n", d.error().message.c_str());
+            return 1;
+        }
         auto r = s.remove(static_cast<uint32_t>(std::stoul(args[1])));
         if (!r) {
             std::fprintf(stderr, "%s\n", r.error().message.c_str());

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "node/path_plan.hpp"
+
+#include <fnmatch.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "core/hostlist.hpp"
+#include "core/text.hpp"
+
+namespace lanes {
+
+uint32_t path_mark(std::string_view class_name) {
+    uint32_t h = 2166136261u;  // FNV-1a
+    for (char c : class_name) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 16777619u;
+    }
+    uint32_t id = (h >> 16) ^ (h & 0xffff);
+    if (id == 0) id = 1;
+    return kPathMarkBase | id;
+}
+
+bool is_path_mark(uint32_t mark) { return (mark & kPathMarkMask) == kPathMarkBase && (mark & 0xffff) != 0; }
+
+Result<std::map<std::string, uint32_t>> path_marks(const Config& config) {
+    std::map<std::string, uint32_t> out;
+    std::map<uint32_t, std::string> by_mark;
+    for (const auto& [name, c] : config.classes) {
+        if (!c.path || (!c.path->table && c.path->table_name.empty() && c.path->device.empty())) continue;
+        const uint32_t m = path_mark(name);
+        if (auto it = by_mark.find(m); it != by_mark.end())
+            return fail("classes " + it->second + " and " + name + " get the same path mark " + path_mark_text(m) +
+                        "; rename one of them");
+        by_mark[m] = name;
+        out[name] = m;
+    }
+    return out;
+}
+
+Result<bool> path_declared_on(const NodeConfig& node, const ClassPath& path, const std::string& hostname) {
+    if (path.device.empty()) return true;
+    bool named = false;
+    for (const auto& sel : node.nics) {
+        if (sel.device.empty() || fnmatch(sel.device.c_str(), path.device.c_str(), 0) != 0) continue;
+        named = true;
+        auto match = hostlist_matches(sel.nodes, hostname);
+        if (!match)
+            return fail("[[nodes.nic]] at line " + std::to_string(sel.line) + ": nodes: " + match.error().message);
+        if (*match) return true;
+    }
+    return !named;
+}
+
+std::optional<uint32_t> rt_tables_lookup(std::string_view text, std::string_view name) {
+    std::optional<uint32_t> found;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t end = text.find('\n', pos);
+        if (end == std::string_view::npos) end = text.size();
+        std::string_view line = text.substr(pos, end - pos);
+        pos = end + 1;
+        if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+        // "<number> <name>", whitespace separated; the number in decimal or 0x hex.
+        auto skip = [&](std::size_t i) {
+            while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+            return i;
+        };
+        std::size_t a = skip(0), b = a;
+        while (b < line.size() && line[b] != ' ' && line[b] != '\t') ++b;
+        std::size_t c = skip(b), d = c;
+        while (d < line.size() && line[d] != ' ' && line[d] != '\t' && line[d] != '\r') ++d;
+        if (a == b || c == d || line.substr(c, d - c) != name) continue;
+        const std::string num(line.substr(a, b - a));
+        char* endp = nullptr;
+        const unsigned long long v = std::strtoull(num.c_str(), &endp, 0);
+        if (endp && *endp == '\0' && v > 0 && v <= 0xffffffffull) found = static_cast<uint32_t>(v);
+    }
+    return found;
+}
+
+std::string path_mark_text(uint32_t mark) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", mark);
+    return buf;
+}
+
+std::string ResolvedPath::describe() const {
+    if (!owned_table) return "table " + std::to_string(table);
+    return device + " (table " + path_mark_text(table) + ")";
+}
+
+std::string encode_path_job(const PathJob& job) {
+    const ResolvedPath& p = job.path;
+    std::string s;
+    s += "job=" + std::to_string(job.job_id) + "\n";
+    s += "priority=" + std::to_string(job.priority) + "\n";
+    s += "class=" + p.class_name + "\n";
+    s += "mark=" + std::to_string(p.mark) + "\n";
+    s += "table=" + std::to_string(p.table) + "\n";
+    s += "owned_table=" + std::string(p.owned_table ? "1" : "0") + "\n";
+    s += "device=" + p.device + "\n";
+    s += "ifindex=" + std::to_string(p.ifindex) + "\n";
+    s += "src4=" + p.src4 + "\n";
+    s += "src6=" + p.src6 + "\n";
+    return s;
+}
+
+Result<PathJob> decode_path_job(std::string_view text) {
+    PathJob job;
+    std::set<std::string> seen;
+    std::size_t pos = 0;
+    auto number = [](const std::string& v, uint64_t max) -> std::optional<uint64_t> {
+        if (v.empty() || v.size() > 10 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            return std::nullopt;
+        uint64_t n = std::stoull(v);
+        if (n > max) return std::nullopt;
+        return n;
+    };
+    while (pos < text.size()) {
+        std::size_t end = text.find('\n', pos);
+        if (end == std::string_view::npos) end = text.size();
+        const std::string line(text.substr(pos, end - pos));
+        pos = end + 1;
+        if (line.empty()) continue;
+        const std::size_t eq = line.find('=');
+        if (eq == std::string::npos) return fail("path record: not key=value: " + line);
+        const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+        seen.insert(k);
+        std::optional<uint64_t> n;
+        if (k == "job" && (n = number(v, 0xffffffffu))) job.job_id = static_cast<uint32_t>(*n);
+        else if (k == "priority" && (n = number(v, 0xffffffffu))) job.priority = static_cast<uint32_t>(*n);
+        else if (k == "class") job.path.class_name = v;
+        else if (k == "mark" && (n = number(v, 0xffffffffu))) job.path.mark = static_cast<uint32_t>(*n);
+        else if (k == "table" && (n = number(v, 0xffffffffu))) job.path.table = static_cast<uint32_t>(*n);
+        else if (k == "owned_table" && (v == "0" || v == "1")) job.path.owned_table = v == "1";
+        else if (k == "device") job.path.device = v;
+        else if (k == "ifindex" && (n = number(v, 0x7fffffff))) job.path.ifindex = static_cast<int>(*n);
+        else if (k == "src4") job.path.src4 = v;
+        else if (k == "src6") job.path.src6 = v;
+        else if (k == "job" || k == "priority" || k == "mark" || k == "table" || k == "owned_table" || k == "ifindex")
+            return fail("path record: bad value for " + k + ": " + v);
+        // unknown keys: a newer version's, ignored
+    }
+    for (const char* k : {"job", "priority", "mark", "table"})
+        if (!seen.count(k)) return fail(std::string("path record: missing ") + k);
+    if (!is_path_mark(job.path.mark))
+        return fail("path record: mark " + path_mark_text(job.path.mark) + " is not Lanes'");
+    return job;
+}
+
+PathObjects desired_path_objects(const std::vector<PathJob>& jobs) {
+    std::set<PathRule> rules;
+    std::set<PathRoute> routes;
+    PathObjects out;
+    for (const auto& j : jobs) {
+        const ResolvedPath& p = j.path;
+        for (int family : {AF_INET, AF_INET6}) rules.insert(PathRule{family, p.mark, p.table});
+        if (p.owned_table) {
+            if (!p.src4.empty()) routes.insert(PathRoute{AF_INET, p.table, p.ifindex, p.src4});
+            if (!p.src6.empty()) routes.insert(PathRoute{AF_INET6, p.table, p.ifindex, p.src6});
+        }
+        if (j.priority) out.elements[j.priority] = p.mark;
+    }
+    out.rules.assign(rules.begin(), rules.end());
+    out.routes.assign(routes.begin(), routes.end());
+    return out;
+}
+
+PathRepairs plan_path_repairs(const PathObjects& desired, const PathObjects& observed) {
+    PathRepairs r;
+    auto has = [](const auto& v, const auto& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+    for (const auto& x : desired.rules)
+        if (!has(observed.rules, x)) r.add_rules.push_back(x);
+    for (const auto& x : observed.rules)
+        if (!has(desired.rules, x)) r.delete_rules.push_back(x);
+    for (const auto& x : desired.routes)
+        if (!has(observed.routes, x)) r.add_routes.push_back(x);
+    // A route in one of our tables that no job wants (or an outdated one: another
+    // device, another source) goes; the wanted one is added back.
+    for (const auto& x : observed.routes)
+        if (!has(desired.routes, x)) r.delete_routes.push_back(x);
+    for (const auto& [prio, mark] : desired.elements) {
+        auto it = observed.elements.find(prio);
+        if (it == observed.elements.end() || it->second != mark) r.add_elements[prio] = mark;
+    }
+    for (const auto& [prio, mark] : observed.elements)
+        if (!desired.elements.count(prio)) r.delete_elements.push_back(prio);
+    return r;
+}
+
+std::string path_nft_base_script() {
+    const std::string t = std::string("inet ") + kPathNftTable;
+    const std::string ours = "meta mark and " + path_mark_text(kPathMarkMask) + " == " + path_mark_text(kPathMarkBase);
+    const std::string routed = path_mark_text(kPathMarkBase);
+    std::string s;
+    s += "add table " + t + "\n";
+    s += "add map " + t + " marks { type classid : mark; }\n";
+    s += "add chain " + t + " out { type route hook output priority mangle + 1; policy accept; }\n";
+    s += "flush chain " + t + " out\n";
+    s += "add rule " + t + " out meta mark != " + routed + " meta mark set meta priority map @marks\n";
+    s += "add chain " + t + " post { type nat hook postrouting priority srcnat; policy accept; }\n";
+    s += "flush chain " + t + " post\n";
+    s += "add rule " + t + " post " + ours + " meta mark != " + routed + " oifname != \"lo\" masquerade\n";
+    // Routed: the mark has done its work. It becomes 0x4c4e0000 (no rule matches
+    // it, and chain out leaves it alone) so that a tunnel device on the path
+    // (VXLAN, GRE) routes its outer packet, which keeps the job's priority, by the
+    // main table instead of back into itself.
+    s += "add chain " + t + " done { type filter hook postrouting priority srcnat + 1; policy accept; }\n";
+    s += "flush chain " + t + " done\n";
+    s += "add rule " + t + " done " + ours + " meta mark set " + routed + "\n";
+    return s;
+}
+
+}  // namespace lanes

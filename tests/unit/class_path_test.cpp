@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A path per class: the lanes.toml keys, marks, records and the repair plan.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <map>
+#include <string>
+
+#include "core/lanes_toml.hpp"
+#include "lanesctl/node_report.hpp"
+#include "node/path_plan.hpp"
+#include "node/task_env.hpp"
+
+namespace {
+
+using namespace lanes;
+
+std::string first_error(const std::string& text) {
+    auto c = parse_config(text, "lanes.toml");
+    if (c) return "";
+    return c.error().message;
+}
+
+#define HEAD "default_class = \"a\"\n[classes.a]\ndscp = \"CS1\"\n"
+
+TEST(ClassPathConfig, ReadsTableDeviceAndVlan) {
+    auto c = parse_config(HEAD
+                          "route_table = 100\n"
+                          "[classes.b]\nrate = \"1Gbit\"\negress_device = \"eth1\"\nvlan = 200\n"
+                          "nccl_ib_hca = \"mlx5_1\"\nrdma_gid_index = 3\n"
+                          "[classes.c]\nrate = \"1Gbit\"\nroute_table = \"bulk\"\n"
+                          "[classes.d]\nrate = \"1Gbit\"\n",
+                          "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    ASSERT_TRUE(c->classes.at("a").path);
+    EXPECT_EQ(c->classes.at("a").path->table, 100u);
+    const ClassPath& b = *c->classes.at("b").path;
+    EXPECT_EQ(b.device, "eth1");
+    EXPECT_EQ(b.vlan, 200);
+    EXPECT_EQ(b.link(), "eth1.200");
+    EXPECT_EQ(b.nccl_ib_hca, "mlx5_1");
+    EXPECT_EQ(b.rdma_gid_index, 3);
+    EXPECT_EQ(c->classes.at("c").path->table_name, "bulk");
+    EXPECT_FALSE(c->classes.at("d").path);
+}
+
+TEST(ClassPathConfig, MistakesNameTheKey) {
+    struct Case {
+        std::string toml, message;
+    };
+    const Case cases[] = {
+        {HEAD "route_table = 254\n", "lanes.toml:4:15: classes.a.route_table: table 254 is the kernel's"},
+        {HEAD "route_table = 0\n", "lanes.toml:4:15: classes.a.route_table: value 0 is out of range"},
+        {HEAD "route_table = \"main\"\n", "classes.a.route_table: table \"main\" is the kernel's own"},
+        {HEAD "route_table = \"has space\"\n", "classes.a.route_table: not a table number or a name"},
+        {HEAD "route_table = 1280180225\n", "classes.a.route_table: tables 0x4c4e0000..0x4c4effff are Lanes' own"},
+        {HEAD "route_table = 100\negress_device = \"eth1\"\n", "classes.a.egress_device: give either"},
+        {HEAD "vlan = 10\n", "lanes.toml:4:8: classes.a.vlan: needs \"egress_device\""},
+        {HEAD "egress_device = \"eth1\"\nvlan = 4095\n", "classes.a.vlan: value 4095 is out of range (1..4094)"},
+        {HEAD "egress_device = \"eth/1\"\n", "classes.a.egress_device: not an interface name"},
+        {HEAD "egress_device = \"averyverylongnic\"\n", "classes.a.egress_device: not an interface name"},
+        {HEAD "egress_device = \"enp129s0f1np1\"\nvlan = 100\n", "classes.a.vlan: the VLAN interface"},
+        {HEAD "rdma_gid_index = 300\n", "classes.a.rdma_gid_index: value 300 is out of range"},
+        {"default_class = \"a\"\n[classes.a]\negress_device = \"eth1\"\n",
+         "lanes.toml:3:17: classes.a.egress_device: a path needs \"dscp\" or \"rate\""},
+        {HEAD "egress_devise = \"eth1\"\n", "classes.a.egress_devise: unknown key (did you mean \"egress_device\"?)"},
+    };
+    for (const auto& c : cases)
+        EXPECT_NE(first_error(c.toml).find(c.message), std::string::npos) << c.toml << "\n" << first_error(c.toml);
+}
+
+TEST(ClassPathPlan, MarksAreLanesOwnAndStable) {
+    const uint32_t m = path_mark("training");
+    EXPECT_EQ(m & kPathMarkMask, kPathMarkBase);
+    EXPECT_NE(m & 0xffff, 0u);
+    EXPECT_TRUE(is_path_mark(m));
+    EXPECT_EQ(m, path_mark("training"));
+    EXPECT_NE(m, path_mark("inference"));
+    EXPECT_FALSE(is_path_mark(0x4000));
+    EXPECT_FALSE(is_path_mark(kPathMarkBase));
+    EXPECT_EQ(path_mark_text(0x4c4e00ab), "0x4c4e00ab");
+}
+
+TEST(ClassPathPlan, RtTablesLookup) {
+    const std::string text = "# comment\n255\tlocal\n254 main\n100 bulk # the bulk fabric\n0x65\tfast\n7 bulk\n";
+    EXPECT_EQ(rt_tables_lookup(text, "bulk"), 7u);  // the last line naming it wins
+    EXPECT_EQ(rt_tables_lookup(text, "fast"), 101u);
+    EXPECT_EQ(rt_tables_lookup(text, "main"), 254u);
+    EXPECT_FALSE(rt_tables_lookup(text, "bul"));
+    EXPECT_FALSE(rt_tables_lookup(text, "comment"));
+}
+
+PathJob job(uint32_t id, uint32_t prio, const std::string& cls, bool owned) {
+    PathJob j;
+    j.job_id = id;
+    j.priority = prio;
+    j.path.class_name = cls;
+    j.path.mark = path_mark(cls);
+    j.path.owned_table = owned;
+    j.path.table = owned ? j.path.mark : 100;
+    if (owned) {
+        j.path.device = "bulk0";
+        j.path.ifindex = 7;
+        j.path.src4 = "10.1.0.1";
+        j.path.src6 = "fd01::1";
+    }
+    return j;
+}
+
+TEST(ClassPathPlan, RecordRoundTrips) {
+    const PathJob j = job(42, 0x1a4e0007, "training", true);
+    auto back = decode_path_job(encode_path_job(j));
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, j);
+    EXPECT_FALSE(decode_path_job("job=1\npriority=2\nmark=5\ntable=100\n"));  // not Lanes' mark
+    EXPECT_FALSE(decode_path_job("job=x\n"));
+}
+
+TEST(ClassPathPlan, RulesAreSharedByTheClassJobs) {
+    const auto want = desired_path_objects({job(1, 0x1a4e0002, "training", true), job(2, 0x1a4e0003, "training", true),
+                                            job(3, 0x1a4e0004, "batch", false)});
+    EXPECT_EQ(want.rules.size(), 4u);   // two classes x IPv4, IPv6
+    EXPECT_EQ(want.routes.size(), 2u);  // training's own table, IPv4 and IPv6; batch's table is the admin's
+    EXPECT_EQ(want.elements.size(), 3u);
+    EXPECT_EQ(want.elements.at(0x1a4e0004), path_mark("batch"));
+}
+
+TEST(ClassPathPlan, RepairsAddWhatIsMissingAndDeleteWhatNoJobWants) {
+    const auto want = desired_path_objects({job(1, 0x1a4e0002, "training", true)});
+    EXPECT_TRUE(plan_path_repairs(want, want).empty());
+    PathObjects seen = want;
+    seen.rules.erase(seen.rules.begin());  // `ip rule del`
+    seen.elements[0x1a4e0009] = path_mark("old");
+    seen.rules.push_back(PathRule{AF_INET, path_mark("old"), 100});
+    auto rep = plan_path_repairs(want, seen);
+    ASSERT_EQ(rep.add_rules.size(), 1u);
+    EXPECT_EQ(rep.add_rules[0], want.rules[0]);
+    ASSERT_EQ(rep.delete_rules.size(), 1u);
+    EXPECT_EQ(rep.delete_rules[0].mark, path_mark("old"));
+    EXPECT_EQ(rep.delete_elements, std::vector<uint32_t>{0x1a4e0009});
+    // The last job gone: everything goes.
+    auto none = plan_path_repairs(desired_path_objects({}), want);
+    EXPECT_EQ(none.delete_rules.size(), 2u);
+    EXPECT_EQ(none.delete_routes.size(), 2u);
+    EXPECT_EQ(none.delete_elements.size(), 1u);
+}
+
+TEST(ClassPathPlan, TwoClassesWithOneMarkAreRefused) {
+    Config c;
+    ClassConfig a;
+    a.name = "a";
+    a.path = ClassPath{};
+    a.path->table = 100;
+    c.classes["a"] = a;
+    auto ok = path_marks(c);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->at("a"), path_mark("a"));
+    // Two names with one mark (16 bits: a few hundred names find a pair).
+    std::map<uint32_t, std::string> seen;
+    std::string x, y;
+    for (int i = 0; i < 100000 && x.empty(); ++i) {
+        std::string n = "c" + std::to_string(i);
+        auto [it, fresh] = seen.emplace(path_mark(n), n);
+        if (!fresh) x = it->second, y = n;
+    }
+    ASSERT_FALSE(x.empty());
+    ClassConfig b = a;
+    b.name = x;
+    c.classes[x] = b;
+    b.name = y;
+    c.classes[y] = b;
+    auto clash = path_marks(c);
+    ASSERT_FALSE(clash);
+    EXPECT_NE(clash.error().message.find("get the same path mark"), std::string::npos);
+}
+
+TEST(ClassPathPlan, NftScriptMapsPriorityToMark) {
+    const std::string s = path_nft_base_script();
+    EXPECT_NE(s.find("add map inet lanes_paths marks { type classid : mark; }"), std::string::npos);
+    EXPECT_NE(s.find("type route hook output priority mangle + 1"), std::string::npos);
+    EXPECT_NE(s.find("out meta mark != 0x4c4e0000 meta mark set meta priority map @marks"), std::string::npos);
+    EXPECT_NE(s.find("meta mark and 0xffff0000 == 0x4c4e0000 meta mark != 0x4c4e0000 oifname != \"lo\" masquerade"),
+              std::string::npos);
+    EXPECT_NE(s.find("done meta mark and 0xffff0000 == 0x4c4e0000 meta mark set 0x4c4e0000"), std::string::npos);
+}
+
+TEST(ClassPathStatus, StatusShowsTheJobsPath) {
+    ctl::StatusReport report;
+    report.node = "gpu1";
+    report.leaf_qdisc = "fq_codel";
+    ctl::JobStatus on_path, plain;
+    on_path.state.job_id = 11;
+    on_path.state.class_name = "training";
+    on_path.path = job(11, 0x1a4e0002, "training", true);
+    plain.state.job_id = 12;
+    plain.state.class_name = "inference";
+    report.jobs = {on_path, plain};
+    const std::string text = ctl::format_status_human(report);
+    EXPECT_NE(text.find("path: JobId=11 training: bulk0 (table " + path_mark_text(path_mark("training")) +
+                        "), fwmark " + path_mark_text(path_mark("training"))),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("JobId=12"), std::string::npos);
+    const std::string json = json::write(ctl::status_json(report));
+    EXPECT_NE(json.find("\"path\":{\"device\":\"bulk0\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"src4\":\"10.1.0.1\""), std::string::npos) << json;
+}
+
+TEST(ClassPathPlan, NodesNicSaysWhereTheDeviceIs) {
+    NodeConfig node;
+    NicSelector fabric, bulk;
+    fabric.nodes = "*";
+    fabric.device = "eth0";
+    bulk.nodes = "train[1-4]";
+    bulk.device = "ens2f*";
+    node.nics = {fabric, bulk};
+    ClassPath on_bulk;
+    on_bulk.device = "ens2f1";
+    on_bulk.vlan = 200;  // the VLAN's NIC is what [[nodes.nic]] names
+    EXPECT_EQ(path_declared_on(node, on_bulk, "train3"), true);
+    EXPECT_EQ(path_declared_on(node, on_bulk, "infer1"), false);  // default path there
+    ClassPath elsewhere;
+    elsewhere.device = "ib1";  // no [[nodes.nic]] names it: every node (checked at launch)
+    EXPECT_EQ(path_declared_on(node, elsewhere, "infer1"), true);
+    ClassPath table;
+    table.table = 100;
+    EXPECT_EQ(path_declared_on(node, table, "infer1"), true);
+    node.nics[1].nodes = "train[1-";
+    EXPECT_FALSE(path_declared_on(node, on_bulk, "train3"));
+}
+
+}  // namespace
