@@ -43,6 +43,23 @@ enum class PolicyFailureMode { AcceptDefault, Reject };
 // What spank_lanes does when a NIC already has a root qdisc that is not ours.
 enum class ForeignQdiscAction { Refuse, Adopt };
 
+// [classes.NAME.control]: the node agent moves the ceil of the class's running
+// jobs between `floor` and the class's ceil, following an SLO signal (see
+// agent/ceil_controller.hpp for the design, lanes.toml(5) for the keys).
+struct CeilControlConfig {
+    std::string signal;               // [signals.NAME] whose value is held under slo
+    double slo = 0;                   // the value not to exceed
+    double margin = 0.2;              // increase only while value <= slo * (1 - margin)
+    Rate floor;                       // the lowest ceil it sets
+    double decrease = 0.5;            // ceil *= decrease when value > slo; in (0, 1)
+    Rate increase;                    // ceil += increase while the SLO holds with margin
+    std::chrono::seconds dwell{60};   // decisions only at multiples of this (wall clock)
+    std::chrono::seconds backoff{0};  // holding below a ceil that broke the SLO; 0: 4 dwells
+    std::string load_signal;          // optional: a ceil that broke the SLO is tried again once the load fell
+    int line = 0;
+    bool operator==(const CeilControlConfig&) const = default;
+};
+
 struct ClassConfig {
     std::string name;
     int rank = 0;  // priority among classes: higher is served first (HTB prio)
@@ -75,6 +92,8 @@ struct ClassConfig {
     // holds, running jobs of this class get `busy_ceil` instead of `ceil`.
     std::string busy_window;
     std::optional<Rate> busy_ceil;
+    // Or a controller instead of the two-level switch (busy_window excluded).
+    std::optional<CeilControlConfig> control;
     bool has_network_settings() const { return dscp || rate; }
     uint8_t effective_rdma_traffic_class() const {
         return rdma_traffic_class ? *rdma_traffic_class : static_cast<uint8_t>(dscp.value_or(0) << 2);
