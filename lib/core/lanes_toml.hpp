@@ -195,6 +195,13 @@ struct SignalConfig {
     bool operator==(const SignalConfig&) const = default;
 };
 
+// The longest range ("[5m]", "[1h:30s]") in a PromQL query: how far back its
+// value looks; 0 when it has none.
+std::chrono::seconds promql_query_range(std::string_view query);
+// How long a change takes to show in the signal at worst: its fetch interval
+// plus its query's range (lib/core/toml_control.cpp).
+std::chrono::seconds signal_delay(const SignalConfig& signal);
+
 // What a signal window does while its signal has no usable value (the API is
 // down, its answers are garbage, or its last value is older than stale_after).
 // Busy by default: the side that protects inference.

@@ -2,6 +2,8 @@
 // lanes.toml [classes.NAME]: routing, windows and network settings per class.
 #include "core/toml_classes.hpp"
 
+#include "core/toml_control.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -139,6 +141,7 @@ void parse_class(ConfigParse& ctx, const std::string& name, const toml::table& t
             r.error(*t.get("busy_ceil"), "busy_ceil",
                     "above the class's ceil (a busy ceil tightens, it never loosens)");
     }
+    parse_class_control(ctx, r, c);
     r.finish();
     ctx.config.classes[name] = std::move(c);
 }
