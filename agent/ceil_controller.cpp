@@ -68,9 +68,14 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     if (over) {
         const uint64_t lowered = static_cast<uint64_t>(std::floor(static_cast<double>(ceil_) * limits_.decrease));
         d.to_bits = std::max(limits_.floor_bits, lowered);
-        // Right after an increase: the increase broke it; back to the ceil
-        // that held (at most what the factor gives: never a smaller cut).
-        if (raised_from && sample.value) d.to_bits = std::max(d.to_bits, std::min(*raised_from, ceil_));
+        // Right after an increase: the increase broke it. One step below the
+        // ceil that held before it, not the ceil itself: the probe filled the
+        // bottleneck's queue, and the ceil that held from an empty queue may
+        // not drain a full one. Never a deeper cut than the factor gives.
+        if (raised_from && sample.value) {
+            const uint64_t below = *raised_from > limits_.step_bits ? *raised_from - limits_.step_bits : 0;
+            d.to_bits = std::max(d.to_bits, std::min(below, ceil_));
+        }
         d.cause = sample.value ? ControlCause::OverSlo : ControlCause::NoValue;
         if (sample.value) {
             // Remember the ceil that broke the SLO. Again within a step of the

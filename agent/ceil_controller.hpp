@@ -13,18 +13,20 @@
 // The design: AIMD with a dead band, a dwell and a memory.
 //  - At each decision instant, the value v of the SLO signal:
 //      v > slo                    decrease: ceil = max(floor, ceil * decrease),
-//                                 or, right after an increase, back to the
-//                                 ceil before it (the one that held)
+//                                 or, right after an increase, one step below
+//                                 the ceil before it (the one that held)
 //      slo*(1-margin) < v <= slo  hold: close to the SLO, not over it
 //      v <= slo*(1-margin)        increase: ceil = min(class ceil, ceil + increase)
 //      no usable value            decrease (protect inference, as a signal
 //                                 window's when_unknown = "busy" does)
 //    The dead band is the resting point: a ceil under which the SLO holds
 //    without margin is kept, not probed again. Stepping back after a probe
-//    that broke the SLO costs two changes per probe instead of a multiplicative
-//    cut and a climb of several steps; a load that rose at the same instant is
-//    met one dwell later by the multiplicative cut (the step back is no
-//    increase, so the next break cuts).
+//    that broke the SLO costs three changes per probe (up, a step below the
+//    ceil that held, which drains the queue the probe filled, and up to the
+//    highest ceil the memory allows) instead of a multiplicative cut and a
+//    climb of several steps; a load that rose at the same instant is met one
+//    dwell later by the multiplicative cut (the step back is no increase, so
+//    the next break cuts).
 //  - Decisions are taken only at wall-clock instants that are multiples of the
 //    dwell (tick k = floor(unix time / dwell)), never in between. A dwell at
 //    least the signal's delay (fetch interval plus the query's range) means the

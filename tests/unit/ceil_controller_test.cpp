@@ -115,9 +115,25 @@ TEST(CeilController, RepeatedBreaksDoubleTheBackoff) {
     EXPECT_EQ(t, broke + 8);
     c.decide(++t, v(12));
     EXPECT_EQ(c.backoff_ticks(), 16);
-    // A probe that breaks it steps back to the ceil that held: two changes
-    // per probe cycle while the cycles get longer.
-    EXPECT_EQ(c.ceil_bits(), 75 * M);
+    // A probe that breaks it steps back a step below the ceil that held
+    // (here what the factor gives too): the cycles get longer.
+    EXPECT_EQ(c.ceil_bits(), 50 * M);
+}
+
+TEST(CeilController, AProbeThatBreaksStepsBackBelowTheCeilThatHeld) {
+    CeilController c(limits());
+    EXPECT_EQ(c.decide(1, v(12)).to_bits, 50 * M);
+    EXPECT_EQ(c.decide(2, v(1)).to_bits, 60 * M);
+    // The increase from 50 broke it: a step below 50 (the factor would give 30),
+    // which drains what the probe queued, then back up to 50 (one step below
+    // the 60 that broke it), and no higher.
+    auto d = c.decide(3, v(12));
+    EXPECT_EQ(d.to_bits, 40 * M);
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(c.decide(4, v(1)).to_bits, 50 * M);
+    EXPECT_FALSE(c.decide(5, v(1)).changed());
+    // A second break right after (no increase in between): the factor.
+    EXPECT_EQ(c.decide(6, v(12)).to_bits, 25 * M);
 }
 
 TEST(CeilController, BackoffIsBounded) {
@@ -174,10 +190,11 @@ TEST(CeilController, SteadyLoadWithoutDeadBandProbesEverMoreRarely) {
         if (d.changed()) ++changes;
         if (d.cause == ControlCause::OverSlo) ++breaks;
     }
-    // Back-offs of 4, 8, ..., 256 ticks: about ten probes in 1000 ticks, two
-    // changes each (the probe and the step back), after the first cut.
+    // Back-offs of 4, 8, ..., 256 ticks: about ten probes in 1000 ticks, three
+    // changes each (the probe, the step back below the ceil that held, and
+    // the climb back to it), after the first cut.
     EXPECT_LE(breaks, 11);
-    EXPECT_LE(changes, 2 * breaks + 6);
+    EXPECT_LE(changes, 3 * breaks + 6);
     EXPECT_LE(c.ceil_bits(), 100 * M);
     EXPECT_GE(c.ceil_bits(), 30 * M);
 }
