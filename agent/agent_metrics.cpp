@@ -59,6 +59,20 @@ std::string metrics_text(const AgentCounters& c, const SignalSnapshot* snapshot)
     for (const auto& [key, n] : c.shifts)
         out += "lanes_agent_shifts_total{" + label("class", key.first) + "," + label("to", key.second) + "} " +
                std::to_string(n) + "\n";
+    header(out, "lanes_agent_ceil_changes_total", "counter",
+           "Changes of the ceil set by a class's controller ([classes.NAME.control]), by class and cause.");
+    for (const auto& [key, n] : c.ceil_changes)
+        out += "lanes_agent_ceil_changes_total{" + label("class", key.first) + "," + label("cause", key.second) + "} " +
+               std::to_string(n) + "\n";
+    header(out, "lanes_agent_ceil_decisions_total", "counter",
+           "Decision instants of a class's controller (one per dwell), whether the ceil changed or not.");
+    for (const auto& [cls, n] : c.ceil_decisions)
+        out += "lanes_agent_ceil_decisions_total{" + label("class", cls) + "} " + std::to_string(n) + "\n";
+    header(out, "lanes_agent_ceil_bytes_per_second", "gauge",
+           "The ceil a class's controller holds the class's running jobs to, by class and NIC.");
+    for (const auto& [key, bits] : c.ceil_bits)
+        out += "lanes_agent_ceil_bytes_per_second{" + label("class", key.first) + "," + label("device", key.second) +
+               "} " + (bits % 8 ? number(static_cast<double>(bits) / 8) : std::to_string(bits / 8)) + "\n";
     header(out, "lanes_agent_last_converge_timestamp_seconds", "gauge",
            "Unix time at the end of the last converge run.");
     out += "lanes_agent_last_converge_timestamp_seconds " + number(c.last_converge_unix) + "\n";

@@ -29,6 +29,13 @@ struct AgentCounters {
     std::map<std::string, uint64_t> events;
     // (class, "busy"/"normal") -> ceil shifts
     std::map<std::pair<std::string, std::string>, uint64_t> shifts;
+    // (class, cause) -> changes of a controller's ceil ([classes.NAME.control]);
+    // cause "over_slo", "no_value", "headroom"
+    std::map<std::pair<std::string, std::string>, uint64_t> ceil_changes;
+    // class -> decision instants a controller took (changed or not)
+    std::map<std::string, uint64_t> ceil_decisions;
+    // (class, device) -> the controller's ceil in force, bits per second
+    std::map<std::pair<std::string, std::string>, uint64_t> ceil_bits;
     // what ("converge", "shift", "metrics") -> failures
     std::map<std::string, uint64_t> errors;
     double last_converge_unix = 0;     // wall clock at the end of the last converge

@@ -2,7 +2,8 @@
 // lanes-agent: the node agent (lanes-agent(8)). Holds the line: the kernel's tc
 // and nftables state of every running job is brought back to the job's desired
 // state whenever something changes it, and the HTB ceil of jobs of classes with
-// busy_window/busy_ceil follows the signal windows.
+// busy_window/busy_ceil follows the signal windows, that of jobs of classes
+// with a [classes.NAME.control] follows its controller (ceil_controller.hpp).
 //
 // Level-triggered: netlink notifications (links, qdiscs and classes of the
 // managed NICs, the nft table inet lanes) only say "look again". A burst is
@@ -16,7 +17,9 @@
 // Ceil shifts go to the desired state (NodeShaper::set_ceils), never to tc
 // directly. They are planned again when the signal monitor publishes a new
 // snapshot (its change_fd) or a job comes or goes (inotify on the state
-// directory), and at nothing else: an idle agent sleeps in poll() until an
+// directory), and at nothing else. A controller decides only at wall-clock
+// multiples of its dwell (the same instants on every node): the agent sleeps
+// until the next one, there is no tick in between: an idle agent sleeps in poll() until an
 // event, the resync, a fetch of a signal or a window's deadline. SIGTERM/SIGINT: every shifted job gets its normal ceil
 // back, then the agent exits.
 //
@@ -39,11 +42,13 @@
 #include <ctime>
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agent/agent_metrics.hpp"
+#include "agent/ceil_controller.hpp"
 #include "agent/ceil_shift.hpp"
 #include "agent/kernel_events.hpp"
 #include "core/lanes_toml.hpp"
@@ -99,7 +104,8 @@ const char* kUsage =
     "Usage: lanes-agent [--config PATH] [--node NAME]\n"
     "The Lanes node agent: holds every running job's tc and nftables state to its\n"
     "desired state (netlink events and a periodic resync) and moves the ceil of\n"
-    "jobs of classes with busy_window/busy_ceil with the signal windows.\n"
+    "jobs of classes with [classes.NAME.control] (a controller on an SLO signal)\n"
+    "or busy_window/busy_ceil (the signal windows).\n"
     "  --config PATH   lanes.toml (default: $LANES_CONFIG, lanes.toml next to\n"
     "                  $SLURM_CONF, else the installed one)\n"
     "  --node NAME     this node's name as Slurm knows it (default: the host name)\n"
@@ -118,6 +124,10 @@ private:
     // A path per class (policy_routing.hpp): its rules, routes and elements.
     void converge_paths(const char* trigger);
     void follow_windows(bool stopping);
+    // Controllers: decide at the instants due, then hold the jobs to their ceils.
+    void control_due();
+    void apply_controlled(bool stopping, const std::string& why);
+    std::optional<double> next_decision_unix() const;
     void refresh_watched();
     void publish();
     void say_once(const std::string& line) {
@@ -143,6 +153,10 @@ private:
     // Ceil shifts
     std::map<std::string, bool> last_busy_;
     bool first_shift_pass_ = true;
+    // Controllers, per (class, NIC), and the decision instant each class waits for.
+    std::map<ClassDevice, CeilController> controllers_;
+    std::map<std::string, int64_t> next_tick_;  // class -> tick index (unix / dwell)
+    uint64_t controlled_tightened_ = 0;
     struct timespec state_mtime_ {};
 };
 
@@ -276,7 +290,114 @@ void Agent::follow_windows(bool stopping) {
     uint64_t tightened = 0;
     for (const auto& t : targets)
         if (in_force[{t.job_id, t.device}] != t.normal_ceil_bits) ++tightened;
-    counters_.jobs_tightened = tightened;
+    counters_.jobs_tightened = tightened + controlled_tightened_;
+}
+
+std::optional<double> Agent::next_decision_unix() const {
+    std::optional<double> out;
+    for (const auto& [name, tick] : next_tick_) {
+        const double at =
+            static_cast<double>(tick) * static_cast<double>(config_.classes.at(name).control->dwell.count());
+        if (!out || at < *out) out = at;
+    }
+    return out;
+}
+
+void Agent::control_due() {
+    if (!monitor_) return;
+    const double now = unix_now();
+    auto snap = monitor_->snapshot();
+    auto value_of = [&](const std::string& signal) -> std::optional<double> {
+        if (!snap) return std::nullopt;
+        auto it = snap->signals.find(signal);
+        if (it == snap->signals.end()) return std::nullopt;
+        return it->second.value.value;  // fresh, or the fallback; none when stale without one
+    };
+    bool changed = false;
+    std::string why;
+    for (auto& [name, tick] : next_tick_) {
+        const ClassConfig& cls = config_.classes.at(name);
+        const CeilControlConfig& k = *cls.control;
+        const int64_t dwell = k.dwell.count();
+        if (now < static_cast<double>(tick) * static_cast<double>(dwell)) continue;
+        // The instant that is due (a late agent takes the latest one).
+        const int64_t due = next_tick(now, dwell) - 1;
+        tick = due + 1;
+        // Not fetched yet (the agent just started): no decision on an absence
+        // that only says the monitor has not asked.
+        if (!snap || !snap->signals.count(k.signal) ||
+            snap->signals.at(k.signal).state.successes + snap->signals.at(k.signal).state.failures == 0)
+            continue;
+        ++counters_.ceil_decisions[name];
+        ControlSample sample;
+        sample.value = value_of(k.signal);
+        if (!k.load_signal.empty()) sample.load = value_of(k.load_signal);
+        for (const auto& nic : shaper_->nics()) {
+            const ClassDevice key{name, nic.device};
+            const ControlLimits limits = resolve_control(k, *cls.ceil, nic.link_speed_bits);
+            auto it = controllers_.find(key);
+            if (it == controllers_.end()) it = controllers_.emplace(key, CeilController(limits)).first;
+            else if (!(it->second.limits().ceil_bits == limits.ceil_bits &&
+                       it->second.limits().floor_bits == limits.floor_bits))
+                it->second.set_limits(limits);
+            const ControlDecision d = it->second.decide(due, sample);
+            counters_.ceil_bits[key] = it->second.ceil_bits();
+            if (!d.changed()) continue;
+            changed = true;
+            ++counters_.ceil_changes[{name, control_cause_name(d.cause)}];
+            std::string cause;
+            if (d.cause == ControlCause::NoValue) {
+                cause = "no usable value of " + k.signal;
+            } else {
+                cause = k.signal + " " + format_signal_value(*sample.value) +
+                        (d.cause == ControlCause::OverSlo ? " > slo " : " <= slo*(1-margin) ") +
+                        format_signal_value(d.cause == ControlCause::OverSlo ? k.slo : k.slo * (1 - k.margin));
+            }
+            if (sample.load) cause += ", load " + format_signal_value(*sample.load);
+            const std::string line = "class " + name + " ceil " + format_rate(d.from_bits) + " -> " +
+                                     format_rate(d.to_bits) + " on " + nic.device + " (cause: " + cause + ")";
+            log_line(LogLevel::Info, line);
+            why = "controller: " + cause;
+        }
+    }
+    if (changed) apply_controlled(false, why);
+}
+
+void Agent::apply_controlled(bool stopping, const std::string& why) {
+    if (next_tick_.empty()) return;
+    std::map<ClassDevice, uint64_t> ceils;
+    if (!stopping)
+        for (const auto& [key, c] : controllers_) ceils[key] = c.ceil_bits();
+    auto targets = plan_controlled_targets(config_, shaper_->list(), ceils);
+    std::map<std::pair<uint32_t, std::string>, uint64_t> in_force;
+    for (const auto& t : targets) in_force[{t.job_id, t.device}] = t.current_ceil_bits;
+    auto changes = ceil_changes(targets);
+    if (!changes.empty()) {
+        auto sets = shaper_->set_ceils(changes, why);
+        if (!sets) {
+            ++counters_.errors["shift"];
+            say_once("ceil control: " + sets.error().message);
+        } else {
+            std::map<uint32_t, std::string> class_of;
+            for (const auto& t : targets) class_of[t.job_id] = t.class_name;
+            for (const CeilSet& s : *sets) {
+                if (!s.error.empty()) {
+                    ++counters_.errors["shift"];
+                    say_once("JobId=" + std::to_string(s.job_id) + " on " + s.device + ": cannot set ceil: " + s.error);
+                    continue;
+                }
+                in_force[{s.job_id, s.device}] = s.to_bits;
+                if (s.from_bits == s.to_bits) continue;
+                log_line(LogLevel::Info, "JobId=" + std::to_string(s.job_id) + " (" + class_of[s.job_id] + ") on " +
+                                             s.device + ": ceil " + format_rate(s.from_bits) + " -> " +
+                                             format_rate(s.to_bits) + " (" + why + ")");
+            }
+        }
+    }
+    uint64_t tightened = 0;
+    for (const auto& t : targets)
+        if (in_force[{t.job_id, t.device}] != t.normal_ceil_bits) ++tightened;
+    controlled_tightened_ = tightened;
 }
 
 void Agent::publish() {
@@ -330,19 +451,25 @@ int Agent::run() {
     ::mkdir((node_.state_dir + "/agent").c_str(), 0700);
     status_path_ = node_.state_dir + "/agent/status";
     bool shifts = false;
-    for (const auto& [name, c] : config_.classes) shifts = shifts || (!c.busy_window.empty() && c.busy_ceil);
+    for (const auto& [name, c] : config_.classes) {
+        shifts = shifts || (!c.busy_window.empty() && c.busy_ceil);
+        if (c.control && c.ceil) next_tick_[name] = next_tick(unix_now(), c.control->dwell.count());
+    }
+    shifts = shifts || !next_tick_.empty();
     int snapshot_fd = -1;
     if (shifts) {
         monitor_ = std::make_unique<SignalMonitor>(log_line);
         snapshot_fd = monitor_->change_fd();  // before the threads: no snapshot goes unnoticed
         monitor_->configure(config_.signals, config_.signal_windows);
     }
-    log_line(LogLevel::Info, "started on " + node_name_ + " with " + config_.path + " (" +
-                                 std::to_string(shaper_->nics().size()) + " NIC(s), resync every " +
-                                 std::to_string(config_.agent.resync_interval.count()) + " ms" +
-                                 (shifts ? ", following the signal windows" : ", no class with busy_window") + ")");
+    log_line(LogLevel::Info,
+             "started on " + node_name_ + " with " + config_.path + " (" + std::to_string(shaper_->nics().size()) +
+                 " NIC(s), resync every " + std::to_string(config_.agent.resync_interval.count()) + " ms" +
+                 (shifts ? ", following the signal windows" : ", no class with busy_window") +
+                 (next_tick_.empty() ? "" : ", " + std::to_string(next_tick_.size()) + " controlled class(es)") + ")");
     converge("start");
     follow_windows(false);
+    apply_controlled(false, "controller");
     publish();
 
     const auto resync = config_.agent.resync_interval;
@@ -372,6 +499,11 @@ int Agent::run() {
         auto now = Clock::now();
         auto wake = next_resync;
         if (pending) wake = std::min(wake, std::min(last_event + debounce, first_event + kDebounceLimit));
+        if (auto at = next_decision_unix()) {
+            const auto until =
+                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*at - unix_now()));
+            wake = std::min(wake, now + std::max(Clock::duration::zero(), until));
+        }
         const auto wait_ms = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
         pollfd fds[5] = {{sig_fd, POLLIN, 0},
                          {events_.route_fd(), POLLIN, 0},
@@ -416,6 +548,7 @@ int Agent::run() {
             converge("resync");
             next_resync = Clock::now() + resync;
             if (monitor_) follow_windows(false);
+            apply_controlled(false, "controller");
             publish();
         }
         bool shift = false;
@@ -432,10 +565,16 @@ int Agent::run() {
         }
         if (monitor_ && shift) {
             follow_windows(false);
+            apply_controlled(false, "controller");
+            publish();
+        }
+        if (auto at = next_decision_unix(); at && unix_now() >= *at) {
+            control_due();
             publish();
         }
     }
     if (jobs_fd >= 0) ::close(jobs_fd);
+    apply_controlled(true, "agent stopping");
     follow_windows(true);
     ++counters_.converges["stop"];
     publish();

@@ -5,28 +5,37 @@
 # nodes' caps protect inference): a training job through Slurm on train1 and
 # train2 (ceil 94 Mbit/s each), an inference service through Slurm on infer1,
 # its clients on the far side with `inference_probe load --metrics`, Debian's
-# prometheus scraping them, and `lanes-agent` on both training nodes
-# following [signals.pressure] (PromQL over the probe's histogram and request
-# rate) through [windows.busy]:
+# prometheus scraping them, and `lanes-agent` on both training nodes.
 #
-#   inference load rises -> p99 passes the SLO -> the window begins and the
-#   agents tighten training's ceil to busy_ceil -> p99 returns under the SLO
-#   while the load stays high -> load falls -> the window ends and training
-#   gets its ceil back.
+# CL_MODE=control (default): the agents run the ceil controller
+# ([classes.training.control], lanes.toml(5)) on inference p99 (the SLO
+# signal) and the request rate (the load signal): training's ceil moves
+# between a floor and 94 Mbit/s, down by half when p99 breaks the SLO, up by a
+# step while p99 is under it with margin.
+# CL_MODE=busy: the two-level switch of before (busy_window/busy_ceil on a
+# signal window: 2 while p99 misses the SLO, +1 while the load is high).
 #
-# The signal: 2 while the p99 is above the SLO, +1 while the request rate is
-# high. The window begins above 1.5 (the SLO is missed) and ends below 0.5
-# (the SLO is met and the load is low), so a tightened training does not
-# bounce back while the load that needed it lasts.
-#
-# It prints the timeline's figures, then `lanesctl report` over the run (10 s
-# rows: training bytes from Lanes' counters next to p99 and SLO attainment).
+# Phases (CL_PHASES, seconds): low load, high load, low again, a slow ramp from
+# low to high in five steps, a spike (high for CL_SPIKE seconds, then low).
+# CL_SCRAPE=1 (default) or 15: Prometheus' scrape interval; the signal's fetch
+# interval, the query's range and the controller's dwell follow it (15 s: a 45 s
+# range and a 90 s dwell, like a real deployment; the phases must then be
+# minutes long). Per phase it prints: the controller's changes per node, SLO
+# attainment per 10 s row (the share of requests under the SLO, from the
+# probe's histogram), training throughput; then, with CL_SWEEP (ceils, e.g.
+# "94 75 56 38 25"), the best fixed ceil at the low and the high load (the
+# highest whose every 10 s row meets 99 %, training at that ceil for
+# CL_SWEEP_SECONDS each), and training's throughput in each phase against it.
+# Finally `lanesctl report` over the run.
 #
 #   bash bench/closed_loop.sh [--plot docs/closed-loop.png] [--out DIR]
 #   (--plot also writes the report's chart next to it: docs/closed-loop-report.png)
-# Settings: CL_SLO_MS (10), CL_LOW_RATE (200 req/s), CL_HIGH_RATE (1500),
-# CL_REPLY_BYTES (4096), CL_PHASES ("20 45 30": seconds of low, high, low load),
-# CL_BUSY_CEIL (25Mbit). Needs root and a built tree (LANES_BUILDDIR, ./build).
+# Settings: CL_MODE (control), CL_SLO_MS (10), CL_LOW_RATE (200 req/s),
+# CL_HIGH_RATE (1500), CL_REPLY_BYTES (4096), CL_PHASES ("20 45 30 40 30"),
+# CL_SPIKE (6), CL_SCRAPE (1), CL_FLOOR (10Mbit), CL_STEP (14Mbit),
+# CL_DWELL (7s; 90s with CL_SCRAPE=15), CL_BUSY_CEIL (25Mbit, busy mode),
+# CL_SWEEP (""), CL_SWEEP_SECONDS (25).
+# Needs root and a built tree (LANES_BUILDDIR, ./build).
 set -uo pipefail
 export TZ=UTC
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,8 +56,22 @@ done
 slo_ms=${CL_SLO_MS:-10}
 low=${CL_LOW_RATE:-200} high=${CL_HIGH_RATE:-1500}
 reply=${CL_REPLY_BYTES:-4096}
-read -r p1 p2 p3 <<<"${CL_PHASES:-20 45 30}"
+read -r p1 p2 p3 p4 p5 <<<"${CL_PHASES:-20 45 30 40 30}"
+spike=${CL_SPIKE:-6}
+mode=${CL_MODE:-control}
+scrape=${CL_SCRAPE:-1}
+floor=${CL_FLOOR:-10Mbit} step=${CL_STEP:-14Mbit}
 busy_ceil=${CL_BUSY_CEIL:-25Mbit}
+sweep=${CL_SWEEP:-} sweep_s=${CL_SWEEP_SECONDS:-25}
+case $mode in control | busy) ;; *) echo "closed_loop: CL_MODE is control or busy" >&2; exit 2 ;; esac
+# The signal's delay follows the scrape: fetch as often as Prometheus scrapes,
+# a range of three scrapes, and a dwell of at least fetch + range (+ a scrape
+# for Prometheus itself, which lanes.toml does not know).
+# A couple of seconds more for the FIFO to drain after a cut.
+if ((scrape == 1)); then interval=1s range=3s dwell=7s
+elif ((scrape == 15)); then interval=15s range=45s dwell=90s
+else echo "closed_loop: CL_SCRAPE is 1 or 15" >&2; exit 2; fi
+dwell=${CL_DWELL:-$dwell}
 lanesctl=$LANES_BUILDDIR/lanesctl/lanesctl
 probe=$LANES_BUILDDIR/bench/inference_probe
 out=${out:-$(mktemp -d /tmp/lanes-closed-loop.XXXXXX)}
@@ -82,35 +105,94 @@ lanes_cluster_start "cl$$" 20Mbit 94Mbit || { say "cluster did not start"; exit 
 far=$(fabric_ip far) infer=$(fabric_ip infer1)
 conf=$LANES_CLUSTER_CONF
 
-# The loop's configuration: the signal, the window, the training class's busy ceil.
-sed -i "/^\[classes.training\]/,/^\[/ s/^ceil = \(.*\)$/ceil = \1\nbusy_window = \"busy\"\nbusy_ceil = \"$busy_ceil\"/" "$conf"
+# The loop's configuration. The agents read their own copy (the nodes' plugins
+# keep the cluster's): the controller or the two-level switch, and for the
+# sweep a fixed ceil (a window that always holds).
 slo_s=$(python3 -c "print($slo_ms / 1000)")
 mid=$(((low + high) / 2))
-cat >>"$conf" <<TOML
+p99_q="histogram_quantile(0.99, sum by (le) (rate(lanes_probe_latency_seconds_bucket[$range])))"
+agent_conf() {  # control | busy | fixed CEIL  -> the agents' lanes.toml on stdout
+    local what=$1
+    if [[ $what == control ]]; then
+        cat "$conf"
+    else
+        sed "/^\[classes.training\]/,/^\[/ s/^ceil = \(.*\)$/ceil = \1\nbusy_window = \"busy\"\nbusy_ceil = \"${2:-$busy_ceil}\"/" "$conf"
+    fi
+    cat <<TOML
 
-# bench/closed_loop.sh: 2 while inference p99 misses the SLO, +1 while the load is high.
+[signals.p99]
+url = "http://$far:9090"
+query = "$p99_q"
+interval = "$interval"
+timeout = "900ms"
+stale_after = "$((${interval%s} * 5))s"
+fallback = 0          # no requests: no latency
+
+[signals.load]
+url = "http://$far:9090"
+query = "sum(rate(lanes_probe_latency_seconds_count[$range]))"
+interval = "$interval"
+timeout = "900ms"
+stale_after = "$((${interval%s} * 5))s"
+fallback = 0
+
+[agent]
+textfile_dir = "$out/textfile"
+TOML
+    case $what in
+        control) cat <<TOML
+
+[classes.training.control]
+signal = "p99"
+slo = $slo_s
+margin = 0.2
+floor = "$floor"
+decrease = 0.5
+increase = "$step"
+dwell = "$dwell"
+load_signal = "load"
+TOML
+            ;;
+        busy) cat <<TOML
+
+# 2 while inference p99 misses the SLO, +1 while the load is high.
 [signals.pressure]
 url = "http://$far:9090"
-query = "2 * (histogram_quantile(0.99, sum by (le) (rate(lanes_probe_latency_seconds_bucket[3s]))) > bool $slo_s) + (sum(rate(lanes_probe_latency_seconds_count[3s])) > bool $mid)"
-interval = "1s"
+query = "2 * ($p99_q > bool $slo_s) + (sum(rate(lanes_probe_latency_seconds_count[$range])) > bool $mid)"
+interval = "$interval"
 timeout = "900ms"
-stale_after = "5s"
+stale_after = "$((${interval%s} * 5))s"
 fallback = 0
 
 [windows.busy]
 signal = "pressure"
 above = 1.5
 until_below = 0.5
-
-[agent]
-textfile_dir = "$out/textfile"
 TOML
-"$lanesctl" --config "$conf" check >"$out/check.txt" 2>&1 || { cat "$out/check.txt" >&2; exit 1; }
+            ;;
+        fixed) cat <<TOML
+
+[signals.always]
+url = "http://$far:9090"
+query = "vector(2)"
+interval = "1s"
+[windows.busy]
+signal = "always"
+above = 1
+until_below = 0.5
+TOML
+            ;;
+    esac
+}
+# Next to the cluster's: a relative [policy] script path still resolves.
+aconf=$(dirname "$conf")/lanes-agent.toml aconf_fixed=$(dirname "$conf")/lanes-agent-fixed.toml
+agent_conf "$mode" >"$aconf"
+"$lanesctl" --config "$aconf" check >"$out/check.txt" 2>&1 || { cat "$out/check.txt" >&2; exit 1; }
 
 # Prometheus and the inference clients on the far side of the uplink.
 cat >"$out/prometheus.yml" <<YML
 global:
-  scrape_interval: 1s
+  scrape_interval: ${scrape}s
 scrape_configs:
   - job_name: probe
     static_configs:
@@ -128,7 +210,8 @@ for port in 5211 5212; do
 done
 
 # The inference service and the training job, through Slurm.
-total=$((p1 + p2 + p3 + 15))
+nsweep=$(wc -w <<<"$sweep")
+total=$((p1 + p2 + p3 + p4 + p5 + 15 + nsweep * 2 * (sweep_s + 5)))
 cat >"$out/serve.sh" <<SH
 #!/bin/sh
 exec ${rt[*]} "$probe" serve --listen "$infer:7000" --reply-bytes $reply --exit-after $((total + 60))
@@ -139,19 +222,31 @@ srun --ntasks-per-node=1 bash -c 'iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P
 SH
 chmod 755 "$out/serve.sh" "$out/train.sh"
 serve_id=$(lanes_cluster_submit -J serve-llm -o /dev/null "$out/serve.sh") || exit 1
-train_id=$(lanes_cluster_submit -J train-llama -N2 --lanes-class=training -t 30 -o "$out/train-%j.out" "$out/train.sh") ||
+train_id=$(lanes_cluster_submit -J train-llama -N2 --lanes-class=training -t $((total / 60 + 5)) -o "$out/train-%j.out" "$out/train.sh") ||
     exit 1
 cluster_wait_job "$serve_id" RUNNING 30 >/dev/null || { say "inference service did not start"; exit 1; }
 cluster_wait_job "$train_id" RUNNING 30 >/dev/null || { say "training did not start"; exit 1; }
-say "inference job $serve_id on infer1, training job $train_id on train1+train2 (ceil 94Mbit, busy $busy_ceil)"
+say "inference job $serve_id on infer1, training job $train_id on train1+train2 (ceil 94Mbit, $mode, scrape ${scrape}s)"
 
 # The agents, their lines timestamped.
 stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done; }
-for node in train1 train2; do
-    SLURM_CONF=$CLUSTER_CONF nsenter --net="/run/netns/$(cluster_netns "$node")" -- \
-        "$LANES_BUILDDIR/agent/lanes-agent" --config "$conf" --node "$node" 2> >(stamp >"$out/agent-$node.log") &
-    pids+=($!)
-done
+agent_pids=()
+start_agents() {  # CONF LOG-SUFFIX
+    local node
+    agent_pids=()
+    for node in train1 train2; do
+        SLURM_CONF=$CLUSTER_CONF nsenter --net="/run/netns/$(cluster_netns "$node")" -- \
+            "$LANES_BUILDDIR/agent/lanes-agent" --config "$1" --node "$node" 2> >(stamp >"$out/agent-$node$2.log") &
+        agent_pids+=($!)
+        pids+=($!)
+    done
+}
+stop_agents() {
+    local p
+    for p in "${agent_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${agent_pids[@]}"; do wait "$p" 2>/dev/null; done
+}
+start_agents "$aconf" ""
 
 # Training throughput: the job's byte counters on both nodes, once a second,
 # from the node textfile `lanesctl status --prometheus` writes (what
@@ -184,102 +279,162 @@ load() {  # RATE SECONDS
     fabric_exec far "${rt[@]}" "$probe" load --connect "$infer:7000" --rate "$1" --duration "$2" --connections 16 \
         --reply-bytes "$reply" --metrics 127.0.0.1:9101 --json >>"$out/load.json" 2>>"$out/load.err"
 }
+mark() { echo "$1 $(date +%s.%N)" >>"$out/phases.txt"; }
 sleep 3
 t0=$(date +%s)
-echo "low $(date +%s.%N)" >"$out/phases.txt"
-load "$low" "$p1"
-echo "high $(date +%s.%N)" >>"$out/phases.txt"
-load "$high" "$p2"
-echo "fall $(date +%s.%N)" >>"$out/phases.txt"
-load "$low" "$p3"
+: >"$out/phases.txt"
+mark low; load "$low" "$p1"
+mark high; load "$high" "$p2"
+mark fall; load "$low" "$p3"
+mark ramp
+for i in 1 2 3 4 5; do load $((low + (high - low) * i / 5)) $((p4 / 5)); done
+mark spike; load "$high" "$spike"; load "$low" $((p5 - spike))
+mark end
 t1=$(date +%s)
-echo "end $(date +%s.%N)" >>"$out/phases.txt"
 sleep 2
+# The sweep: the highest fixed ceil that meets the SLO at each load.
+if [[ -n $sweep ]]; then
+    stop_agents
+    for c in $sweep; do
+        agent_conf fixed "${c}Mbit" >"$aconf_fixed"
+        start_agents "$aconf_fixed" "-fixed$c"
+        for rate in "$low" "$high"; do
+            sleep 3
+            echo "$c $rate $(date +%s.%N)" >>"$out/sweep.txt"
+            load "$rate" "$sweep_s"
+        done
+        echo "end end $(date +%s.%N)" >>"$out/sweep.txt"
+        stop_agents
+    done
+    sleep 2
+fi
+t2=$(date +%s)
 
 # The p99 Prometheus saw, once a second.
-fabric_exec far python3 - "$t0" "$t1" "$out/p99.txt" <<'PY'
+# And the requests under the SLO, by second (attainment per 10 s row is summed
+# from these: a 10 s row is the requests of its ten seconds).
+row=$((scrape == 1 ? 10 : 30))
+fabric_exec far python3 - "$t0" "$t2" "$out" "$p99_q" "$slo_s" "$row" <<'PY'
 import json, sys, urllib.parse, urllib.request
-q = "histogram_quantile(0.99, sum by (le) (rate(lanes_probe_latency_seconds_bucket[3s])))"
-url = "http://127.0.0.1:9090/api/v1/query_range?" + urllib.parse.urlencode(
-    {"query": q, "start": sys.argv[1], "end": sys.argv[2], "step": "1"})
-r = json.load(urllib.request.urlopen(url, timeout=10))
-with open(sys.argv[3], "w") as f:
-    for series in r["data"]["result"]:
-        for t, v in series["values"]:
-            if v not in ("NaN", "+Inf"):
+t0, t2, out, p99_q, slo = sys.argv[1:6]
+def series(q, path):
+    url = "http://127.0.0.1:9090/api/v1/query_range?" + urllib.parse.urlencode(
+        {"query": q, "start": t0, "end": t2, "step": "1"})
+    r = json.load(urllib.request.urlopen(url, timeout=30))
+    with open(path, "w") as f:
+        for s in r["data"]["result"]:
+            for t, v in s["values"]:
+                if v not in ("NaN", "+Inf"):
+                    f.write("%s %s\n" % (t, v))
+series(p99_q, out + "/p99.txt")
+le = "%g" % float(slo)
+row = int(sys.argv[6])
+def rows(q, path):
+    url = "http://127.0.0.1:9090/api/v1/query_range?" + urllib.parse.urlencode(
+        {"query": q, "start": int(t0) + row, "end": t2, "step": str(row)})
+    r = json.load(urllib.request.urlopen(url, timeout=30))
+    with open(path, "w") as f:
+        for s in r["data"]["result"]:
+            for t, v in s["values"]:
                 f.write("%s %s\n" % (t, v))
+rows('sum(increase(lanes_probe_latency_seconds_bucket{le="%s"}[%ds]))' % (le, row), out + "/good.txt")
+rows("sum(increase(lanes_probe_latency_seconds_count[%ds]))" % row, out + "/all.txt")
 PY
 # The same run as lanesctl report sees it: 10 s rows, training bytes next to the SLO.
-fabric_exec far "$lanesctl" --config "$conf" report --prometheus http://127.0.0.1:9090 --slo "${slo_ms}ms" \
-    --from "@$t0" --to "@$t1" --step 10s ${plot:+--plot "${plot%.png}-report.png"} >"$out/report.txt" 2>&1
+fabric_exec far "$lanesctl" --config "$aconf" report --prometheus http://127.0.0.1:9090 --slo "${slo_ms}ms" \
+    --from "@$t0" --to "@$t1" --step ${row}s ${plot:+--plot "${plot%.png}-report.png"} >"$out/report.txt" 2>&1
 cat "$out/report.txt"
 cluster_run_ctl scancel "$train_id" "$serve_id" >/dev/null 2>&1
 
-# The timeline: figures on stdout, the chart with --plot.
-python3 - "$out" "$t0" "$slo_ms" "$busy_ceil" <<'PY'
+# The figures on stdout, the chart with --plot.
+python3 - "$out" "$t0" "$slo_ms" "$row" "$mode" <<'PY'
 import re, statistics, sys
-out, t0, slo = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) / 1000
-phases = {l.split()[0]: float(l.split()[1]) for l in open(out + "/phases.txt")}
+out, t0, slo, row, mode = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) / 1000, int(sys.argv[4]), sys.argv[5]
+marks = [(l.split()[0], float(l.split()[1])) for l in open(out + "/phases.txt")]
+phases = [(n, a, b) for (n, a), (_, b) in zip(marks, marks[1:])]
 p99 = [(float(t), float(v)) for t, v in (l.split() for l in open(out + "/p99.txt"))]
-shifts = []
+good = {float(t): float(v) for t, v in (l.split() for l in open(out + "/good.txt"))}
+alls = {float(t): float(v) for t, v in (l.split() for l in open(out + "/all.txt"))}
+changes = []  # (t, node, from, to, cause)
 for node in ("train1", "train2"):
     for l in open("%s/agent-%s.log" % (out, node)):
-        m = re.search(r"ceil (\S+) -> (\S+)", l)
-        if m and "training" in l:
-            shifts.append((float(l.split()[0]), node, m.group(1), m.group(2)))
-shifts.sort()
+        m = re.search(r"class training ceil (\S+) -> (\S+) on \S+ \(cause: (.*)\)", l) if mode == "control" else \
+            re.search(r"JobId=\d+ \(training\) on \S+: ceil (\S+) -> (\S+) \((.*)\)", l)
+        if m:
+            changes.append((float(l.split()[0]), node, m.group(1), m.group(2), m.group(3)))
+changes.sort()
 tb = [(float(t), int(b)) for t, b in (l.split() for l in open(out + "/training-bytes.txt"))]
 thr = []
 for (ta, ba), (tb_, bb) in zip(tb, tb[1:]):
     if bb >= ba and tb_ > ta:
         thr.append(((ta + tb_) / 2, (bb - ba) * 8 / (tb_ - ta) / 1e6))
+def mean_in(xs, a, b):
+    v = [y for t, y in xs if a <= t < b]
+    return statistics.mean(v) if v else float("nan")
+def attain(a, b):  # rows ending in (a, b]
+    out = []
+    for t in sorted(alls):
+        if a < t <= b and alls[t] > 0:
+            out.append((t, 100.0 * good.get(t, 0) / alls[t]))
+    return out
+# The sweep: best fixed ceil per load (every row of its run >= 99 %).
+best = {}
+try:
+    sw = [l.split() for l in open(out + "/sweep.txt")]
+    runs = []
+    for cur, nxt in zip(sw, sw[1:]):
+        if cur[0] != "end":
+            runs.append((int(cur[0]), int(cur[1]), float(cur[2]), float(nxt[2])))
+    for c, rate, a, b in runs:
+        rows = attain(a + row, b)
+        ok = rows and min(v for t, v in rows) >= 99.0
+        tput = mean_in(thr, a + 3, b)
+        print("sweep: fixed ceil %3d Mbit/s at %4d req/s: rows %s  training %.1f Mbit/s%s" % (
+            c, rate, " ".join("%.1f" % v for t, v in rows), tput, "  meets the SLO" if ok else ""))
+        if ok and (rate not in best or c > best[rate][0]):
+            best[rate] = (c, tput)
+except FileNotFoundError:
+    pass
+print("mode %s; phases: %s" % (mode, ", ".join("%s at %.0f s" % (n, a - t0) for n, a, b in phases)))
+summary = []
+for name, a, b in phases:
+    ch = {n: sum(1 for t, nn, *_ in changes if nn == n and a <= t < b) for n in ("train1", "train2")}
+    rows = attain(a, b)
+    late = [v for t, v in rows if t - row >= a + 5]
+    tput = mean_in(thr, a, b)
+    med = statistics.median([v for t, v in p99 if a <= t < b] or [float("nan")]) * 1e3
+    print("  %-6s changes train1 %d train2 %d | p99 median %6.2f ms | rows %s | min row >5 s after the step %s | training %5.1f Mbit/s" % (
+        name, ch["train1"], ch["train2"], med, " ".join("%.1f" % v for t, v in rows) or "-",
+        "%.1f %%" % min(late) if late else "-", tput))
+    summary.append((name, ch, late, tput))
+if best:
+    print("best fixed ceil: " + "; ".join("%d req/s: %d Mbit/s per node, training %.1f Mbit/s" % (r, c, t)
+                                          for r, (c, t) in sorted(best.items())))
+    ref = {"low": best.get(min(best)), "fall": best.get(min(best)), "high": best.get(max(best))}
+    for name, ch, late, tput in summary:
+        if ref.get(name):
+            print("  %-6s training %.1f / best fixed %.1f Mbit/s = %.0f %%" % (name, tput, ref[name][1], 100 * tput / ref[name][1]))
+print("changes: " + "; ".join("%.1f s %s %s->%s (%s)" % (t - t0, n, a, b, c) for t, n, a, b, c in changes))
 with open(out + "/timeline.dat", "w") as f:
     for t, v in p99:
         f.write("p %.3f %.3f\n" % (t - t0, v * 1e3))
 with open(out + "/throughput.dat", "w") as f:
     for t, v in thr:
         f.write("%.3f %.2f\n" % (t - t0, v))
-with open(out + "/shifts.dat", "w") as f:
-    for t, node, a, b in shifts:
-        f.write("%.3f %s %s->%s\n" % (t - t0, node, a, b))
-def first(pred, xs, after):
-    return next((t for t, v in xs if t >= after and pred(v)), None)
-rise, fall = phases["high"], phases["fall"]
-cross = first(lambda v: v > slo, p99, rise)
-tight = next((t for t, n, a, b in shifts if t >= rise and b != a and b.lower() == sys.argv[4].lower()), None)
-back = first(lambda v: v <= slo, p99, tight or rise)
-restore = next((t for t, n, a, b in shifts if t >= fall and a.lower() == sys.argv[4].lower()), None)
-def mean_in(xs, a, b):
-    v = [y for t, y in xs if a <= t < b]
-    return statistics.mean(v) if v else float("nan")
-def rel(t):
-    return "-" if t is None else "%.1f s" % (t - t0)
-print("phases: low load from 0 s, high load at %s, low again at %s, end %s" % (rel(rise), rel(fall), rel(phases["end"])))
-print("p99 above the %.0f ms SLO at %s; training tightened at %s (%s after the crossing)" % (
-    slo * 1e3, rel(cross), rel(tight), "-" if not (cross and tight) else "%.1f s" % (tight - cross)))
-print("p99 back under the SLO at %s (%s after the shift); training restored at %s (%s after the load fell)" % (
-    rel(back), "-" if not (back and tight) else "%.1f s" % (back - tight), rel(restore),
-    "-" if not restore else "%.1f s" % (restore - fall)))
-end = phases["end"]
-for name, a, b in (("low load", t0, rise), ("high load, before the shift", rise, tight or fall),
-                   ("high load, tightened", (tight or fall) + 2, fall), ("low load again", (restore or fall) + 2, end)):
-    print("  %-28s p99 median %6.2f ms   training %6.1f Mbit/s" % (
-        name, statistics.median([v for t, v in p99 if a <= t < b] or [float("nan")]) * 1e3, mean_in(thr, a, b)))
-print("shifts: " + "; ".join("%s %s %s" % (rel(t), n, d) for t, n, d in
-                             ((t, n, a + "->" + b) for t, n, a, b in shifts)))
 with open(out + "/marks.gp", "w") as f:
-    for name, t in (("load rises", rise), ("load falls", fall)):
-        f.write('set arrow from %.1f, graph 0 to %.1f, graph 1 nohead dt 3 lc rgb "#777777"\n' % (t - t0, t - t0))
-        f.write('set label "%s" at %.1f, graph 0.97 offset 0.5,0 font ",9"\n' % (name, t - t0))
-    for t, n, a, b in shifts:
-        f.write('set arrow from %.1f, graph 0 to %.1f, graph 1 nohead lc rgb "%s" lw 1.5\n' % (
-            t - t0, t - t0, "#cc3311" if b.lower() == sys.argv[4].lower() else "#228833"))
+    for name, a, b in phases:
+        f.write('set arrow from %.1f, graph 0 to %.1f, graph 1 nohead dt 3 lc rgb "#777777"\n' % (a - t0, a - t0))
+        f.write('set label "%s" at %.1f, graph 0.97 offset 0.5,0 font ",9"\n' % (name, a - t0))
+    for t, n, a, b, c in changes:
+        down = "> slo" in c or "no usable" in c or c.startswith("window busy")
+        f.write('set arrow from %.1f, graph 0 to %.1f, graph 1 nohead lc rgb "%s" lw 1\n' % (
+            t - t0, t - t0, "#cc3311" if down else "#228833"))
 PY
 if [[ -n $plot ]]; then
     gnuplot <<EOF || { say "gnuplot failed"; exit 1; }
 set terminal pngcairo size 960,540 font "Sans,10"
 set output "$plot"
-set title "Closed loop on a real Slurm cluster: inference p99 vs training, lanes-agent shifting the ceil\n(2 training nodes x 4 TCP streams, ceil 94 -> $busy_ceil per node; 200 Mbit/s shared FIFO uplink; SLO $slo_ms ms)"
+set title "Closed loop on a real Slurm cluster ($mode): inference p99 vs training, lanes-agent moving the ceil\n(2 training nodes x 4 TCP streams, ceil 94 Mbit/s per node; 200 Mbit/s shared FIFO uplink; SLO $slo_ms ms)"
 set xlabel "seconds"
 set ylabel "inference p99 (ms, log scale)"
 set logscale y
@@ -293,7 +448,7 @@ load "$out/marks.gp"
 plot "$out/timeline.dat" using 2:3 with lines lw 2 lc rgb "#cc3311" title "inference p99 (ms)", \
      "$out/throughput.dat" using 1:2 axes x1y2 with lines lw 2 lc rgb "#4477aa" title "training, both nodes (Mbit/s)", \
      $slo_ms with lines dt 2 lw 1.5 lc rgb "#222222" title "SLO", \
-     NaN with lines lw 1.5 lc rgb "#cc3311" dt 1 title "agent: tighten (red) / restore (green)"
+     NaN with lines lw 1.5 lc rgb "#cc3311" dt 1 title "agent: ceil down (red) / up (green)"
 EOF
     say "chart in $plot"
 fi

@@ -62,6 +62,23 @@ struct ClassPath {
     bool operator==(const ClassPath&) const = default;
 };
 
+// [classes.NAME.control]: the node agent moves the ceil of the class's running
+// jobs between `floor` and the class's ceil, following an SLO signal (see
+// agent/ceil_controller.hpp for the design, lanes.toml(5) for the keys).
+struct CeilControlConfig {
+    std::string signal;               // [signals.NAME] whose value is held under slo
+    double slo = 0;                   // the value not to exceed
+    double margin = 0.2;              // increase only while value <= slo * (1 - margin)
+    Rate floor;                       // the lowest ceil it sets
+    double decrease = 0.5;            // ceil *= decrease when value > slo; in (0, 1)
+    Rate increase;                    // ceil += increase while the SLO holds with margin
+    std::chrono::seconds dwell{60};   // decisions only at multiples of this (wall clock)
+    std::chrono::seconds backoff{0};  // holding below a ceil that broke the SLO; 0: 4 dwells
+    std::string load_signal;          // optional: a ceil that broke the SLO is tried again once the load fell
+    int line = 0;
+    bool operator==(const CeilControlConfig&) const = default;
+};
+
 struct ClassConfig {
     std::string name;
     int rank = 0;  // priority among classes: higher is served first (HTB prio)
@@ -96,6 +113,8 @@ struct ClassConfig {
     std::optional<Rate> busy_ceil;
     // A path of its own (route_table / egress_device / vlan); nullopt: the main table.
     std::optional<ClassPath> path;
+    // Or a controller instead of the two-level switch (busy_window excluded).
+    std::optional<CeilControlConfig> control;
     bool has_network_settings() const { return dscp || rate || ingress_rate; }
     uint8_t effective_rdma_traffic_class() const {
         return rdma_traffic_class ? *rdma_traffic_class : static_cast<uint8_t>(dscp.value_or(0) << 2);
@@ -200,6 +219,13 @@ struct SignalConfig {
     int line = 0;
     bool operator==(const SignalConfig&) const = default;
 };
+
+// The longest range ("[5m]", "[1h:30s]") in a PromQL query: how far back its
+// value looks; 0 when it has none.
+std::chrono::seconds promql_query_range(std::string_view query);
+// How long a change takes to show in the signal at worst: its fetch interval
+// plus its query's range (lib/core/toml_control.cpp).
+std::chrono::seconds signal_delay(const SignalConfig& signal);
 
 // What a signal window does while its signal has no usable value (the API is
 // down, its answers are garbage, or its last value is older than stale_after).

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // lanes.toml [classes.NAME]: routing, windows and network settings per class.
 #include "core/toml_classes.hpp"
+
+#include "core/toml_control.hpp"
 #include "core/toml_paths.hpp"
 
 #include <algorithm>
@@ -164,6 +166,7 @@ void parse_class(ConfigParse& ctx, const std::string& name, const toml::table& t
                     "above the class's ceil (a busy ceil tightens, it never loosens)");
     }
     parse_class_path(r, t, c);
+    parse_class_control(ctx, r, c);
     r.finish();
     ctx.config.classes[name] = std::move(c);
 }

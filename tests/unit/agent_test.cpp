@@ -98,7 +98,16 @@ TEST(AgentMetrics, EveryMetricHasHelpAndTypeAndLabelsAreEscaped) {
     c.events["nft"] = 9;
     c.shifts[{"tr\"ain\\ing\n", "busy"}] = 2;
     c.errors["converge"] = 1;
+    c.ceil_changes[{"training", "over_slo"}] = 2;
+    c.ceil_decisions["training"] = 9;
+    c.ceil_bits[{"training", "eth0"}] = 47'000'000;
     const std::string text = metrics_text(c, nullptr);
+    EXPECT_NE(text.find("lanes_agent_ceil_changes_total{class=\"training\",cause=\"over_slo\"} 2\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("lanes_agent_ceil_decisions_total{class=\"training\"} 9\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("lanes_agent_ceil_bytes_per_second{class=\"training\",device=\"eth0\"} 5875000\n"),
+              std::string::npos)
+        << text;
     EXPECT_NE(text.find("lanes_agent_repairs_total{object=\"class\",cause=\"missing\"} 3\n"), std::string::npos)
         << text;
     EXPECT_NE(text.find("lanes_agent_shifts_total{class=\"tr\\\"ain\\\\ing\\n\",to=\"busy\"} 2\n"), std::string::npos)

@@ -68,6 +68,9 @@ TEST(Config, ShippedExampleParses) {
     EXPECT_EQ(training->rdma_traffic_class, 32);
     EXPECT_EQ(training->rdma_service_level, 1);
     EXPECT_TRUE(training->has_network_settings());
+    ASSERT_TRUE(training->control);
+    EXPECT_EQ(training->control->signal, "inference_p99");
+    EXPECT_EQ(training->control->dwell, std::chrono::seconds{90});
 
     const lanes::ClassConfig* inference = c->find_class("inference");
     ASSERT_NE(inference, nullptr);
@@ -574,6 +577,9 @@ TEST(Config, ManPageDocumentsEveryKey) {
         {"windows.b",
          "[signals.s]\nurl = \"http://h:1\"\nquery = \"q\"\n[windows.b]\nsignal = \"s\"\nabove = 1\n"
          "zzzzzzzzzz = 1\n[classes.a]\n"},
+        {"classes.a.control",
+         "[signals.s]\nurl = \"http://h:1\"\nquery = \"q\"\n[classes.a]\nrate = \"1Gbit\"\n[classes.a.control]\n"
+         "zzzzzzzzzz = 1\n"},
     };
     size_t checked = 0;
     for (const auto& [table, text] : tables) {

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// lanes.toml [classes.NAME.control]: what the ceil controller reads, and the
+// settings `lanesctl check` refuses because the loop could not converge.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/lanes_toml.hpp"
+
+namespace {
+
+using namespace std::chrono;
+
+const char* kControlled = R"(default_class = "training"
+[signals.p99]
+url = "http://127.0.0.1:9090"
+query = 'histogram_quantile(0.99, sum(rate(lanes_probe_latency_seconds_bucket[30s])) by (le))'
+interval = "5s"
+[signals.load]
+url = "http://127.0.0.1:9090"
+query = 'sum(rate(requests_total[1m]))'
+interval = "15s"
+[classes.training]
+rate = "100Mbit"
+ceil = "1Gbit"
+[classes.training.control]
+signal = "p99"
+slo = 0.01
+margin = 0.25
+floor = "200Mbit"
+decrease = 0.6
+increase = "50Mbit"
+dwell = "40s"
+backoff = "5min"
+load_signal = "load"
+)";
+
+std::string with(std::string text, const std::string& from, const std::string& to) {
+    auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    return text;
+}
+
+TEST(CeilControlConfig, Parses) {
+    auto c = lanes::parse_config(kControlled, "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    const auto* t = c->find_class("training");
+    ASSERT_TRUE(t && t->control);
+    const auto& k = *t->control;
+    EXPECT_EQ(k.signal, "p99");
+    EXPECT_EQ(k.slo, 0.01);
+    EXPECT_EQ(k.margin, 0.25);
+    EXPECT_EQ(k.floor.bits_per_second, 200'000'000u);
+    EXPECT_EQ(k.decrease, 0.6);
+    EXPECT_EQ(k.increase.bits_per_second, 50'000'000u);
+    EXPECT_EQ(k.dwell, seconds{40});
+    EXPECT_EQ(k.backoff, minutes{5});
+    EXPECT_EQ(k.load_signal, "load");
+    EXPECT_TRUE(t->busy_window.empty());
+}
+
+TEST(CeilControlConfig, Defaults) {
+    std::string text = with(kControlled, "margin = 0.25\n", "");
+    text = with(text, "decrease = 0.6\n", "");
+    text = with(text, "backoff = \"5min\"\n", "");
+    auto c = lanes::parse_config(text, "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    const auto& k = *c->find_class("training")->control;
+    EXPECT_EQ(k.margin, 0.2);
+    EXPECT_EQ(k.decrease, 0.5);
+    EXPECT_EQ(k.backoff, seconds{0});  // 4 dwells
+}
+
+TEST(CeilControlConfig, SignalDelayIsTheIntervalPlusTheQueryRange) {
+    using lanes::promql_query_range;
+    EXPECT_EQ(promql_query_range("up"), seconds{0});
+    EXPECT_EQ(promql_query_range("rate(x[30s])"), seconds{30});
+    EXPECT_EQ(promql_query_range("max_over_time(rate(x[1m])[1h30m:15s])"), seconds{5400});
+    EXPECT_EQ(promql_query_range("rate(x[500ms])"), seconds{1});
+    EXPECT_EQ(promql_query_range("x{a=\"[\"}"), seconds{0});
+    lanes::SignalConfig s;
+    s.interval = seconds{15};
+    s.query = "histogram_quantile(0.99, rate(h_bucket[2m]))";
+    EXPECT_EQ(lanes::signal_delay(s), seconds{135});
+}
+
+TEST(CeilControlConfig, SettingsThatCannotConvergeAreRefused) {
+    struct Case {
+        std::string text;
+        const char* expect;
+    };
+    const std::vector<Case> cases = {
+        {with(kControlled, "dwell = \"40s\"", "dwell = \"30s\""),
+         "lanes.toml:20:9: classes.training.control.dwell: shorter than the delay of signal \"p99\" (35s: its "
+         "interval 5s plus the query's range 30s)"},
+        {with(kControlled, "floor = \"200Mbit\"", "floor = \"2Gbit\""),
+         "lanes.toml:17:9: classes.training.control.floor: above the class's ceil"},
+        {with(kControlled, "increase = \"50Mbit\"", "increase = \"0Mbit\""), "classes.training.control.increase: "},
+        {with(kControlled, "decrease = 0.6", "decrease = 1"),
+         "lanes.toml:18:12: classes.training.control.decrease: out of range (0 < decrease < 1"},
+        {with(kControlled, "decrease = 0.6", "decrease = 0"), "classes.training.control.decrease: out of range"},
+        {with(kControlled, "margin = 0.25", "margin = 1.5"),
+         "lanes.toml:16:10: classes.training.control.margin: out of range (0 <= margin < 1)"},
+        {with(kControlled, "slo = 0.01", "slo = 0"), "lanes.toml:15:7: classes.training.control.slo: must be above 0"},
+        {with(kControlled, "signal = \"p99\"", "signal = \"p95\""),
+         "lanes.toml:14:10: classes.training.control.signal: unknown signal \"p95\" (did you mean \"p99\"?)"},
+        {with(kControlled, "load_signal = \"load\"", "load_signal = \"lod\""),
+         "classes.training.control.load_signal: unknown signal \"lod\" (did you mean \"load\"?)"},
+        {with(kControlled, "slo = 0.01\n", ""), "lanes.toml:13:1: classes.training.control: missing key \"slo\""},
+        {with(kControlled, "dwell = \"40s\"\n", ""), "classes.training.control: missing key \"dwell\""},
+        {with(kControlled, "backoff = \"5min\"", "backoff = \"10s\""),
+         "classes.training.control.backoff: shorter than the dwell"},
+        {with(kControlled, "dwell = \"40s\"", "dwell = \"1500ms\""),
+         "classes.training.control.dwell: must be a whole number of seconds"},
+        {with(kControlled, "backoff = \"5min\"", "bakoff = \"5min\""),
+         "classes.training.control.bakoff: unknown key (did you mean \"backoff\"?)"},
+        {with(kControlled, "rate = \"100Mbit\"\nceil = \"1Gbit\"\n", ""),
+         "classes.training.control: the class has no \"rate\"/\"ceil\""},
+    };
+    for (const auto& c : cases) {
+        auto r = lanes::parse_config(c.text, "lanes.toml");
+        ASSERT_FALSE(r) << c.expect;
+        EXPECT_NE(r.error().message.find(c.expect), std::string::npos)
+            << "expected: " << c.expect << "\ngot: " << r.error().message;
+    }
+}
+
+TEST(CeilControlConfig, NotWithBusyWindow) {
+    const std::string text = with(kControlled, "[classes.training]\n",
+                                  "[windows.busy]\nsignal = \"p99\"\nabove = 0.02\nfor = \"10s\"\n"
+                                  "[classes.training]\nbusy_window = \"busy\"\nbusy_ceil = \"500Mbit\"\n");
+    auto r = lanes::parse_config(text, "lanes.toml");
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("classes.training.control: a class follows either busy_window/busy_ceil (two "
+                                     "levels) or a controller, not both"),
+              std::string::npos)
+        << r.error().message;
+}
+
+}  // namespace

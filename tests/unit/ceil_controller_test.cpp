@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The ceil controller ([classes.NAME.control]): AIMD with a dead band, the
+// memory of the ceil that broke the SLO, and nodes that agree.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "agent/ceil_controller.hpp"
+
+namespace lanes::agent {
+namespace {
+
+constexpr uint64_t M = 1'000'000;
+
+ControlLimits limits() {
+    ControlLimits l;
+    l.floor_bits = 10 * M;
+    l.ceil_bits = 100 * M;
+    l.step_bits = 10 * M;
+    l.decrease = 0.5;
+    l.slo = 10;
+    l.margin = 0.2;  // increase at <= 8
+    l.backoff_ticks = 4;
+    return l;
+}
+
+ControlSample v(double value) { return ControlSample{value, std::nullopt}; }
+
+TEST(CeilController, DecreasesMultiplicativelyDownToTheFloor) {
+    CeilController c(limits());
+    EXPECT_EQ(c.ceil_bits(), 100 * M);
+    auto d = c.decide(1, v(12));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.from_bits, 100 * M);
+    EXPECT_EQ(d.to_bits, 50 * M);
+    EXPECT_EQ(c.decide(2, v(12)).to_bits, 25 * M);
+    EXPECT_EQ(c.decide(3, v(12)).to_bits, 12'500'000u);
+    EXPECT_EQ(c.decide(4, v(12)).to_bits, 10 * M);  // the floor
+    d = c.decide(5, v(12));
+    EXPECT_FALSE(d.changed());
+    EXPECT_EQ(d.cause, ControlCause::None);
+}
+
+TEST(CeilController, NoValueDecreasesWithItsOwnCause) {
+    CeilController c(limits());
+    auto d = c.decide(1, ControlSample{});
+    EXPECT_EQ(d.cause, ControlCause::NoValue);
+    EXPECT_EQ(d.to_bits, 50 * M);
+    // No memory of a break: the value comes back with margin, it climbs.
+    EXPECT_EQ(c.decide(2, v(1)).to_bits, 60 * M);
+    EXPECT_FALSE(c.held_below(2, std::nullopt));
+}
+
+TEST(CeilController, DeadBandHolds) {
+    CeilController c(limits());
+    c.decide(1, v(12));  // 50
+    for (int64_t t = 2; t < 20; ++t) {
+        auto d = c.decide(t, v(9));  // within slo, not with margin
+        EXPECT_FALSE(d.changed());
+    }
+    EXPECT_EQ(c.ceil_bits(), 50 * M);
+}
+
+TEST(CeilController, IncreasesAdditivelyUpToTheCeil) {
+    auto l = limits();
+    CeilController c(l);
+    EXPECT_FALSE(c.decide(1, v(1)).changed());  // already at the ceil
+    c.decide(2, ControlSample{});               // 50, nothing remembered
+    uint64_t last = 50 * M;
+    for (int64_t t = 3; t < 9; ++t) {
+        auto d = c.decide(t, v(1));
+        EXPECT_EQ(d.to_bits, std::min(100 * M, last + 10 * M));
+        EXPECT_EQ(d.cause, d.changed() ? ControlCause::Headroom : ControlCause::None);
+        last = d.to_bits;
+    }
+    EXPECT_EQ(c.ceil_bits(), 100 * M);
+}
+
+TEST(CeilController, DecidesOncePerTick) {
+    CeilController c(limits());
+    EXPECT_TRUE(c.decide(5, v(12)).changed());
+    EXPECT_FALSE(c.decide(5, v(12)).changed());
+    EXPECT_FALSE(c.decide(4, v(12)).changed());  // never back
+    EXPECT_EQ(c.ceil_bits(), 50 * M);
+}
+
+TEST(CeilController, HoldsBelowTheCeilThatBrokeTheSlo) {
+    CeilController c(limits());
+    c.decide(10, v(12));  // 100 broke it: 50, held below 90 for 4 ticks
+    ASSERT_TRUE(c.held_below(11, std::nullopt));
+    EXPECT_EQ(*c.held_below(11, std::nullopt), 100 * M);
+    EXPECT_EQ(c.decide(11, v(1)).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(12, v(1)).to_bits, 70 * M);
+    EXPECT_EQ(c.decide(13, v(1)).to_bits, 80 * M);
+    EXPECT_EQ(c.decide(13, v(1)).to_bits, 80 * M);
+    // Tick 14 = break + back-off: the memory expires, the climb goes on.
+    EXPECT_EQ(c.decide(14, v(1)).to_bits, 90 * M);
+    EXPECT_EQ(c.decide(15, v(1)).to_bits, 100 * M);
+}
+
+TEST(CeilController, RepeatedBreaksDoubleTheBackoff) {
+    auto l = limits();
+    l.step_bits = 25 * M;  // 50 -> 75 -> 100 in two steps
+    CeilController c(l);
+    int64_t t = 0;
+    c.decide(++t, v(12));  // 100 broke: 50; back-off 4
+    EXPECT_EQ(c.backoff_ticks(), 4);
+    // Climb to 75 (held below 100 - 25 = 75), wait out the back-off, try 100.
+    while (c.ceil_bits() < 100 * M) c.decide(++t, v(1));
+    EXPECT_EQ(t, 5);       // 75 at tick 2, held at 75 in ticks 3-4, 100 at tick 5
+    c.decide(++t, v(12));  // 100 broke again: 50, back-off 8
+    EXPECT_EQ(c.backoff_ticks(), 8);
+    const int64_t broke = t;
+    while (c.ceil_bits() < 100 * M) c.decide(++t, v(1));
+    EXPECT_EQ(t, broke + 8);
+    c.decide(++t, v(12));
+    EXPECT_EQ(c.backoff_ticks(), 16);
+    // A probe that breaks it steps back a step below the ceil that held
+    // (here what the factor gives too): the cycles get longer.
+    EXPECT_EQ(c.ceil_bits(), 50 * M);
+}
+
+TEST(CeilController, AProbeThatBreaksStepsBackBelowTheCeilThatHeld) {
+    CeilController c(limits());
+    EXPECT_EQ(c.decide(1, v(12)).to_bits, 50 * M);
+    EXPECT_EQ(c.decide(2, v(1)).to_bits, 60 * M);
+    // The increase from 50 broke it: a step below 50 (the factor would give 30),
+    // which drains what the probe queued, then back up to 50 (one step below
+    // the 60 that broke it), and no higher.
+    auto d = c.decide(3, v(12));
+    EXPECT_EQ(d.to_bits, 40 * M);
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(c.decide(4, v(1)).to_bits, 50 * M);
+    EXPECT_FALSE(c.decide(5, v(1)).changed());
+    // A second break right after (no increase in between): the factor.
+    EXPECT_EQ(c.decide(6, v(12)).to_bits, 25 * M);
+}
+
+TEST(CeilController, BackoffIsBounded) {
+    auto l = limits();
+    l.step_bits = 50 * M;
+    CeilController c(l);
+    int64_t t = 0;
+    for (int i = 0; i < 20; ++i) {
+        c.decide(++t, v(12));
+        while (c.ceil_bits() < 100 * M) c.decide(++t, v(1));
+    }
+    EXPECT_EQ(c.backoff_ticks(), 4 * 64);
+}
+
+TEST(CeilController, ALoadThatFellLiftsTheMemory) {
+    CeilController c(limits());
+    c.decide(1, ControlSample{12, 1000});  // break at load 1000
+    EXPECT_EQ(c.decide(2, ControlSample{1, 1000}).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(3, ControlSample{1, 950}).to_bits, 70 * M);
+    EXPECT_EQ(c.decide(4, ControlSample{1, 900}).to_bits, 80 * M);
+    EXPECT_EQ(c.decide(5, ControlSample{1, 900}).to_bits, 90 * M);
+    // Held as long as the load is high, back-off or not.
+    for (int64_t t = 6; t < 100; ++t) EXPECT_FALSE(c.decide(t, ControlSample{1, 900}).changed());
+    // The load fell by more than the margin: 100 may be tried again.
+    EXPECT_EQ(c.decide(100, ControlSample{1, 700}).to_bits, 100 * M);
+}
+
+TEST(CeilController, SteadyLoadSettlesWithBoundedChanges) {
+    // A plant: the SLO signal is over the SLO when the ceil is above 62 Mbit/s,
+    // in the dead band between 45 and 62, with margin below.
+    auto plant = [](uint64_t ceil) { return ceil > 62 * M ? 14.0 : ceil > 45 * M ? 9.0 : 3.0; };
+    CeilController c(limits());
+    int changes_late = 0;
+    for (int64_t t = 1; t <= 400; ++t) {
+        auto d = c.decide(t, v(plant(c.ceil_bits())));
+        if (t > 40 && d.changed()) ++changes_late;
+        EXPECT_GE(c.ceil_bits(), 10 * M);
+        EXPECT_LE(c.ceil_bits(), 100 * M);
+    }
+    // 100 -> 50 (dead band: rests there).
+    EXPECT_EQ(c.ceil_bits(), 50 * M);
+    EXPECT_EQ(changes_late, 0);
+}
+
+TEST(CeilController, SteadyLoadWithoutDeadBandProbesEverMoreRarely) {
+    // No dead band in the plant: the safe ceils all have margin, the unsafe
+    // ones break the SLO. The controller probes the broken ceil with a
+    // doubling back-off: few changes in a long steady run.
+    auto plant = [](uint64_t ceil) { return ceil > 62 * M ? 14.0 : 3.0; };
+    CeilController c(limits());
+    int changes = 0, breaks = 0;
+    for (int64_t t = 1; t <= 1000; ++t) {
+        auto d = c.decide(t, v(plant(c.ceil_bits())));
+        if (d.changed()) ++changes;
+        if (d.cause == ControlCause::OverSlo) ++breaks;
+    }
+    // Back-offs of 4, 8, ..., 256 ticks: about ten probes in 1000 ticks, three
+    // changes each (the probe, the step back below the ceil that held, and
+    // the climb back to it), after the first cut.
+    EXPECT_LE(breaks, 11);
+    EXPECT_LE(changes, 3 * breaks + 6);
+    EXPECT_LE(c.ceil_bits(), 100 * M);
+    EXPECT_GE(c.ceil_bits(), 30 * M);
+}
+
+TEST(CeilController, NodesWithTheSameSamplesAgree) {
+    // Two agents, one started 7 ticks later (at the class's ceil), fed the
+    // same cluster-wide samples: equal after the first decrease that both see
+    // reaches the floor or the ceil, and from then on.
+    std::vector<double> samples;
+    for (int i = 0; i < 60; ++i) samples.push_back(i % 20 < 8 ? 14.0 : 2.0);
+    CeilController a(limits()), b(limits());
+    for (int64_t t = 0; t < 60; ++t) {
+        a.decide(t, v(samples[t]));
+        if (t >= 7) b.decide(t, v(samples[t]));
+    }
+    EXPECT_EQ(a.ceil_bits(), b.ceil_bits());
+}
+
+TEST(CeilController, ResolveAgainstTheLink) {
+    CeilControlConfig cfg;
+    cfg.floor = Rate{0, 10};
+    cfg.increase = Rate{5'000'000, 0};
+    cfg.decrease = 0.7;
+    cfg.slo = 0.01;
+    cfg.dwell = std::chrono::seconds{10};
+    cfg.backoff = std::chrono::seconds{35};
+    auto l = resolve_control(cfg, Rate{0, 100}, 1'000'000'000);
+    EXPECT_EQ(l.floor_bits, 100 * M);
+    EXPECT_EQ(l.ceil_bits, 1000 * M);
+    EXPECT_EQ(l.step_bits, 5 * M);
+    EXPECT_EQ(l.backoff_ticks, 4);  // 35 s in 10 s ticks, rounded up
+    cfg.backoff = std::chrono::seconds{0};
+    EXPECT_EQ(resolve_control(cfg, Rate{0, 100}, 1'000'000'000).backoff_ticks, 4);
+    // A floor above the class's ceil on a slow link: the ceil.
+    EXPECT_EQ(resolve_control(cfg, Rate{50 * M, 0}, 1'000'000'000).floor_bits, 50 * M);
+}
+
+TEST(CeilController, TicksAreWallClockMultiplesOfTheDwell) {
+    EXPECT_EQ(next_tick(100.0, 10), 11);
+    EXPECT_EQ(next_tick(109.999, 10), 11);
+    EXPECT_EQ(next_tick(110.0, 10), 12);
+    EXPECT_EQ(next_tick(5.0, 0), 6);  // a dwell of 0 is taken as 1 s
+}
+
+}  // namespace
+}  // namespace lanes::agent
+
+namespace lanes::agent {
+namespace {
+
+TEST(CeilController, PlanClampsToTheJobsOwnCeilAndRate) {
+    Config cfg;
+    ClassConfig t;
+    t.name = "training";
+    t.rate = Rate{100 * M, 0};
+    t.ceil = Rate{0, 100};
+    t.control = CeilControlConfig{};
+    cfg.classes["training"] = t;
+    ClassConfig i;
+    i.name = "inference";
+    cfg.classes["inference"] = i;
+    JobState a;
+    a.job_id = 7;
+    a.class_name = "training";
+    a.devices = {JobDevice{"veth0", 100 * M, 1000 * M}};
+    JobState capped = a;
+    capped.job_id = 8;
+    capped.devices = {JobDevice{"veth0", 100 * M, 300 * M}};  // --lanes-cap
+    JobState other = a;
+    other.job_id = 9;
+    other.class_name = "inference";
+    // No decision yet: the job's own ceil, nothing to change.
+    EXPECT_TRUE(ceil_changes(plan_controlled_targets(cfg, {a, capped, other}, {})).empty());
+    auto targets = plan_controlled_targets(cfg, {a, capped, other}, {{{"training", "veth0"}, 400 * M}});
+    ASSERT_EQ(targets.size(), 2u);  // not the inference job
+    EXPECT_EQ(targets[0].ceil_bits, 400 * M);
+    EXPECT_EQ(targets[1].ceil_bits, 300 * M);  // never above its own cap
+    auto changes = ceil_changes(targets);
+    ASSERT_EQ(changes.size(), 1u);
+    EXPECT_EQ(changes[0].job_id, 7u);
+    targets = plan_controlled_targets(cfg, {a}, {{{"training", "veth0"}, 20 * M}});
+    EXPECT_EQ(targets[0].ceil_bits, 100 * M);  // never below its rate
+    // Another NIC's decision does not apply here.
+    EXPECT_TRUE(ceil_changes(plan_controlled_targets(cfg, {a}, {{{"training", "eth1"}, 20 * M}})).empty());
+}
+
+}  // namespace
+}  // namespace lanes::agent
