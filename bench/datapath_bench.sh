@@ -260,7 +260,7 @@ read -r load1 _ </proc/loadavg
 
 echo
 echo "datapath_bench: veth, $ncpu CPUs, $jobs jobs installed by NodeShaper vs none; $streams TCP streams per sender, ${seconds} s; load average $load0 -> $load1"
-printf '%-5s %-3s %-6s %9s %11s %11s %14s\n' round K lanes Gbit/s "cgroup CPU" "softirq" "CPU-s per Gbit"
+printf '%-5s %-3s %-6s %9s %11s %11s %14s\n' round K root Gbit/s "cgroup CPU" "softirq" "CPU-s per Gbit"
 awk '{ printf "%-5s %-3s %-6s %9.2f %9.2f s %9.2f s %14.3f\n", $1, $2, $3, $4, $5, $6, ($4 > 0 ? ($5 + $6) / ($4 * '"$seconds"') : 0) }' "$results"
 echo
 for k in $senders; do
