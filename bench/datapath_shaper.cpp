@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
         r.net.rank = 2;
         auto st = s.apply(r);
         if (!st) {
-            if (++failures == 1) std::fprintf(stderr, "datapath_shaper: error: JobId=%d: %s\n", id,
-                                              st.error().message.c_str());
+            if (++failures == 1)
+                std::fprintf(stderr, "datapath_shaper: error: JobId=%d: %s\n", id, st.error().message.c_str());
             continue;
         }
         if (id > jobs - senders) std::printf("sender %s\n", st->cgroup.c_str());
