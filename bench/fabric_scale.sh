@@ -151,6 +151,7 @@ port=$1 seconds=$2 out=$4
 IFS=, read -ra ring <<<"$3"
 me=${RING_INDEX:-$SLURM_PROCID}
 next=${ring[$(((me + 1) % ${#ring[@]}))]}
+env | grep '^LANES_' >"$out/$RING_LABEL-${ring[$me]}.env"  # what spank_lanes told the task
 nextip=$(awk -v n="$next" '$1 == n { print $2 }' "$out/ips")
 timeout $((seconds + 30)) iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
 sleep 2
@@ -261,10 +262,10 @@ sleep 4
 # AF41 itself, as an inference gateway would (the replies carry spank_lanes'
 # AF41 marks).
 measure lanes 7000 AF41
+cluster_run_node t1 tc -s class show dev fab0 >"$out/lanes-t1-classes.txt" 2>&1
 for id in "${jids[@]}"; do cluster_wait_job "$id" COMPLETED $((seconds + 60)) >/dev/null; done
 stats lanes-after
 cluster_run_ctl scancel "$s1" "$s2"
-cluster_run_node t1 tc -s class show dev fab0 >"$out/lanes-t1-classes.txt" 2>&1
 say "lanes: done"
 
 python3 - "$out" "$seconds" "$(cluster_run_ctl true >/dev/null 2>&1; echo "$uplink")" "$jobA" "$jobB" <<'PY'
