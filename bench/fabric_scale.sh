@@ -77,6 +77,10 @@ source "$src/tests/cluster/cluster.sh"
 source "$src/bench/leafspine.sh"
 
 ntrain=$((nodes - 2)) half=$(((nodes - 2) / 2))
+# The inference server and client run SCHED_FIFO (as in the demo): only the
+# machine itself can delay them, and the client's "late by" shows when it did.
+rt=()
+chrt -f 50 true 2>/dev/null && rt=(chrt -f 50)
 spec="" train=()
 for ((k = 1; k <= ntrain; k++)); do spec+="t$k:training:train "; train+=("t$k"); done
 spec+="i1:inference:lowlat i2:inference:lowlat"
@@ -191,10 +195,10 @@ measure() {  # measure LABEL PORT [DSCP]: both replicas, with the switch queues 
     [[ -n ${3:-} ]] && mark=(--dscp "$3")
     ls_queue_sample "$out/$1-queues.txt" "$seconds" 0.05 &
     local qs=$!
-    ls_exec cli timeout $((seconds + 10)) "$probe" load --connect "$i1:$2" --rate $((rate / 2)) --duration "$seconds" \
+    ls_exec cli timeout $((seconds + 10)) "${rt[@]}" "$probe" load --connect "$i1:$2" --rate $((rate / 2)) --duration "$seconds" \
         "${mark[@]}" --congestion cubic --json --samples "$out/$1-i1.samples" >"$out/$1-i1.json" 2>"$out/$1-i1.err" &
     local a=$!
-    ls_exec cli timeout $((seconds + 10)) "$probe" load --connect "$i2:$2" --rate $((rate / 2)) --duration "$seconds" \
+    ls_exec cli timeout $((seconds + 10)) "${rt[@]}" "$probe" load --connect "$i2:$2" --rate $((rate / 2)) --duration "$seconds" \
         "${mark[@]}" --congestion cubic --json --samples "$out/$1-i2.samples" >"$out/$1-i2.json" 2>"$out/$1-i2.err"
     wait "$a"
     wait "$qs"
@@ -202,7 +206,7 @@ measure() {  # measure LABEL PORT [DSCP]: both replicas, with the switch queues 
 
 # noload and nolanes: inference servers by hand.
 for n in i1 i2; do
-    ls_spawn "$n" "$out/serve-$n.log" "$probe" serve --listen "$(ls_ip "$n"):7001" --congestion cubic
+    ls_spawn "$n" "$out/serve-$n.log" "${rt[@]}" "$probe" serve --listen "$(ls_ip "$n"):7001" --congestion cubic
     PIDS+=("$LS_SPAWNED")
 done
 sleep 0.5
@@ -226,7 +230,7 @@ say "nolanes: done"
 # lanes: everything that is a job goes through Slurm.
 cat >"$out/serve.sh" <<SH
 #!/bin/sh
-exec "$probe" serve --listen "\$(awk -v n="\$SLURMD_NODENAME" '\$1 == n { print \$2 }' "$out/ips.all"):7000" --congestion cubic
+exec ${rt[*]} "$probe" serve --listen "\$(awk -v n="\$SLURMD_NODENAME" '\$1 == n { print \$2 }' "$out/ips.all"):7000" --congestion cubic
 SH
 cat "$out/ips" >"$out/ips.all"
 echo "i1 $i1" >>"$out/ips.all"
@@ -299,6 +303,14 @@ def lost(label):
         except Exception:
             t += 10**9
     return t
+def late(label):
+    m = 0.0
+    for r in ("i1", "i2"):
+        try:
+            m = max(m, json.load(open(f"{out}/{label}-{r}.json"))["max_send_lag_ms"])
+        except Exception:
+            pass
+    return m
 def counters(label):
     c = {}
     for when in ("before", "after"):
@@ -346,7 +358,7 @@ for label in ("noload", "nolanes", "lanes"):
     ga, gb = goodput(label, job_a), goodput(label, job_b)
     jain = (ga + gb) ** 2 / (2 * (ga * ga + gb * gb)) if ga + gb > 0 else float("nan")
     ecmp = " ".join(f"{k[1]}={v[0]}" for k, v in sorted(c.items()) if k[0] == "lf1")
-    print(f"\n  {label}: inference p99 {p:.2f} ms (95 % CI {lo:.2f}-{hi:.2f}, {len(v)} requests), x{p / base:.2f} of noload; lost {lost(label)}")
+    print(f"\n  {label}: inference p99 {p:.2f} ms (95 % CI {lo:.2f}-{hi:.2f}, {len(v)} requests), x{p / base:.2f} of noload; lost {lost(label)}; client late by up to {late(label):.1f} ms")
     if label != "noload":
         try:
             dt = float(open(f"{out}/{label}-after.time").read()) - float(open(f"{out}/{label}-before.time").read())
