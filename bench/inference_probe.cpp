@@ -6,7 +6,7 @@
 //   inference_probe load  --connect ADDR:PORT --rate 200 --duration 10
 //                         [--request-bytes 256] [--reply-bytes N] [--connections 4]
 //                         [--dscp EF] [--congestion ALGO] [--timeout-ms 1000] [--json]
-//                         [--metrics ADDR:PORT]
+//                         [--metrics ADDR:PORT] [--samples FILE]
 //
 // serve: a single-threaded epoll request/response server. Each request names its
 // sequence number and length; the reply is --reply-bytes long (or what the
@@ -25,6 +25,9 @@
 // --metrics serves the latency histogram in Prometheus' text format over HTTP
 // (GET any path) from the same event loop, for a Prometheus server to scrape
 // while the load runs (lanes_probe_latency_seconds, lanes_probe_requests_total).
+//
+// --samples FILE writes every latency (ms, one a line, timeouts as the time
+// they waited) for a bootstrap confidence interval of the p99 (fabric_scale.sh).
 //
 // Exit: 0 when at least one reply came back, 1 on a usage or setup error, 3 when
 // no request succeeded.
@@ -492,7 +495,7 @@ Result<Fd> connect_one(const std::vector<addrinfo>& addrs, std::optional<uint8_t
 int load(int argc, char** argv) {
     auto opts = parse_options(argc, argv,
                               {"connect", "rate", "duration", "request-bytes", "reply-bytes", "connections", "dscp",
-                               "congestion", "timeout-ms", "metrics"},
+                               "congestion", "timeout-ms", "metrics", "samples"},
                               {"json"});
     if (!opts) return say(opts.error().message), 1;
     if (!opts->has("connect")) return say("load needs --connect ADDR:PORT"), 1;
@@ -747,6 +750,12 @@ int load(int argc, char** argv) {
     expire(Clock::now(), true);
 
     LatencySummary s = rec.summarize();
+    if (opts->has("samples")) {
+        FILE* f = std::fopen(opts->values["samples"].c_str(), "w");
+        if (!f) return say("--samples " + opts->values["samples"] + ": " + std::strerror(errno)), 1;
+        for (int64_t ns : rec.samples()) std::fprintf(f, "%.6f\n", static_cast<double>(ns) / 1e6);
+        if (std::fclose(f) != 0) return say("--samples " + opts->values["samples"] + ": write failed"), 1;
+    }
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (json) {
         char extra[512];
@@ -774,6 +783,7 @@ int usage(FILE* out) {
                  "       inference_probe load --connect ADDR:PORT --rate 200 --duration 10\n"
                  "                            [--request-bytes 256] [--reply-bytes N] [--connections 4]\n"
                  "                            [--dscp EF] [--congestion ALGO] [--timeout-ms 1000] [--json]\n"
+                 "                            [--samples FILE]\n"
                  "                            [--metrics ADDR:PORT]\n"
                  "IPv6 addresses as [ADDR]:PORT. Latency is measured from each request's scheduled\n"
                  "send time (open loop); sends stop at --duration, everything stops 2 s later.\n");

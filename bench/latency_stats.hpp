@@ -143,6 +143,9 @@ public:
 
     uint64_t ok() const { return ok_; }
     uint64_t timeouts() const { return timeouts_; }
+    // Every latency recorded (ns; a timeout counts as the time it waited), in
+    // the order recorded: for a bootstrap confidence interval outside.
+    const std::vector<int64_t>& samples() const { return samples_; }
     uint64_t errors() const { return errors_; }
 
     LatencySummary summarize() const {
