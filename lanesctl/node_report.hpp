@@ -23,7 +23,7 @@ struct JobStatus {
     std::string error;                              // counters could not be read
     // The job's ingress class on each NIC's IFB (JobState.ingress_devices), by NIC.
     std::map<std::string, ClassCounters> ingress_counters;
-    std::optional<PathJob> path;                    // the class's own path here (path_plan.hpp), if any
+    std::optional<PathJob> path;  // the class's own path here (path_plan.hpp), if any
 };
 
 struct StatusReport {
