@@ -119,7 +119,8 @@ int run_report(const Options& options, const Context& context) {
     report.rows = std::move(*rows);
 
     Prometheus prom(api);
-    const std::string cls = "{class=" + promql_string(options.report_class) + "}";
+    // What the class sent: series from before the direction label have none.
+    const std::string cls = "{class=" + promql_string(options.report_class) + ",direction!=\"ingress\"}";
     const std::string bucket = options.latency_metric + "_bucket";
     for (auto& row : report.rows) {
         auto bytes = prom.number(counter_delta_query("lanes_job_bytes_total" + cls, row.span.begin, row.span.end));

@@ -128,9 +128,9 @@ ctl status --prometheus "$prom" >"$TMP/prom.out" || fail "status --prometheus"
 node=$(sed -n 's/^lanes_jobs{node="\(.*\)"} [0-9]*$/\1/p' "$prom")
 [ -n "$node" ] || fail "lanes_jobs has no node label: $(cat "$prom")"
 # host: the node, on every per-job series (multi-node jobs, the join with DCGM).
-grep -Eq "^lanes_job_bytes_total\{hpc_job=\"101\",class=\"training\",device=\"$DEV\",host=\"$node\"\} [1-9][0-9]+$" "$prom" \
+grep -Eq "^lanes_job_bytes_total\{hpc_job=\"101\",class=\"training\",device=\"$DEV\",host=\"$node\",direction=\"egress\"\} [1-9][0-9]+$" "$prom" \
   || fail "prometheus bytes: $(cat "$prom")"
-grep '^lanes_job_' "$prom" | grep -v "host=\"$node\"}" && fail "a per-job series without host=\"$node\""
+grep '^lanes_job_' "$prom" | grep -Ev "host=\"$node\",direction=\"(egress|ingress)\"\}" && fail "a per-job series without host=\"$node\""
 promtool check metrics <"$prom" || fail "promtool check metrics: $(cat "$prom")"
 grep -q '^# TYPE lanes_job_drops_total counter$' "$prom" || fail "prometheus TYPE line"
 grep -q '^lanes_jobs{node="testnode"} 4$' "$prom" || grep -q '^lanes_jobs{node=' "$prom" || fail "lanes_jobs"
