@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <set>
 
+#include "node/ingress_plan.hpp"  // resolve_ingress
+
 namespace lanes {
 namespace {
 
@@ -43,6 +45,10 @@ std::string want_text(const HtbParams& h) {
 bool has_device(const JobState& job, const std::string& device) {
     return std::any_of(job.devices.begin(), job.devices.end(), [&](const JobDevice& d) { return d.device == device; });
 }
+bool has_ingress_device(const JobState& job, const std::string& device) {
+    return std::any_of(job.ingress_devices.begin(), job.ingress_devices.end(),
+                       [&](const JobDevice& d) { return d.device == device; });
+}
 
 }  // namespace
 
@@ -57,14 +63,24 @@ ConvergePlan plan_converge_tc(const NodeConfig& config, const std::vector<JobSta
         jobs.push_back(std::move(job));
     }
     // A selected NIC the job has no class on (down or absent at its prolog,
-    // renamed, recreated): the job gets one, at its own rates on that link.
+    // renamed, recreated): the job gets one, at its own rates on that link, and
+    // its ingress class on the NIC's IFB if it has ingress caps (ingress_plan.hpp
+    // makes that one from the saved ingress_devices).
     for (auto& job : jobs) {
         bool grew = false;
         for (const auto& seen : nics) {
-            if (has_device(job, seen.nic.device) || seen.nic.link_speed_bits == 0) continue;
-            job.devices.push_back(resolve_rates(job.net, seen.nic));
-            std::erase(job.pending_devices, seen.nic.device);
-            grew = true;
+            if (seen.nic.link_speed_bits == 0) continue;
+            if (!has_device(job, seen.nic.device)) {
+                job.devices.push_back(resolve_rates(job.net, seen.nic));
+                std::erase(job.pending_devices, seen.nic.device);
+                grew = true;
+            }
+            if (!has_ingress_device(job, seen.nic.device)) {
+                for (auto& in : resolve_ingress(job.net, {seen.nic})) {
+                    job.ingress_devices.push_back(std::move(in));
+                    grew = true;
+                }
+            }
         }
         if (grew) plan.changed_jobs.push_back(job);
     }

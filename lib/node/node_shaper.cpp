@@ -754,15 +754,36 @@ struct NodeShaper::Impl {
             }
         }
 
-        // Ingress caps: the IFBs, their classes and the netdev table (ingress_plan.hpp).
-        if (auto ing = converge_ingress_now(jobs, dry_run)) {
-            for (const auto& rep : ing->repairs) out.repairs.push_back(rep);
-            for (const auto& p : ing->problems) out.problems.push_back(p);
-        } else {
-            out.problems.push_back("ingress: " + ing.error().message);
-        }
+        // Ingress caps: the IFBs, their classes and the netdev table (ingress_plan.hpp),
+        // from the desired state as saved (after the jobs that grew, below).
+        // What a NIC that came up needs there is no error: cause "link_up", as on egress.
+        std::set<std::pair<uint32_t, std::string>> ingress_grown;
+        for (const auto& grown : tcplan.changed_jobs)
+            for (const auto& d : grown.ingress_devices) ingress_grown.insert({grown.job_id, d.device});
+        for (const auto& job : jobs)
+            for (const auto& d : job.ingress_devices) ingress_grown.erase({job.job_id, d.device});
+        std::set<std::string> nics_grown;
+        for (const auto& g : ingress_grown) nics_grown.insert(g.second);
+        auto converge_ingress_of = [&](const std::vector<JobState>& desired) {
+            if (auto ing = converge_ingress_now(desired, dry_run)) {
+                for (auto rep : ing->repairs) {
+                    const bool grew = rep.job_id ? ingress_grown.count({rep.job_id, rep.device}) > 0
+                                                 : nics_grown.count(rep.device) > 0;
+                    if (grew && rep.cause != "stale") rep.cause = "link_up";
+                    out.repairs.push_back(std::move(rep));
+                }
+                for (const auto& p : ing->problems) out.problems.push_back(p);
+            } else {
+                out.problems.push_back("ingress: " + ing.error().message);
+            }
+        };
 
         if (dry_run) {
+            std::vector<JobState> desired = jobs;
+            for (const auto& grown : tcplan.changed_jobs)
+                for (auto& j : desired)
+                    if (j.job_id == grown.job_id) j.ingress_devices = grown.ingress_devices;
+            converge_ingress_of(desired);
             for (const auto& step : tcplan.steps) out.repairs.push_back(step.repair);
             for (const auto& r : nftplan.repairs) out.repairs.push_back(r);
             for (const auto& g : gso_fixes) out.repairs.push_back(g.first);
@@ -792,10 +813,12 @@ struct NodeShaper::Impl {
             JobState next = before != jobs.end() ? *before : grown;
             next.devices = grown.devices;
             next.pending_devices = grown.pending_devices;
+            next.ingress_devices = grown.ingress_devices;
             if (auto r = store.save(next); !r) {
                 out.problems.push_back(r.error().message);
                 continue;
             }
+            if (before != jobs.end()) *before = next;
             if (auto g = gso_account(added, +1); !g) out.problems.push_back("node.gso_burst: " + g.error().message);
         }
         for (const auto& step : tcplan.steps) {
@@ -812,6 +835,7 @@ struct NodeShaper::Impl {
             out.repairs.push_back(step.repair);
         }
         for (auto& rep : apply_nft(nftplan, out.problems)) out.repairs.push_back(std::move(rep));
+        converge_ingress_of(jobs);
         for (const auto& rep : out.repairs)
             say(rep.cause == "link_up" ? LogLevel::Info : LogLevel::Error, "converge: repaired " + repair_text(rep));
         return out;

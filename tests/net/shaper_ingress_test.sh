@@ -8,7 +8,8 @@
 #      (and none of 41's bytes); an IPv6 stream into job 42 is counted in 42's;
 #   2. a deleted IFB class is put back by converge, and reported;
 #   3. teardown: 41's class goes, 42's stays; after 42 no IFB, no netdev
-#      table, nothing of Lanes in nftables' ingress path;
+#      table, nothing of Lanes in nftables' ingress path; a NIC absent at a
+#      job's prolog gets the job's ingress class once converge finds it;
 #   4. bad config: ingress_ceil below ingress_rate names the key.
 # The stream's settled rate is printed (ratio to the ceil), never asserted.
 . "${LANES_SRCDIR:-$(dirname "$0")/../..}/tests/net/common.sh"
@@ -137,6 +138,28 @@ tool remove 42 || fail "remove 42"
 [ -z "$(ifb_of_dev)" ] || fail "IFB left after the last job: $(ifb_of_dev)"
 $NA nft list tables | grep -q "netdev lanes_in" && fail "table netdev lanes_in left after the last job"
 $NA tc qdisc show dev "$DEV" ingress | grep -q . && fail "an ingress qdisc left on $DEV"
+# A NIC absent at the prolog (hot-plugged, recreated) gets the job's ingress
+# class on its own IFB once it is there, as it gets its egress class.
+DEV2=${P}z
+both() { $NA "$TOOL" --state "$STATE" --nic "${P}[xz]" --speed "$SPEED" --cgroup-root "$CGROOT" "$@"; }
+ifb_of() { $NA ip -o -d link show | grep "alias lanes ingress of $1\b" | grep -o 'lanes-ifb[0-9a-f]\{6\}'; }
+both apply 44 --rate 10Mbit --ingress-rate 20Mbit >/dev/null || fail "apply 44"
+m44=$(both list | awk '$1 == 44 {print $3}')
+$NA ip link add "$DEV2" type veth peer name "${P}zp" || fail "ip link add $DEV2"
+$NA ip link set "${P}zp" up
+$NA ip link set "$DEV2" up
+out=$(both converge) || fail "converge after $DEV2 came: $out"
+echo "$out"
+IFB2=$(ifb_of "$DEV2")
+[ -n "$IFB2" ] || fail "no IFB for $DEV2 after converge: $out"
+[ "$($NA tc class show dev "$IFB2" classid "1a4e:$m44" | grep -o 'ceil [0-9.]*[KMG]*bit' | awk '{print $2}')" = 20Mbit ] ||
+  fail "job 44 has no ingress class on $IFB2: $($NA tc class show dev "$IFB2")"
+grep -q "^ingress_device=$DEV2 " "$STATE/job_44" || fail "job 44's state lacks $DEV2"
+out=$(both converge) || fail "second converge: $out"
+echo "$out" | grep -qx "repairs 0 jobs 1" || fail "second converge after $DEV2 came repaired again: $out"
+both remove 44 || fail "remove 44"
+[ -z "$(ifb_of_dev)" ] || fail "IFB left after job 44: $(ifb_of_dev)"
+$NA ip link del "$DEV2"
 # gc --all takes whatever is left, too.
 tool apply 43 --rate 10Mbit --ingress-rate 20Mbit >/dev/null || fail "apply 43"
 [ -n "$(ifb_of_dev)" ] || fail "no IFB for job 43"

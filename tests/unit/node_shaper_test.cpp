@@ -1260,6 +1260,41 @@ TEST(ConvergePlan, UnshapedRecordsAndOtherRootsAreNotTouched) {
     EXPECT_EQ(std::get<AddClass>(plan.steps[0].operations[0]).htb.ceil_bits, kGbit);
 }
 
+TEST(ConvergePlan, ANicThatCameUpGetsTheJobsIngressClassToo) {
+    NodeConfig config;
+    JobState job;
+    job.job_id = 7;
+    job.minor = 7;
+    job.root_major = 0x1a4e;
+    job.net.rate = Rate{kGbit, 0};
+    job.net.ingress_rate = Rate{2 * kGbit, 0};
+    job.devices = {JobDevice{"eth0", kGbit, kGbit, 0}};
+    job.ingress_devices = {JobDevice{"eth0", 2 * kGbit, 2 * kGbit, 0}};
+    job.pending_devices = {"eth1"};
+    NicObserved eth1;
+    eth1.nic = NicFacts{"eth1", 3, 25 * kGbit};
+    auto plan = plan_converge_tc(config, {job}, {eth1}, "pfifo");
+    ASSERT_EQ(plan.changed_jobs.size(), 1u);
+    const JobState& grown = plan.changed_jobs[0];
+    ASSERT_EQ(grown.devices.size(), 2u);
+    EXPECT_EQ(grown.devices[1].device, "eth1");
+    ASSERT_EQ(grown.ingress_devices.size(), 2u);
+    EXPECT_EQ(grown.ingress_devices[1].device, "eth1");
+    EXPECT_EQ(grown.ingress_devices[1].rate_bits, 2 * kGbit);
+    EXPECT_TRUE(grown.pending_devices.empty());
+    // A job without ingress caps grows on egress only.
+    job.net.ingress_rate.reset();
+    job.ingress_devices.clear();
+    plan = plan_converge_tc(config, {job}, {eth1}, "pfifo");
+    ASSERT_EQ(plan.changed_jobs.size(), 1u);
+    EXPECT_TRUE(plan.changed_jobs[0].ingress_devices.empty());
+    // A NIC still down (speed unknown) grows neither.
+    job.net.ingress_rate = Rate{2 * kGbit, 0};
+    eth1.nic.link_speed_bits = 0;
+    plan = plan_converge_tc(config, {job}, {eth1}, "pfifo");
+    EXPECT_TRUE(plan.changed_jobs.empty());
+}
+
 TEST(JobStateFile, CeilInForcePendingNicsRoundTrip) {
     JobState s;
     s.job_id = 7;
