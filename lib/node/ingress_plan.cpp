@@ -180,7 +180,8 @@ IngressPlan plan_ingress(const std::vector<JobState>& jobs, const std::vector<Ni
             IngressStep{Repair{"nft_ingress", wanted_nics.empty() ? "stale" : (nft.table ? "changed" : "missing"), 0,
                                "", "table netdev " + std::string(kIngressTable)},
                         {NftIngressBase{sorted_wanted}}});
-        base_new = !nft.table;
+        // The script deletes the table and makes it whole: @jobs starts empty.
+        base_new = true;
     }
     if (!wanted_nics.empty()) {
         NftIngressJobs jobs_op;

@@ -141,7 +141,9 @@ TEST(IngressPlan, ChainsOfANicNoLongerSelectedAreRebuilt) {
     IfbObserved seen = after(plan_ingress(jobs, {nic("eth0")}, {IfbObserved{ifb}}, {}, "pfifo"), ifb);
     IngressNftObserved nft{true, {"eth0", "?abcdef"}, {tc_handle(kMajor, 7)}};
     IngressPlan p = plan_ingress(jobs, {nic("eth0")}, {seen}, nft, "pfifo");
-    ASSERT_EQ(objects(p), (std::vector<std::string>{"nft_ingress changed"}));
+    // The rebuilt table's @jobs is empty: the jobs' elements go back in with it.
+    ASSERT_EQ(objects(p), (std::vector<std::string>{"nft_ingress changed", "nft_ingress_job missing"}));
+    EXPECT_EQ(std::get<NftIngressJobs>(p.steps[1].operations[0]).add, std::vector<uint32_t>{tc_handle(kMajor, 7)});
 }
 
 TEST(IngressPlan, NftScripts) {
