@@ -3,7 +3,9 @@
 #include "agent/kernel_events.hpp"
 
 #include "node/ingress_plan.hpp"
+#include "node/path_plan.hpp"
 
+#include <linux/fib_rules.h>
 #include <linux/if_link.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
@@ -40,6 +42,12 @@ const nlattr* find_attr(const nlmsghdr* h, std::size_t header, uint16_t type) {
         rem -= step;
     }
     return nullptr;
+}
+
+uint32_t attr_u32(const nlattr* a) {
+    uint32_t v = 0;
+    if (a->nla_len >= NLA_HDRLEN + sizeof v) std::memcpy(&v, reinterpret_cast<const char*>(a) + NLA_HDRLEN, sizeof v);
+    return v;
 }
 
 std::string attr_string(const nlattr* a) {
@@ -92,6 +100,22 @@ KernelEvent classify_route_message(const nlmsghdr* h, const WatchedDevices& watc
             const auto* t = static_cast<const tcmsg*>(NLMSG_DATA(h));
             return watched.ifindexes.count(t->tcm_ifindex) ? KernelEvent::Tc : KernelEvent::Unrelated;
         }
+        case RTM_NEWRULE:
+        case RTM_DELRULE: {
+            // A path's `ip rule` (path_plan.hpp): Lanes' preference, IPv4 or IPv6.
+            if (h->nlmsg_len < NLMSG_LENGTH(sizeof(fib_rule_hdr))) return KernelEvent::Unrelated;
+            const nlattr* pref = find_attr(h, sizeof(fib_rule_hdr), FRA_PRIORITY);
+            return pref && attr_u32(pref) == kPathRulePriority ? KernelEvent::Path : KernelEvent::Unrelated;
+        }
+        case RTM_NEWROUTE:
+        case RTM_DELROUTE: {
+            // A route in one of Lanes' own path tables (numbered like the marks).
+            if (h->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return KernelEvent::Unrelated;
+            const auto* rt = static_cast<const rtmsg*>(NLMSG_DATA(h));
+            uint32_t table = rt->rtm_table;
+            if (const nlattr* t = find_attr(h, sizeof(rtmsg), RTA_TABLE)) table = attr_u32(t);
+            return (table & kPathMarkMask) == kPathMarkBase ? KernelEvent::Path : KernelEvent::Unrelated;
+        }
         default: return KernelEvent::Unrelated;
     }
 }
@@ -111,7 +135,9 @@ KernelEvent classify_nft_message(const nlmsghdr* h, const std::string& table, co
     if (!name) return KernelEvent::Unrelated;
     if (g->nfgen_family == NFPROTO_NETDEV)
         return attr_string(name) == kIngressTable ? KernelEvent::Nft : KernelEvent::Unrelated;
-    return attr_string(name) == table ? KernelEvent::Nft : KernelEvent::Unrelated;
+    const std::string named = attr_string(name);
+    if (named == kPathNftTable) return KernelEvent::Path;  // the paths' marks (path_plan.hpp)
+    return named == table ? KernelEvent::Nft : KernelEvent::Unrelated;
 }
 
 std::set<uint32_t> own_netlink_portids() {
@@ -153,9 +179,14 @@ Result<void> KernelEvents::open() {
     std::string error;
     route_fd_ = open_subscribed(NETLINK_ROUTE, RTNLGRP_LINK, error);
     if (route_fd_ < 0) return fail("rtnetlink: " + error);
-    unsigned tc = RTNLGRP_TC;
-    if (::setsockopt(route_fd_, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &tc, sizeof tc) != 0)
-        return fail(std::string("rtnetlink: netlink group RTNLGRP_TC: ") + std::strerror(errno));
+    const std::pair<unsigned, const char*> groups[] = {{RTNLGRP_TC, "RTNLGRP_TC"},
+                                                       {RTNLGRP_IPV4_RULE, "RTNLGRP_IPV4_RULE"},
+                                                       {RTNLGRP_IPV6_RULE, "RTNLGRP_IPV6_RULE"},
+                                                       {RTNLGRP_IPV4_ROUTE, "RTNLGRP_IPV4_ROUTE"},
+                                                       {RTNLGRP_IPV6_ROUTE, "RTNLGRP_IPV6_ROUTE"}};
+    for (const auto& [group, name] : groups)
+        if (::setsockopt(route_fd_, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) != 0)
+            return fail(std::string("rtnetlink: netlink group ") + name + ": " + std::strerror(errno));
     nft_fd_ = open_subscribed(NETLINK_NETFILTER, NFNLGRP_NFTABLES, error);
     if (nft_fd_ < 0) return fail("nfnetlink (NFNLGRP_NFTABLES): " + error);
     return {};
@@ -182,6 +213,7 @@ KernelEvents::Drained KernelEvents::drain(int fd, const WatchedDevices& watched,
                 case KernelEvent::Link: ++out.link; break;
                 case KernelEvent::Tc: ++out.tc; break;
                 case KernelEvent::Nft: ++out.nft; break;
+                case KernelEvent::Path: ++out.path; break;
                 case KernelEvent::Unrelated: ++out.unrelated; break;
             }
         }

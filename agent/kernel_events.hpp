@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // What the agent hears from the kernel: netlink multicast notifications on two
 // sockets, rtnetlink (RTNLGRP_LINK: links new, deleted, up, down, renamed;
-// RTNLGRP_TC: qdiscs, classes and filters) and nfnetlink (NFNLGRP_NFTABLES:
-// tables, chains, rules, sets and elements). libnl offers the same memberships
+// RTNLGRP_TC: qdiscs, classes and filters; RTNLGRP_IPV4/IPV6_RULE and _ROUTE:
+// the `ip rule`s and routes of the paths per class) and nfnetlink
+// (NFNLGRP_NFTABLES: tables, chains, rules, sets and elements). libnl offers the same memberships
 // (nl_socket_add_memberships) over the same kind of socket; the agent needs no
 // object cache, only the message headers, so both are plain non-blocking
 // netlink sockets here.
@@ -42,14 +43,17 @@ struct WatchedDevices {
 // /proc/self/net/netlink, in this network namespace).
 std::set<uint32_t> own_netlink_portids();
 
-enum class KernelEvent { Unrelated, Link, Tc, Nft };
+enum class KernelEvent { Unrelated, Link, Tc, Nft, Path };
 
 // One rtnetlink notification: Link (RTM_NEWLINK/RTM_DELLINK of a watched index
-// or name), Tc (RTM_*QDISC/TCLASS/TFILTER on a watched index), else Unrelated.
+// or name), Tc (RTM_*QDISC/TCLASS/TFILTER on a watched index), Path (a rule at
+// Lanes' preference kPathRulePriority, a route in one of Lanes' own path tables,
+// path_plan.hpp), else Unrelated.
 KernelEvent classify_route_message(const nlmsghdr* h, const WatchedDevices& watched);
 // One nfnetlink notification: Nft when it is an nf_tables message about `table`
 // in the inet family (every nf_tables message names its table in attribute 1),
-// else Unrelated (NEWGEN, other tables, other subsystems, our own sockets').
+// Path when it is about the paths' inet lanes_paths, else Unrelated (NEWGEN, other tables, other subsystems, our own
+// sockets').
 KernelEvent classify_nft_message(const nlmsghdr* h, const std::string& table, const std::set<uint32_t>& own_portids);
 
 // The two subscribed sockets.
@@ -67,9 +71,9 @@ public:
     int nft_fd() const { return nft_fd_; }
 
     struct Drained {
-        std::size_t link = 0, tc = 0, nft = 0, unrelated = 0;
+        std::size_t link = 0, tc = 0, nft = 0, path = 0, unrelated = 0;
         bool overrun = false;  // ENOBUFS: notifications were lost
-        bool any() const { return link || tc || nft || overrun; }
+        bool any() const { return link || tc || nft || path || overrun; }
     };
     // Reads every notification waiting on `fd` (non-blocking) and classifies it.
     Drained drain(int fd, const WatchedDevices& watched, const std::string& nft_table);

@@ -531,6 +531,7 @@ int Agent::run() {
             counters_.events["link"] += d.link;
             counters_.events["tc"] += d.tc;
             counters_.events["nft"] += d.nft;
+            counters_.events["path"] += d.path;
             if (d.overrun) ++counters_.events["overrun"];
             if (d.any()) {
                 if (!pending) first_event = now;

@@ -125,21 +125,27 @@ out=$(lanesctl "$CONF" reconcile --node testnode) || fail "lanesctl reconcile: $
 echo "$out" | grep -q "reapplied: path: ip rule fwmark .*(IPv6): added" || fail "reconcile: $out"
 [ "$(rules -6 | wc -l)" -eq 1 ] || fail "reconcile did not put the IPv6 rule back"
 
-# lanes-agent puts back a deleted rule by itself (its resync, 1 s here).
+# lanes-agent puts back a deleted rule and route by itself, woken by the
+# kernel's rule and route notifications: resync_interval at an hour, so its
+# periodic resync cannot be what repairs them.
 AGENT=$BUILDDIR/agent/lanes-agent
 [ -x "$AGENT" ] || fail "$AGENT not built"
-sed "s|^\[nodes\]|[agent]\ntextfile_dir = \"$STATE_ROOT\"\nresync_interval = \"1s\"\n[nodes]|" "$CONF" >"$STATE_ROOT/agent.toml"
+sed "s|^\[nodes\]|[agent]\ntextfile_dir = \"$STATE_ROOT\"\nresync_interval = \"1h\"\n[nodes]|" "$CONF" >"$STATE_ROOT/agent.toml"
 $NA "$AGENT" --config "$STATE_ROOT/agent.toml" --node testnode 2>>"$STATE_ROOT/agent.log" &
 AGENT_PID=$!
 STARTED_PIDS="$STARTED_PIDS $AGENT_PID"
-sleep 0.5
+sleep 1  # the agent's first converge
 $NA ip -4 rule del pref 14000 || fail "ip rule del (agent)"
-for _ in $(seq 100); do [ "$(rules -4 | wc -l)" -eq 1 ] && break; sleep 0.1; done
+for _ in $(seq 200); do [ "$(rules -4 | wc -l)" -eq 1 ] && break; sleep 0.1; done
 [ "$(rules -4 | wc -l)" -eq 1 ] || fail "lanes-agent did not put the rule back: $(tail -5 "$STATE_ROOT/agent.log")"
-grep -q "repaired path: ip rule fwmark .*(IPv4): added" "$STATE_ROOT/agent.log" ||
-  fail "the agent did not log the repair: $(tail -5 "$STATE_ROOT/agent.log")"
+grep -q "repaired path: ip rule fwmark .*(IPv4): added (event)" "$STATE_ROOT/agent.log" ||
+  fail "the agent did not log the repair on an event: $(tail -5 "$STATE_ROOT/agent.log")"
+$NA ip -6 route flush table "$TABLE" || fail "ip -6 route flush (agent)"
+for _ in $(seq 200); do $NA ip -6 route show table "$TABLE" | grep -q default && break; sleep 0.1; done
+$NA ip -6 route show table "$TABLE" | grep -q "default dev $BULK" ||
+  fail "lanes-agent did not put the route back: $(tail -5 "$STATE_ROOT/agent.log")"
 kill "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
-echo "lanes-agent put the deleted rule back"
+echo "lanes-agent put the deleted rule and route back on the kernel's events"
 
 # A deleted rule and route are put back by the paths' converge.
 $NA ip -4 rule del pref 14000 || fail "ip rule del"

@@ -3,10 +3,12 @@
 // metrics text (HELP/TYPE, escaping), the status file lanesctl status reads,
 // and the [agent] table of lanes.toml.
 #include <gtest/gtest.h>
+#include <linux/fib_rules.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/rtnetlink.h>
+#include <sys/socket.h>
 
 #include <cstring>
 #include <set>
@@ -17,6 +19,7 @@
 #include "agent/kernel_events.hpp"
 #include "core/lanes_toml.hpp"
 #include "lanesctl/agent_status.hpp"
+#include "node/path_plan.hpp"
 
 namespace lanes::agent {
 namespace {
@@ -58,6 +61,46 @@ TEST(AgentEvents, RouteMessagesOfManagedNicsOnly) {
     EXPECT_EQ(classify_route_message(hdr(message(RTM_NEWLINK, &ifi, sizeof ifi, IFLA_IFNAME, "veth9")), w),
               KernelEvent::Unrelated);
     EXPECT_EQ(classify_route_message(hdr(message(RTM_NEWROUTE, &ifi, sizeof ifi, 1, "x")), w), KernelEvent::Unrelated);
+}
+
+// The same with one u32 attribute.
+std::vector<char> message_u32(uint16_t nlmsg_type, const void* payload, std::size_t len, uint16_t attr_type,
+                              uint32_t value) {
+    std::vector<char> buf(NLMSG_HDRLEN + NLMSG_ALIGN(len) + NLA_HDRLEN + sizeof value, 0);
+    auto* h = reinterpret_cast<nlmsghdr*>(buf.data());
+    h->nlmsg_len = static_cast<uint32_t>(buf.size());
+    h->nlmsg_type = nlmsg_type;
+    std::memcpy(buf.data() + NLMSG_HDRLEN, payload, len);
+    auto* a = reinterpret_cast<nlattr*>(buf.data() + NLMSG_HDRLEN + NLMSG_ALIGN(len));
+    a->nla_len = static_cast<uint16_t>(NLA_HDRLEN + sizeof value);
+    a->nla_type = attr_type;
+    std::memcpy(reinterpret_cast<char*>(a) + NLA_HDRLEN, &value, sizeof value);
+    return buf;
+}
+
+TEST(AgentEvents, PathRulesAndRoutesOfLanesTablesOnly) {
+    WatchedDevices w{{7}, {"eth0"}};
+    fib_rule_hdr rule{};
+    rule.family = AF_INET6;
+    EXPECT_EQ(
+        classify_route_message(hdr(message_u32(RTM_DELRULE, &rule, sizeof rule, FRA_PRIORITY, kPathRulePriority)), w),
+        KernelEvent::Path);
+    EXPECT_EQ(classify_route_message(hdr(message_u32(RTM_NEWRULE, &rule, sizeof rule, FRA_PRIORITY, 32766)), w),
+              KernelEvent::Unrelated);
+    rtmsg rt{};
+    rt.rtm_table = RT_TABLE_COMPAT;
+    EXPECT_EQ(
+        classify_route_message(hdr(message_u32(RTM_DELROUTE, &rt, sizeof rt, RTA_TABLE, kPathMarkBase | 0x12ab)), w),
+        KernelEvent::Path);
+    EXPECT_EQ(classify_route_message(hdr(message_u32(RTM_DELROUTE, &rt, sizeof rt, RTA_TABLE, 100)), w),
+              KernelEvent::Unrelated);
+    // The paths' nft table wakes the agent too.
+    nfgenmsg g{};
+    g.nfgen_family = NFPROTO_INET;
+    const uint16_t delelem = static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELSETELEM);
+    EXPECT_EQ(
+        classify_nft_message(hdr(message(delelem, &g, sizeof g, NFTA_SET_ELEM_LIST_TABLE, kPathNftTable)), "lanes", {}),
+        KernelEvent::Path);
 }
 
 TEST(AgentEvents, NftMessagesOfOurTableOnly) {
