@@ -4,7 +4,8 @@
 // With --node NAME (as root, on that node): also open the node's shaper as the
 // prolog does and report what is wrong with its [[nodes.nic]] setup (no matching
 // interface, link down, link speed unknown), as slurmd's start does, and that
-// each class's path (route_table, egress_device, vlan) exists there.
+// each class's path (route_table, egress_device, vlan) exists there, and that
+// the node can take the ingress caps a class asks for (IFB, netdev egress hook).
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "ctld/classifier.hpp"
 #include "lanesctl/check_report.hpp"
 #include "lanesctl/commands.hpp"
+#include "node/ingress_control.hpp"
 #include "node/node_shaper.hpp"
 #include "node/policy_routing.hpp"
 
@@ -43,6 +45,20 @@ void check_paths(const Config& config, const NodeConfig& node, const std::string
     }
 }
 
+// Ingress caps: a class with ingress_rate/ingress_ceil needs IFB devices and the
+// nftables netdev egress hook here (what the prolog makes for its jobs).
+void check_ingress(const Config& config, const NodeShaper& shaper, const std::string& name, CheckReport& report) {
+    std::string keys;
+    for (const auto& [class_name, c] : config.classes)
+        if (c.ingress_rate || c.ingress_ceil)
+            keys += (keys.empty() ? "" : ", ") + std::string("classes.") + class_name +
+                    (c.ingress_rate ? ".ingress_rate" : ".ingress_ceil");
+    if (keys.empty() || shaper.nics().empty()) return;
+    if (auto support = check_ingress_support(shaper.nics().front().device); !support)
+        node_error(report,
+                   "node " + name + ": " + keys + ": ingress caps cannot work here: " + support.error().message);
+}
+
 void check_node(const Config& config, const std::string& name, CheckReport& report) {
     auto node = node_config_for(config.node, name);
     if (!node) return node_error(report, node.error().message);
@@ -55,6 +71,7 @@ void check_node(const Config& config, const std::string& name, CheckReport& repo
     if (!shaper) return node_error(report, "node " + name + ": " + shaper.error().message);
     for (const auto& p : (*shaper)->problems()) node_error(report, "node " + name + ": " + p);
     check_paths(config, *node, name, report);
+    check_ingress(config, **shaper, name, report);
 }
 
 }  // namespace

@@ -246,6 +246,46 @@ Result<std::unique_ptr<IngressControl>> make_ingress_control(TrafficControl& tc)
     return std::unique_ptr<IngressControl>(std::move(c));
 }
 
+Result<void> check_ingress_support(const std::string& nic) {
+    NetlinkSocket sock;
+    if (auto r = sock.open(NETLINK_ROUTE); !r) return r;
+    const std::string probe = std::string(kIfbPrefix) + "check";  // not an is_ifb_name(): converge ignores it
+    auto link = [&](int type, int flags) {
+        MsgPtr msg(nlmsg_alloc_simple(type, flags));
+        ifinfomsg ifi{};
+        ifi.ifi_family = AF_UNSPEC;
+        nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO);
+        nla_put_string(msg.get(), IFLA_IFNAME, probe.c_str());
+        if (type == RTM_NEWLINK) {
+            nlattr* info = nla_nest_start(msg.get(), IFLA_LINKINFO);
+            nla_put_string(msg.get(), IFLA_INFO_KIND, "ifb");
+            nla_nest_end(msg.get(), info);
+        }
+        return sock.request(nlmsg_hdr(msg.get()), false);
+    };
+    auto made = link(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+    if (made.error && made.error != -EEXIST)
+        return fail("the kernel cannot create IFB devices (CONFIG_IFB, module ifb): " + netlink_error_text(made));
+    (void)link(RTM_DELLINK, 0);
+
+    nft_ctx* ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+    if (!ctx) return fail("nft: cannot create a libnftables context");
+    nft_ctx_buffer_output(ctx);
+    nft_ctx_buffer_error(ctx);
+    const std::string table = "netdev " + std::string(kIngressTable) + "_check";
+    const std::string script = "add table " + table + "\nadd chain " + table +
+                               " eg { type filter hook egress device \"" + nic + "\" priority 0; }\ndelete table " +
+                               table + "\n";
+    const int rc = nft_run_cmd_from_buffer(ctx, script.c_str());
+    std::string err = nft_ctx_get_error_buffer(ctx);
+    nft_ctx_free(ctx);
+    if (rc == 0) return {};
+    const auto first_line = err.find('\n');
+    if (first_line != std::string::npos) err.resize(first_line);
+    return fail("no nftables netdev egress hook on " + nic +
+                " (Linux 5.16 and nft 1.0.1 or later needed): " + (err.empty() ? std::string("nft failed") : err));
+}
+
 Result<IngressReport> converge_ingress(IngressControl& control, const std::vector<JobState>& jobs,
                                        const std::vector<NicFacts>& nics, const std::string& leaf_kind, bool dry_run,
                                        const LogSink& log) {

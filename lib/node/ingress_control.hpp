@@ -36,6 +36,15 @@ public:
 // The real one, over `tc` (not owned; it outlives this).
 Result<std::unique_ptr<IngressControl>> make_ingress_control(TrafficControl& tc);
 
+// Whether this node can take ingress caps, tried without leaving anything behind:
+// a throwaway IFB made and deleted over rtnetlink (the ifb module, loaded on
+// demand), and one nft transaction that adds a netdev table with an egress chain
+// on `nic` and deletes it again (the kernel validates the hook and commits
+// nothing). Fails with what is missing ("the kernel cannot create IFB devices
+// ...", "no nftables netdev egress hook ..."); lanesctl check --node and a
+// failed prolog say it.
+Result<void> check_ingress_support(const std::string& nic);
+
 struct IngressReport {
     std::vector<Repair> repairs;
     std::vector<std::string> problems;

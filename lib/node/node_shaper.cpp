@@ -486,8 +486,15 @@ struct NodeShaper::Impl {
             if (!r) break;
         }
         if (r && (!state.ingress_devices.empty() || (*previous && !(*previous)->ingress_devices.empty()))) {
-            // The job's ingress class on each NIC's IFB (ingress_plan.hpp): fails closed.
-            if (std::string why = ingress_after_change(); !why.empty()) r = fail(why);
+            // The job's ingress class on each NIC's IFB (ingress_plan.hpp): fails closed,
+            // saying what the node lacks (IFB devices, the netdev egress hook) if that is why.
+            if (std::string why = ingress_after_change(); !why.empty()) {
+                if (!state.ingress_devices.empty())
+                    if (auto support = check_ingress_support(state.ingress_devices.front().device); !support)
+                        why = "this node cannot take ingress caps (ingress_rate/ingress_ceil of class " +
+                              state.class_name + "): " + support.error().message + " (" + why + ")";
+                r = fail(why);
+            }
         }
         if (r && setup_changes_gso(*previous, state)) {
             // The GSO bound follows the job's cap (a changed request: out with the old).

@@ -94,6 +94,13 @@ grep -q "^lanes_job_bytes_total{hpc_job=\"41\",class=\"test\",device=\"$DEV\",ho
 grep -q "^lanes_job_ceil_bytes_per_second{hpc_job=\"41\",class=\"test\",device=\"$DEV\",host=\"testnode\",direction=\"egress\"} " \
   "$STATE_ROOT/lanes.prom" || fail "no egress sample for job 41"
 
+# lanesctl check --node tries what ingress caps need (a throwaway IFB, a netdev
+# egress chain) and leaves nothing of it behind.
+sed 's/^rate = "10Mbit"$/rate = "10Mbit"\ningress_rate = "10Mbit"/' "$CFG" >"$STATE_ROOT/check.toml"
+out=$($NA "$LANESCTL" --config "$STATE_ROOT/check.toml" check --node testnode 2>&1) || fail "lanesctl check --node: $out"
+$NA ip link show lanes-ifbcheck >/dev/null 2>&1 && fail "lanesctl check left its probe IFB"
+$NA nft list tables | grep -q lanes_in_check && fail "lanesctl check left its probe table"
+
 # lanes-agent repairs them on its own (netlink events: the IFB's tc, the netdev
 # table), with resync_interval at an hour so that events alone drive it.
 AGENT=$BUILDDIR/agent/lanes-agent
