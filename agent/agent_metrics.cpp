@@ -72,7 +72,8 @@ std::string metrics_text(const AgentCounters& c, const SignalSnapshot* snapshot)
            "The ceil a class's controller holds the class's running jobs to, by class and NIC.");
     for (const auto& [key, bits] : c.ceil_bits)
         out += "lanes_agent_ceil_bytes_per_second{" + label("class", key.first) + "," + label("device", key.second) +
-               "} " + (bits % 8 ? number(static_cast<double>(bits) / 8) : std::to_string(bits / 8)) + "\n";
+               (c.host.empty() ? "" : "," + label("host", c.host)) + "} " +
+               (bits % 8 ? number(static_cast<double>(bits) / 8) : std::to_string(bits / 8)) + "\n";
     header(out, "lanes_agent_last_converge_timestamp_seconds", "gauge",
            "Unix time at the end of the last converge run.");
     out += "lanes_agent_last_converge_timestamp_seconds " + number(c.last_converge_unix) + "\n";

@@ -36,6 +36,10 @@ struct AgentCounters {
     std::map<std::string, uint64_t> ceil_decisions;
     // (class, device) -> the controller's ceil in force, bits per second
     std::map<std::pair<std::string, std::string>, uint64_t> ceil_bits;
+    // The node's name as Slurm knows it: the ceil gauge's host label, as on the
+    // per-job series (`lanesctl status --prometheus`), so `lanesctl report`
+    // puts each node's ceil next to its jobs. Empty: no host label.
+    std::string host;
     // what ("converge", "shift", "metrics") -> failures
     std::map<std::string, uint64_t> errors;
     double last_converge_unix = 0;     // wall clock at the end of the last converge

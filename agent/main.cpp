@@ -416,6 +416,7 @@ void Agent::publish() {
 }
 
 int Agent::run() {
+    counters_.host = node_name_;
     // Block the stop signals in every thread (the monitor's included) and read
     // them from a signalfd in the loop: no handler, no async-signal-safety issue.
     sigset_t stop_set;

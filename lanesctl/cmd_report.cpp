@@ -122,6 +122,9 @@ int run_report(const Options& options, const Context& context) {
     // What the class sent: series from before the direction label have none.
     const std::string cls = "{class=" + promql_string(options.report_class) + ",direction!=\"ingress\"}";
     const std::string bucket = options.latency_metric + "_bucket";
+    // The ceil lanes-agent's controller holds the class to, per node (none
+    // without [classes.NAME.control]: the rows stay as they were).
+    const std::string ceil = "lanes_agent_ceil_bytes_per_second{class=" + promql_string(options.report_class) + "}";
     for (auto& row : report.rows) {
         auto bytes = prom.number(counter_delta_query("lanes_job_bytes_total" + cls, row.span.begin, row.span.end));
         auto drops = prom.number(counter_delta_query("lanes_job_drops_total" + cls, row.span.begin, row.span.end));
@@ -137,6 +140,15 @@ int run_report(const Options& options, const Context& context) {
             print_error("report: " + samples.error().message);
             return kExitRuntime;
         }
+        auto lowest = prom.query(ceil_range_query(ceil, row.span.begin, row.span.end, false));
+        auto highest = prom.query(ceil_range_query(ceil, row.span.begin, row.span.end, true));
+        for (const auto* r : {&lowest, &highest}) {
+            if (!*r) {
+                print_error("report: " + r->error().message);
+                return kExitRuntime;
+            }
+        }
+        row.ceils = ceils_from_samples(*lowest, *highest);
         auto buckets = buckets_from_samples(*samples);
         if (!buckets) {
             print_error("report: " + bucket + ": " + buckets.error().message);

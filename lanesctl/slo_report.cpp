@@ -31,6 +31,31 @@ std::string number(const char* fmt, double v) {
     return buf;
 }
 
+bool has_ceils(const SloReport& report) {
+    return std::any_of(report.rows.begin(), report.rows.end(), [](const ReportRow& r) { return !r.ceils.empty(); });
+}
+
+// A ceil in bytes per second as tc and lanes.toml write rates (500Mbit).
+std::string rate_text(double bytes_per_second) {
+    return format_rate(static_cast<uint64_t>(std::llround(std::max(bytes_per_second, 0.0) * 8)));
+}
+
+std::string ceils_human(const ReportRow& row) {
+    std::string out;
+    for (const auto& [host, c] : row.ceils) {
+        std::string lo = rate_text(c.lowest), hi = rate_text(c.highest);
+        out += (out.empty() ? "" : ",") + host + "=" + (lo == hi ? hi : lo + ".." + hi);
+    }
+    return out.empty() ? "-" : out;
+}
+
+std::string ceils_parsable(const ReportRow& row) {
+    std::string out;
+    for (const auto& [host, c] : row.ceils)
+        out += (out.empty() ? "" : ",") + host + ":" + number("%.0f", c.lowest) + ":" + number("%.0f", c.highest);
+    return out;
+}
+
 bool slo_met(const ReportRow& row, double slo) { return row.p99 && *row.p99 <= slo; }
 
 std::string met_text(const ReportRow& row, double slo) {
@@ -84,6 +109,28 @@ std::string counter_delta_query(const std::string& selector, SysSeconds begin, S
     const std::string per_series = "(clamp_min(" + peak + " - " + start + ", 0) or " + peak + ")";
     if (by.empty()) return "sum(" + per_series + ") or vector(0)";
     return "sum by (" + by + ") (" + per_series + ")";
+}
+
+std::string ceil_range_query(const std::string& selector, SysSeconds begin, SysSeconds end, bool highest) {
+    const std::string agg = highest ? "max" : "min";
+    const std::string e = seconds_text(end.time_since_epoch().count());
+    const std::string d = seconds_text((end - begin).count());
+    return agg + " by (host) (" + agg + "_over_time(" + selector + "[" + d + "s] @ " + e + "))";
+}
+
+std::map<std::string, ReportRow::Ceil> ceils_from_samples(const std::vector<Sample>& lowest,
+                                                          const std::vector<Sample>& highest) {
+    std::map<std::string, ReportRow::Ceil> out;
+    std::map<std::string, double> low;
+    for (const auto& s : lowest)
+        if (auto h = s.labels.find("host"); h != s.labels.end() && std::isfinite(s.value)) low[h->second] = s.value;
+    for (const auto& s : highest) {
+        auto h = s.labels.find("host");
+        if (h == s.labels.end() || !std::isfinite(s.value)) continue;
+        auto l = low.find(h->second);
+        out[h->second] = {l == low.end() ? s.value : std::min(l->second, s.value), s.value};
+    }
+    return out;
 }
 
 Result<std::vector<Sample>> parse_prometheus_vector(long http_status, std::string_view body) {
@@ -194,11 +241,13 @@ std::optional<double> bucket_fraction_within(double threshold, const Buckets& bu
 std::string format_slo_report_human(const SloReport& report, bool header) {
     std::string out;
     char line[512];
-    const char* fmt = "%-24s %-24s %-12s %16s %8s %9s %10s %10s %10s %4s\n";
+    const bool ceils = has_ceils(report);
+    const char* fmt = "%-24s %-24s %-12s %16s %8s %9s %10s %10s %10s %4s";
     if (header) {
         std::snprintf(line, sizeof line, fmt, "BEGIN", "END", "WINDOWS", "TRAINING_BYTES", "DROPS", "REQUESTS", "P99",
                       "SLO", "ATTAINMENT", "MET");
         out += line;
+        out += ceils ? " CEIL\n" : "\n";
     }
     const std::string slo = number("%.3fms", report.slo_seconds * 1e3);
     for (const auto& row : report.rows) {
@@ -210,20 +259,24 @@ std::string format_slo_report_human(const SloReport& report, bool header) {
                       slo.c_str(), row.attainment ? number("%.2f%%", *row.attainment * 100).c_str() : "-",
                       met_text(row, report.slo_seconds).c_str());
         out += line;
+        out += ceils ? " " + ceils_human(row) + "\n" : "\n";
     }
     return out;
 }
 
 std::string format_slo_report_parsable(const SloReport& report, bool header) {
     std::string out;
+    const bool ceils = has_ceils(report);
     if (header)
-        out += "BEGIN|END|WINDOWS|TRAINING_BYTES|TRAINING_DROPS|REQUESTS|P99_SECONDS|SLO_SECONDS|ATTAINMENT|SLO_MET\n";
+        out += std::string("BEGIN|END|WINDOWS|TRAINING_BYTES|TRAINING_DROPS|REQUESTS|P99_SECONDS|SLO_SECONDS|") +
+               "ATTAINMENT|SLO_MET" + (ceils ? "|CEIL_BYTES_PER_SECOND\n" : "\n");
     for (const auto& row : report.rows) {
         out += format_iso(row.span.begin, nullptr) + "|" + format_iso(row.span.end, nullptr) + "|" +
                join(row.windows, ",") + "|" + number("%.0f", row.training_bytes) + "|" +
                number("%.0f", row.training_drops) + "|" + number("%.0f", row.requests) + "|" +
                (row.p99 ? number("%.9g", *row.p99) : "") + "|" + number("%.9g", report.slo_seconds) + "|" +
-               (row.attainment ? number("%.6f", *row.attainment) : "") + "|" + met_text(row, report.slo_seconds) + "\n";
+               (row.attainment ? number("%.6f", *row.attainment) : "") + "|" + met_text(row, report.slo_seconds) +
+               (ceils ? "|" + ceils_parsable(row) : "") + "\n";
     }
     return out;
 }
@@ -246,6 +299,16 @@ json::Value slo_report_json(const SloReport& report) {
         o["p99_seconds"] = row.p99 ? json::Value(*row.p99) : json::Value();
         o["attainment"] = row.attainment ? json::Value(*row.attainment) : json::Value();
         o["slo_met"] = row.p99 ? json::Value(slo_met(row, report.slo_seconds)) : json::Value();
+        if (!row.ceils.empty()) {
+            json::Value ceils = json::Value::object();
+            for (const auto& [host, c] : row.ceils) {
+                json::Value one = json::Value::object();
+                one["lowest_bytes_per_second"] = static_cast<uint64_t>(std::llround(std::max(c.lowest, 0.0)));
+                one["highest_bytes_per_second"] = static_cast<uint64_t>(std::llround(std::max(c.highest, 0.0)));
+                ceils[host] = std::move(one);
+            }
+            o["ceils"] = std::move(ceils);
+        }
         rows.push_back(std::move(o));
     }
     doc["rows"] = std::move(rows);
@@ -268,14 +331,33 @@ std::string slo_report_gnuplot(const SloReport& report, const std::string& png) 
                 " " + (row.p99 ? number("%.6f", *row.p99 * 1e3) : "-") + "\n";
         if (row.p99) ymax_ms = std::max(ymax_ms, *row.p99 * 1e3);
     }
-    std::string quoted = png;
-    std::string escaped;
-    for (char c : quoted) escaped += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    auto quote = [](const std::string& text) {
+        std::string escaped;
+        for (char c : text) escaped += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+        return escaped;
+    };
+    const std::string escaped = quote(png);
+    // Each node's ceil, Mbit/s: columns 2 (lowest) and 3 (highest) per host.
+    std::set<std::string> hosts;
+    for (const auto& row : report.rows)
+        for (const auto& [host, c] : row.ceils) hosts.insert(host);
+    std::string ceil_data;
+    for (const auto& row : report.rows) {
+        ceil_data += number("%.0f", (local(row.span.begin) + local(row.span.end)) / 2);
+        for (const auto& host : hosts) {
+            auto it = row.ceils.find(host);
+            ceil_data += it == row.ceils.end() ? " - -"
+                                               : " " + number("%.6f", it->second.lowest * 8 / 1e6) + " " +
+                                                     number("%.6f", it->second.highest * 8 / 1e6);
+        }
+        ceil_data += "\n";
+    }
     std::string s;
     s += "set terminal pngcairo size " + std::to_string(kPlotWidth) + "," + std::to_string(kPlotHeight) +
          " font \"Sans,10\"\n";
     s += "set output \"" + escaped + "\"\n";
     s += "$rows << EOD\n" + data + "EOD\n";
+    if (!hosts.empty()) s += "$ceils << EOD\n" + ceil_data + "EOD\nset multiplot layout 2,1\n";
     s += "set datafile missing \"-\"\n";
     s += "set title \"Training class '" + report.training_class + "' vs inference p99 (SLO " +
          number("%.3g", report.slo_seconds * 1e3) + " ms)\"\n";
@@ -290,6 +372,20 @@ std::string slo_report_gnuplot(const SloReport& report, const std::string& png) 
          "     " +
          number("%.6g", report.slo_seconds * 1e3) +
          " axes x1y2 with lines dt 2 lw 2 lc rgb \"#222222\" title \"SLO\"\n";
+    if (hosts.empty()) return s;
+    s += "set title \"Ceil the controller held class '" + quote(report.training_class) +
+         "' to, per node (highest and lowest in each row)\"\n";
+    s += "unset y2tics\nunset y2label\nset ytics mirror\nset grid ytics\nset ylabel \"ceil (Mbit/s)\"\n";
+    s += "set yrange [0:*]\n";
+    std::string plots;
+    int column = 2;
+    for (const auto& host : hosts) {
+        plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + "$ceils using 1:" + std::to_string(column + 1) +
+                 " with linespoints pt 7 title \"" + quote(host) + " ceil\", \\\n" +
+                 "     $ceils using 1:" + std::to_string(column) + " with lines dt 3 notitle";
+        column += 2;
+    }
+    s += plots + "\nunset multiplot\n";
     return s;
 }
 

@@ -32,6 +32,15 @@ struct ReportRow {
     double requests = 0;               // inference requests answered in the row
     std::optional<double> p99;         // seconds; none without requests
     std::optional<double> attainment;  // fraction of requests within the SLO
+    // Per node (the host label): the lowest and highest ceil, bytes per second,
+    // the class's controller ([classes.NAME.control]) held its jobs to during
+    // the row, from lanes-agent's lanes_agent_ceil_bytes_per_second samples
+    // in the row. Empty without a controller (or no sample in the row).
+    struct Ceil {
+        double lowest = 0;
+        double highest = 0;
+    };
+    std::map<std::string, Ceil> ceils;
 };
 
 // Rows of [from, to): cut at every begin and end of the occurrences of `names`
@@ -48,6 +57,11 @@ Result<std::vector<ReportRow>> report_rows(const Config& config, SysSeconds from
 std::string counter_delta_query(const std::string& selector, SysSeconds begin, SysSeconds end,
                                 const std::string& by = "");
 
+// PromQL for the controller's ceil per node during [begin, end): the
+// `highest` (else lowest) sample of each series in the row, then the same
+// across a node's NICs, by host. `selector` is the gauge with its matchers.
+std::string ceil_range_query(const std::string& selector, SysSeconds begin, SysSeconds end, bool highest);
+
 // One series of an instant vector.
 struct Sample {
     std::map<std::string, std::string> labels;
@@ -56,6 +70,11 @@ struct Sample {
 // A /api/v1/query answer: a vector (or a scalar, as one unlabelled sample).
 // Errors name the HTTP status, Prometheus' errorType and error, or the JSON fault.
 Result<std::vector<Sample>> parse_prometheus_vector(long http_status, std::string_view body);
+
+// The two ceil_range_query answers -> the row's ceils by host (series without
+// a host label are skipped: agents before the label).
+std::map<std::string, ReportRow::Ceil> ceils_from_samples(const std::vector<Sample>& lowest,
+                                                          const std::vector<Sample>& highest);
 
 // Cumulative histogram buckets (upper bound, count), as the `le` label gives them.
 using Buckets = std::vector<std::pair<double, double>>;
@@ -78,7 +97,11 @@ struct SloReport {
 };
 
 // Human: a table, times in `zone`; --parsable: '|'-separated, ISO 8601 UTC
-// times, exact numbers; header unless `header` is false.
+// times, exact numbers; header unless `header` is false. When a row has a
+// controller's ceil, both grow a last column CEIL (human: "n1=500Mbit" or
+// "n1=400Mbit..600Mbit", nodes comma-separated; parsable CEIL_BYTES_PER_SECOND:
+// "n1:LOWEST:HIGHEST,..."), the JSON rows a "ceils" object and the plot a
+// second panel with each node's ceil; without one, all are as before.
 std::string format_slo_report_human(const SloReport& report, bool header);
 std::string format_slo_report_parsable(const SloReport& report, bool header);
 json::Value slo_report_json(const SloReport& report);

@@ -16,6 +16,7 @@ SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 IN_NS=$NA
 source "$SRCDIR/tests/signals/common.sh"
 command -v curl >/dev/null || fail "curl not installed"
+command -v prometheus-node-exporter >/dev/null || fail "prometheus-node-exporter not installed (contrib/install-deps.sh)"
 fail() { echo "FAIL: $*"; [ -f "$T/agent.log" ] && grep -E "class training|signal|error" "$T/agent.log" | head -60; exit 1; }
 
 metric() {  # PROM-LINE-PREFIX -> value in lanes_agent.prom (0 if absent)
@@ -57,7 +58,14 @@ tool apply 22 --class inference --rate 100Mbit --ceil 1Gbit >/dev/null || fail "
 STARTED_PIDS="$STARTED_PIDS $!"
 
 start_fake exporter
-start_prometheus "127.0.0.1:$FAKE_PORT_exporter"
+# node_exporter's textfile collector serves the agent's metrics to the same
+# Prometheus, as on a node: `lanesctl report` reads the ceil gauge from there.
+mkdir -p "$PROM_DIR"
+NODE_EXPORTER_PORT=$(free_port)
+$IN_NS prometheus-node-exporter --web.listen-address="127.0.0.1:$NODE_EXPORTER_PORT" --collector.disable-defaults \
+  --collector.textfile --collector.textfile.directory="$PROM_DIR" >"$T/node-exporter.log" 2>&1 &
+STARTED_PIDS="$STARTED_PIDS $!"
+start_prometheus "127.0.0.1:$FAKE_PORT_exporter" "127.0.0.1:$NODE_EXPORTER_PORT"
 cat >"$T/lanes.toml" <<TOML
 default_class = "training"
 [signals.demand]
@@ -116,7 +124,7 @@ grep "class training ceil" "$T/agent.log" | sed 's/^/  /'
 [ "$steady" -le 2 ] || fail "$steady ceil changes in 10 decisions of a steady load (at most 2 expected)"
 m=$(mbit "$ceil")
 [ "$m" -ge 100 ] && [ "$m" -le 600 ] || fail "job 21's ceil $ceil is not between the floor and the highest safe ceil"
-[ "$(metric "lanes_agent_ceil_bytes_per_second{class=\"training\",device=\"$DEV\"}")" -eq $((m * 125000)) ] ||
+[ "$(metric "lanes_agent_ceil_bytes_per_second{class=\"training\",device=\"$DEV\",host=\"n1\"}")" -eq $((m * 125000)) ] ||
   fail "the ceil gauge does not match the kernel ($ceil): $(grep ceil_bytes "$METRICS")"
 [ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="over_slo"}')" -ge 1 ] || fail "no over_slo count"
 [ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="headroom"}')" -ge 1 ] || fail "no headroom count"
@@ -126,6 +134,46 @@ if command -v promtool >/dev/null; then
   promtool check metrics <"$METRICS" >"$T/promtool.out" 2>&1 || fail "promtool: $(cat "$T/promtool.out")"
 fi
 echo "ok: settled at $ceil with $steady change(s) in 10 steady decisions"
+
+# lanesctl report: the node's ceil in a row is the kernel's, read back from the
+# agent's gauge through node_exporter and Prometheus. A row in which the
+# controller changed nothing (its change count the same before and after, the
+# kernel's ceil the same): lowest = highest = the kernel's.
+report() {  # FROM TO CLASS -> parsable report on stdout
+  $IN_NS "$LANESCTL" --config "$T/lanes.toml" report --prometheus "$PROM_URL" --slo 10ms --class "$3" \
+    --from "@$1" --to "@$2" --parsable
+}
+for attempt in 1 2 3; do
+  ceil=$(job_ceil_of 21)
+  bytes=$(($(mbit "$ceil") * 125000))
+  scraped() {
+    prom_query 'lanes_agent_ceil_bytes_per_second{class="training",host="n1"}' | grep -q "\"$bytes\"\]"
+  }
+  wait_for "Prometheus to have the ceil gauge at $bytes" 30 scraped
+  before=$(changes)
+  t1=$(date +%s)
+  sleep 4
+  t2=$(date +%s)
+  sleep 2  # the scrapes up to t2 are in
+  [ "$(changes)" = "$before" ] && [ "$(job_ceil_of 21)" = "$ceil" ] && break
+  echo "the controller moved the ceil during the report's row; again"
+done
+[ "$(changes)" = "$before" ] || fail "the controller never held its ceil for 6 s"
+report "$t1" "$t2" training >"$T/report.txt" 2>"$T/report.err" || fail "lanesctl report: $(cat "$T/report.err")"
+sed 's/^/  /' "$T/report.txt"
+head -1 "$T/report.txt" | grep -q '|SLO_MET|CEIL_BYTES_PER_SECOND$' || fail "report: no CEIL column"
+[ "$(sed -n 2p "$T/report.txt" | awk -F'|' '{print $NF}')" = "n1:$bytes:$bytes" ] ||
+  fail "report: the row's ceil is not the kernel's ($ceil = $bytes bytes/s)"
+echo "ok: lanesctl report shows n1's ceil $ceil, the kernel's"
+if command -v gnuplot >/dev/null; then
+  $IN_NS "$LANESCTL" --config "$T/lanes.toml" report --prometheus "$PROM_URL" --slo 10ms --from "@$t1" --to "@$t2" \
+    --plot "$T/report.png" >/dev/null 2>"$T/plot.err" || fail "report --plot: $(cat "$T/plot.err")"
+  [ -s "$T/report.png" ] || fail "report --plot wrote nothing"
+fi
+# A class without a controller: the report as before, no CEIL column.
+report "$t1" "$t2" inference >"$T/report-inference.txt" 2>>"$T/report.err" || fail "lanesctl report --class inference"
+head -1 "$T/report-inference.txt" | grep -q '|SLO_MET$' || fail "report --class inference grew a column"
+echo "ok: a class without a controller: no CEIL column"
 
 stop_agent
 [ "$(job_ceil_of 21)" = 1Gbit ] || fail "after stop: job 21 ceil $(job_ceil_of 21)"

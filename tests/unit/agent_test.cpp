@@ -151,6 +151,12 @@ TEST(AgentMetrics, EveryMetricHasHelpAndTypeAndLabelsAreEscaped) {
     EXPECT_NE(text.find("lanes_agent_ceil_bytes_per_second{class=\"training\",device=\"eth0\"} 5875000\n"),
               std::string::npos)
         << text;
+    // With the node's name, the gauge carries host= like the per-job series.
+    c.host = "gpu1";
+    EXPECT_NE(
+        metrics_text(c, nullptr)
+            .find("lanes_agent_ceil_bytes_per_second{class=\"training\",device=\"eth0\",host=\"gpu1\"} 5875000\n"),
+        std::string::npos);
     EXPECT_NE(text.find("lanes_agent_repairs_total{object=\"class\",cause=\"missing\"} 3\n"), std::string::npos)
         << text;
     EXPECT_NE(text.find("lanes_agent_shifts_total{class=\"tr\\\"ain\\\\ing\\n\",to=\"busy\"} 2\n"), std::string::npos)

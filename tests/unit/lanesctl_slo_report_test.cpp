@@ -164,6 +164,67 @@ TEST(LanesctlSloReport, Tables) {
     EXPECT_TRUE(contains(plot, "set output \"/tmp/a \\\"b\\\".png\""));
 }
 
+TEST(LanesctlSloReport, CeilQueryPerHost) {
+    SysSeconds b{seconds{1000}}, e{seconds{1060}};
+    const std::string g = "lanes_agent_ceil_bytes_per_second{class=\"training\"}";
+    EXPECT_EQ(ceil_range_query(g, b, e, true),
+              "max by (host) (max_over_time(lanes_agent_ceil_bytes_per_second{class=\"training\"}[60s] @ 1060))");
+    EXPECT_EQ(ceil_range_query(g, b, e, false),
+              "min by (host) (min_over_time(lanes_agent_ceil_bytes_per_second{class=\"training\"}[60s] @ 1060))");
+    std::vector<Sample> low = {{{{"host", "n1"}}, 50e6}, {{{"host", "n2"}}, 75e6}, {{}, 1}};
+    std::vector<Sample> high = {{{{"host", "n1"}}, 75e6}, {{{"host", "n2"}}, 75e6}, {{{"instance", "x:9100"}}, 2}};
+    auto ceils = ceils_from_samples(low, high);
+    ASSERT_EQ(ceils.size(), 2u);  // series without a host label are not a node's
+    EXPECT_EQ(ceils.at("n1").lowest, 50e6);
+    EXPECT_EQ(ceils.at("n1").highest, 75e6);
+    EXPECT_EQ(ceils.at("n2").lowest, 75e6);
+    EXPECT_TRUE(ceils_from_samples({}, {}).empty());
+}
+
+TEST(LanesctlSloReport, CeilsInTablesJsonAndPlot) {
+    SloReport r;
+    r.training_class = "training";
+    r.slo_seconds = 0.01;
+    ReportRow a;
+    a.span = {utc(2026, 12, 1, 6), utc(2026, 12, 1, 6, 1)};
+    a.requests = 10;
+    a.p99 = 0.02;
+    a.attainment = 0.5;
+    a.ceils = {{"n1", {50e6, 75e6}}, {"n2", {62.5e6, 62.5e6}}};
+    ReportRow b;  // no controller sample in this row
+    b.span = {utc(2026, 12, 1, 6, 1), utc(2026, 12, 1, 6, 2)};
+    r.rows = {a, b};
+    EXPECT_EQ(format_slo_report_parsable(r, true),
+              "BEGIN|END|WINDOWS|TRAINING_BYTES|TRAINING_DROPS|REQUESTS|P99_SECONDS|SLO_SECONDS|ATTAINMENT|SLO_MET|"
+              "CEIL_BYTES_PER_SECOND\n"
+              "2026-12-01T06:00:00Z|2026-12-01T06:01:00Z||0|0|10|0.02|0.01|0.500000|no|n1:50000000:75000000,n2:"
+              "62500000:62500000\n"
+              "2026-12-01T06:01:00Z|2026-12-01T06:02:00Z||0|0|0||0.01||-|\n");
+    std::string human = format_slo_report_human(r, true);
+    EXPECT_TRUE(contains(human, " MET CEIL\n")) << human;
+    EXPECT_TRUE(contains(human, " no n1=400Mbit..600Mbit,n2=500Mbit\n")) << human;
+    EXPECT_TRUE(contains(human, "  - -\n")) << human;
+    auto doc = slo_report_json(r);
+    EXPECT_EQ(doc["rows"][0]["ceils"]["n1"]["lowest_bytes_per_second"], 50000000u);
+    EXPECT_EQ(doc["rows"][0]["ceils"]["n1"]["highest_bytes_per_second"], 75000000u);
+    EXPECT_FALSE(doc["rows"][1].contains("ceils"));
+    std::string plot = slo_report_gnuplot(r, "a.png");
+    EXPECT_TRUE(contains(plot,
+                         "$ceils << EOD\n"
+                         "1796104830 400.000000 600.000000 500.000000 500.000000\n"
+                         "1796104890 - - - -\nEOD\nset multiplot layout 2,1\n"))
+        << plot;
+    EXPECT_TRUE(contains(plot, "plot $ceils using 1:3 with linespoints pt 7 title \"n1 ceil\""));
+    EXPECT_TRUE(contains(plot, "$ceils using 1:5 with linespoints pt 7 title \"n2 ceil\""));
+    EXPECT_TRUE(contains(plot, "unset multiplot\n"));
+    // Without a controller: no column, no key, one panel (as before).
+    for (auto& row : r.rows) row.ceils.clear();
+    EXPECT_FALSE(contains(format_slo_report_parsable(r, true), "CEIL"));
+    EXPECT_FALSE(contains(format_slo_report_human(r, true), "CEIL"));
+    EXPECT_FALSE(slo_report_json(r)["rows"][0].contains("ceils"));
+    EXPECT_FALSE(contains(slo_report_gnuplot(r, "a.png"), "multiplot"));
+}
+
 TEST(LanesctlSloReport, Arguments) {
     auto ok = parse_args({"report", "--prometheus", "http://p:9090", "--slo", "50ms", "--step", "30s", "--parsable"});
     ASSERT_TRUE(ok.has_value()) << ok.error().message;
