@@ -11,30 +11,6 @@
 namespace lanes {
 namespace {
 
-std::string handle_text(uint32_t handle) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%x:%x", handle >> 16, handle & 0xffff);
-    return buf;
-}
-
-const ObservedClass* find_class(const TcSnapshot& tc, uint32_t classid) {
-    for (const auto& c : tc.classes)
-        if (c.classid == classid) return &c;
-    return nullptr;
-}
-
-const ObservedQdisc* find_leaf(const TcSnapshot& tc, uint32_t parent) {
-    for (const auto& q : tc.qdiscs)
-        if (q.parent == parent) return &q;
-    return nullptr;
-}
-
-// The kernel keeps rates in bytes/s: compare at that grain.
-bool same_htb(const ObservedClass& seen, const HtbParams& want) {
-    return seen.kind == "htb" && seen.rate_bits / 8 == want.rate_bits / 8 && seen.ceil_bits / 8 == want.ceil_bits / 8 &&
-           seen.prio == want.prio && seen.quantum == want.quantum;
-}
-
 std::string seen_text(const ObservedClass& c) {
     return "rate " + format_rate(c.rate_bits) + " ceil " + format_rate(c.ceil_bits) + " prio " + std::to_string(c.prio);
 }

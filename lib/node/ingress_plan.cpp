@@ -8,27 +8,6 @@
 namespace lanes {
 namespace {
 
-std::string hex_handle(uint32_t h) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%x:%x", h >> 16, h & 0xffff);
-    return buf;
-}
-
-const ObservedClass* find_class(const TcSnapshot& tc, uint32_t classid) {
-    for (const auto& c : tc.classes)
-        if (c.classid == classid) return &c;
-    return nullptr;
-}
-const ObservedQdisc* find_leaf(const TcSnapshot& tc, uint32_t parent) {
-    for (const auto& q : tc.qdiscs)
-        if (q.parent == parent) return &q;
-    return nullptr;
-}
-bool same_htb(const ObservedClass& seen, const HtbParams& want) {
-    return seen.kind == "htb" && seen.rate_bits / 8 == want.rate_bits / 8 && seen.ceil_bits / 8 == want.ceil_bits / 8 &&
-           seen.prio == want.prio && seen.quantum == want.quantum;
-}
-
 // The IFB's root: parent and default class at the NIC's link speed.
 EnsureRoot ifb_root(const std::string& ifb, uint64_t link, uint16_t major, bool exists) {
     EnsureRoot root;
@@ -78,8 +57,8 @@ std::string describe(const IngressOp& op) {
                 return o.nics.empty() ? "nft netdev " + std::string(kIngressTable) + ": delete" : s;
             } else if constexpr (std::is_same_v<T, NftIngressJobs>) {
                 std::string s = "nft netdev " + std::string(kIngressTable) + " jobs:";
-                for (auto h : o.add) s += " +" + hex_handle(h);
-                for (auto h : o.remove) s += " -" + hex_handle(h);
+                for (auto h : o.add) s += " +" + handle_text(h);
+                for (auto h : o.remove) s += " -" + handle_text(h);
                 return s;
             } else {
                 return describe(o);
@@ -123,7 +102,7 @@ IngressPlan plan_ingress(const std::vector<JobState>& jobs, const std::vector<Ni
         const EnsureRoot root = ifb_root(ifb, nic.link_speed_bits, major, ours);
         if (!ours) {
             plan.steps.push_back(IngressStep{
-                Repair{"ifb_root", "missing", 0, nic.device, "htb " + hex_handle(tc_handle(major, 0)) + " on " + ifb},
+                Repair{"ifb_root", "missing", 0, nic.device, "htb " + handle_text(tc_handle(major, 0)) + " on " + ifb},
                 {root}});
             fresh = true;
         } else {
@@ -146,20 +125,20 @@ IngressPlan plan_ingress(const std::vector<JobState>& jobs, const std::vector<Ni
             const ObservedClass* cls = fresh ? nullptr : find_class(seen.tc, want.classid);
             if (!cls) {
                 plan.steps.push_back(IngressStep{Repair{"ifb_class", "missing", job->job_id, nic.device,
-                                                        "class " + hex_handle(want.classid) + " on " + ifb},
+                                                        "class " + handle_text(want.classid) + " on " + ifb},
                                                  {want, leaf}});
                 continue;
             }
             if (!same_htb(*cls, want.htb))
                 plan.steps.push_back(IngressStep{
                     Repair{"ifb_class", "changed", job->job_id, nic.device,
-                           "class " + hex_handle(want.classid) + " on " + ifb + ": ceil " +
+                           "class " + handle_text(want.classid) + " on " + ifb + ": ceil " +
                                format_rate(cls->ceil_bits) + ", desired " + format_rate(want.htb.ceil_bits)},
                     {want}});
             const ObservedQdisc* q = find_leaf(seen.tc, want.classid);
             if (!q || q->kind != leaf.kind)
                 plan.steps.push_back(IngressStep{Repair{"ifb_leaf", q ? "changed" : "missing", job->job_id, nic.device,
-                                                        leaf.kind + " under " + hex_handle(want.classid)},
+                                                        leaf.kind + " under " + handle_text(want.classid)},
                                                  {leaf}});
         }
         // Classes of jobs that ended (the IFB is ours alone).
@@ -167,7 +146,7 @@ IngressPlan plan_ingress(const std::vector<JobState>& jobs, const std::vector<Ni
             for (const auto& c : seen.tc.classes)
                 if ((c.classid >> 16) == major && !wanted_classes.count(c.classid))
                     plan.steps.push_back(IngressStep{
-                        Repair{"ifb_class", "stale", 0, nic.device, "class " + hex_handle(c.classid) + " on " + ifb},
+                        Repair{"ifb_class", "stale", 0, nic.device, "class " + handle_text(c.classid) + " on " + ifb},
                         {DeleteClass{ifb, 0, c.classid}}});
     }
     // nftables: chains for the wanted NICs, then the jobs' elements.
@@ -244,7 +223,7 @@ std::string nft_ingress_jobs_script(const NftIngressJobs& op) {
     const std::string set = std::string("netdev ") + kIngressTable + " jobs";
     auto list = [](const std::vector<uint32_t>& hs) {
         std::string s;
-        for (auto h : hs) s += (s.empty() ? "" : ", ") + hex_handle(h);
+        for (auto h : hs) s += (s.empty() ? "" : ", ") + handle_text(h);
         return s;
     };
     std::string s;

@@ -16,12 +16,6 @@ constexpr uint64_t kMinFloorBits = 1000000;  // 1 Mbit/s: floor of jobs without 
 constexpr uint32_t kDefaultClassPrio = 7;
 constexpr uint32_t kLeafLimitPackets = 1000;
 
-std::string handle_text(uint32_t handle) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%x:%x", handle >> 16, handle & 0xffff);
-    return buf;
-}
-
 std::string htb_text(const HtbParams& h) {
     return "rate " + format_rate(h.rate_bits) + " ceil " + format_rate(h.ceil_bits) + " prio " +
            std::to_string(h.prio) + " quantum " + std::to_string(h.quantum) + " burst " + std::to_string(h.burst) +
@@ -282,6 +276,12 @@ std::string describe(const Operation& op) {
         }
     };
     return std::visit(Describe{}, op);
+}
+
+std::string handle_text(uint32_t handle) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%x:%x", handle >> 16, handle & 0xffff);
+    return buf;
 }
 
 }  // namespace lanes

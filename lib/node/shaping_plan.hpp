@@ -146,6 +146,8 @@ inline constexpr uint16_t kFirstJobMinor = 0x2;
 inline constexpr uint16_t kLastJobMinor = 0xfffd;
 
 constexpr uint32_t tc_handle(uint16_t major, uint16_t minor) { return (static_cast<uint32_t>(major) << 16) | minor; }
+// A tc handle as tc prints it: "1a4e:2a".
+std::string handle_text(uint32_t handle);
 
 // HTB class parameters, all explicit so the kernel never derives (and warns about)
 // quantum from r2q, and 64-bit rates work (TCA_HTB_RATE64/CEIL64 above 2^32 B/s).

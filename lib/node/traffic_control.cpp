@@ -513,4 +513,21 @@ Result<std::unique_ptr<TrafficControl>> make_netlink_traffic_control() {
     return std::unique_ptr<TrafficControl>(std::move(tc));
 }
 
+const ObservedClass* find_class(const TcSnapshot& tc, uint32_t classid) {
+    for (const auto& c : tc.classes)
+        if (c.classid == classid) return &c;
+    return nullptr;
+}
+
+const ObservedQdisc* find_leaf(const TcSnapshot& tc, uint32_t parent) {
+    for (const auto& q : tc.qdiscs)
+        if (q.parent == parent) return &q;
+    return nullptr;
+}
+
+bool same_htb(const ObservedClass& seen, const HtbParams& want) {
+    return seen.kind == "htb" && seen.rate_bits / 8 == want.rate_bits / 8 && seen.ceil_bits / 8 == want.ceil_bits / 8 &&
+           seen.prio == want.prio && seen.quantum == want.quantum;
+}
+
 }  // namespace lanes

@@ -66,6 +66,11 @@ struct TcSnapshot {
     std::vector<ObservedClass> classes;
     std::vector<ObservedQdisc> qdiscs;  // not the root
 };
+const ObservedClass* find_class(const TcSnapshot& tc, uint32_t classid);
+// The qdisc whose parent is `parent` (a class's leaf).
+const ObservedQdisc* find_leaf(const TcSnapshot& tc, uint32_t parent);
+// The kernel keeps rates in bytes/s: compare at that grain.
+bool same_htb(const ObservedClass& seen, const HtbParams& want);
 
 class TrafficControl {
 public:
