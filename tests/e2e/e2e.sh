@@ -142,6 +142,11 @@ e2e_hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }
 
 # e2e_write_config DIR MODE: MODE "peak" puts now inside the window [now-30m,
 # now+60m); "offpeak" puts the window at [now+120m, now+180m).
+# E2E_POLICY_TIME_BUDGET (e.g. "500ms") sets [policy] time_budget: for tests
+# that submit hundreds of jobs on a machine other tests load, where a trivial
+# policy can miss the default 20 ms of wall time and its overrun cooldown then
+# refuses that user's jobs for a minute (policy_worker_test and
+# hostile_policy_test check the budget itself).
 e2e_write_config() {
     local dir=$1 mode=${2:-peak} start end
     if [[ $mode == peak ]]; then
@@ -157,6 +162,7 @@ default_class = "training"
 [policy]
 script = "policy.lua"
 on_error = "reject"
+${E2E_POLICY_TIME_BUDGET:+time_budget = \"$E2E_POLICY_TIME_BUDGET\"}
 
 [windows.peak]
 timezone = "UTC"
@@ -219,6 +225,18 @@ LUA
 
 # e2e_wait_until SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 if it
 # never did within SECONDS (a bound for a hang, not a timing assertion).
+# e2e_queue_empty [SQUEUE ARGS...]: true when squeue answered and lists no job.
+# A squeue that failed (slurmctld slow to answer on a loaded machine) is not an
+# empty queue; a job slurmctld has already forgotten ("Invalid job id") is gone.
+e2e_queue_empty() {
+    local out err rc
+    err=$(mktemp)
+    out=$(SLURM_CONF=$CLUSTER_CONF nsenter --net="/run/netns/${CLUSTER_PREFIX}ctl" squeue -h -o %i "$@" 2>"$err")
+    rc=$?
+    if ((rc != 0)) && grep -q "Invalid job id" "$err"; then rc=0; fi
+    rm -f "$err"
+    ((rc == 0)) && [[ -z $out ]]
+}
 e2e_wait_until() {
     local tries=$(($1 * 10))
     shift

@@ -9,6 +9,9 @@ e2e_require_root
 # 8 CPUs per node: up to 8 jobs start and end at once on a node, so prologs and
 # epilogs race on the shared HTB root and nft table.
 export LANES_CLUSTER_CPUS=8
+# 200 jobs from a machine other tests load: a policy time budget load cannot
+# miss (this test is about node state, not the budget).
+export E2E_POLICY_TIME_BUDGET=500ms
 E2E_MODE=offpeak e2e_start_cluster
 work=$CLUSTER_WORK_DIR
 state_root=$E2E_STATE_ROOT
@@ -40,7 +43,8 @@ id=$(cluster_sbatch -J train-kill -w train1 -p training -o /dev/null --wrap 'sle
 cluster_wait_job "$id" RUNNING 30 >/dev/null
 for _ in $(seq 50); do [[ -n $(node_state train1) ]] && break; sleep 0.1; done
 e2e_check "job $id shaped on train1" test -n "$(node_state train1)"
-pids=$(stepd_pid_of "$id" train1)
+# The prolog (which shapes) runs before the batch step's slurmstepd starts.
+for _ in $(seq 300); do pids=$(stepd_pid_of "$id" train1); [[ -n $pids ]] && break; sleep 0.1; done
 e2e_check "found the job's slurmstepd ($pids)" test -n "$pids"
 kill -KILL $pids 2>/dev/null
 cluster_run_ctl scancel "$id"
@@ -138,7 +142,7 @@ for i in $(seq 100); do
     ids_train+=("$(cluster_run_ctl sbatch --parsable -J "train-$i" -o /dev/null "$work/shaped-job.sh")")
 done
 wrong=0
-done_all() { [[ -z $(cluster_run_ctl squeue -h -o %i) ]]; }
+done_all() { e2e_queue_empty; }
 for _ in $(seq 600); do done_all && break; sleep 0.3; done
 e2e_check "all 200 jobs finished" done_all
 # The partition each job ran in, as the job itself saw it: slurmctld forgets a
@@ -147,6 +151,9 @@ part_of() { cat "$shaped/$1.partition" 2>/dev/null; }
 for id in "${ids_infer[@]}"; do [[ $(part_of "$id") == inference ]] || ((wrong++)); done
 for id in "${ids_train[@]}"; do [[ $(part_of "$id") == training ]] || ((wrong++)); done
 e2e_check "all 200 jobs routed to the right partition ($wrong wrong)" test "$wrong" -eq 0
+((wrong == 0)) || printf 'without the right partition file: %s\nsqueue now:\n%s\n' \
+    "$(for id in "${ids_infer[@]}" "${ids_train[@]}"; do [[ -n $(part_of "$id") ]] || printf '%s ' "$id"; done)" \
+    "$(cluster_run_ctl squeue 2>&1 | head -20)"
 # Every job saw itself in lanesctl status on its own node, with its class and
 # DSCP; training jobs with their cap on eth0.
 read -r most unshaped < <(python3 - "$shaped" "${ids_infer[*]}" "${ids_train[*]}" <<'PY'
