@@ -15,6 +15,13 @@ phase() {  # NAME: how long the step since the last call took, for the log
 }
 bash "$src/contrib/install-deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
 phase "installing dependencies"
+# ccache (install-deps installs it) serves what an earlier run of any clone
+# compiled: paths are hashed relative to the source tree and the working
+# directory is not hashed, so a clone elsewhere hits too. The package, root
+# and sanitizer builds of the tests use it as well.
+if [[ -d /usr/lib/ccache ]]; then
+    export PATH=/usr/lib/ccache:$PATH CCACHE_BASEDIR=$src CCACHE_NOHASHDIR=true
+fi
 (cd "$src" && autoreconf -fi >/dev/null 2>&1) || { echo "lanes: autoreconf failed"; echo "0 passed, 1 failed"; exit 1; }
 mkdir -p "$build"
 cd "$build"

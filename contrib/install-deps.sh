@@ -20,7 +20,7 @@ fi
 if [[ -n $clang_version ]]; then clang=("clang-$clang_version" "libclang-rt-$clang_version-dev")
 else clang=(clang libclang-rt-dev); fi
 packages=(
-  build-essential autoconf automake libtool pkg-config
+  build-essential autoconf automake libtool pkg-config ccache
   libslurm-dev slurm-wlm-basic-plugins-dev slurmctld slurmd slurm-client munge
   liblua5.4-dev lua5.4 libtomlplusplus-dev
   libnl-3-dev libnftables-dev nftables libcurl4-openssl-dev

@@ -13,4 +13,12 @@ if ((EUID != 0)); then
 fi
 # shellcheck source=deb_release.sh
 source "${LANES_SRCDIR:?run through make check}/tests/pkg/deb_release.sh"
+# Debian 12's packages are also what tests/pkg/install_test.sh installs: they
+# are shared with it (it waits on the lock while this test runs, and takes them
+# when they come from the same distdir as its own; else it builds its own).
+export DEB_RELEASE_SHARE_DIR=${LANES_BUILDDIR:?}/tests/pkg/debs-bookworm
+mkdir -p "${DEB_RELEASE_SHARE_DIR%/*}"
+exec 7>"$DEB_RELEASE_SHARE_DIR.lock"
+flock 7
+rm -rf "$DEB_RELEASE_SHARE_DIR"
 deb_release_run bookworm 22.05 /lib/systemd/system

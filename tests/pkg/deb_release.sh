@@ -27,6 +27,12 @@
 
 deb_release__say() { printf 'deb_release: %s\n' "$*"; }
 
+# deb_release_tree_hash DIR: a hash of every file under DIR (a distdir), so
+# that packages built from one distdir are known to match another.
+deb_release_tree_hash() {
+    (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16
+}
+
 deb_release_run() {
     local suite=$1 want=$2 unitdir=$3
     local src=${LANES_SRCDIR:?run through make check} build=${LANES_BUILDDIR:?run through make check}
@@ -44,6 +50,8 @@ deb_release_run() {
     version=$(sed -n 's/^PACKAGE_VERSION = //p' "$build/Makefile")
     make -C "$build" -s distdir distdir="$scratch/lanes-$version" >"$scratch/distdir.log" 2>&1 ||
         { tail -20 "$scratch/distdir.log"; deb_release__say "FAIL: make distdir"; return 1; }
+    local tree_hash
+    tree_hash=$(deb_release_tree_hash "$scratch/lanes-$version")
     export LANES_TAG_PREFIX=d$$-
 
     # 2. Build in a clean root from the Build-Depends.
@@ -73,6 +81,14 @@ deb_release_run() {
     shopt -u nullglob
     ((rc == 0)) || failed=1
     ((${#debs[@]} == 2)) || { deb_release__say "FAIL: no .debs were built on $suite"; return 1; }
+    # DEB_RELEASE_SHARE_DIR: the packages, and the hash of the distdir they
+    # were built from, for another test of the same tree to install
+    # (tests/pkg/install_test.sh) instead of building them again.
+    if [[ -n ${DEB_RELEASE_SHARE_DIR:-} ]] && ((rc == 0)); then
+        mkdir -p "$DEB_RELEASE_SHARE_DIR" && cp "${debs[@]}" "$DEB_RELEASE_SHARE_DIR/" &&
+            echo "$tree_hash" >"$DEB_RELEASE_SHARE_DIR/tree-hash" &&
+            deb_release__say "$suite: the .debs shared in $DEB_RELEASE_SHARE_DIR (tree $tree_hash)"
+    fi
 
     # 3. Install into another clean root and follow README.Debian.
     t=$(date +%s)

@@ -14,7 +14,9 @@
 # packages in a clean root from their Build-Depends.)
 #
 # The .debs are always built from the tree under test (no reuse of earlier
-# ones: stale packages once failed spank_test's nft checks).
+# ones: stale packages once failed spank_test's nft checks): by
+# tests/pkg/deb_bookworm_test.sh when it ran in this make check and built them
+# from a distdir identical to this one (same file hashes), else here.
 # LANES_INSTALL_E2E="job_submit_test.sh ..." chooses the e2e scripts.
 set -uo pipefail
 : "${LANES_SRCDIR:?run through make check}" "${LANES_BUILDDIR:?run through make check}"
@@ -46,15 +48,35 @@ flock 8
 rm -rf --one-file-system "${pkgbuild:?}"/* && mkdir -p "$work/src"
 make -C "$LANES_BUILDDIR" -s distdir distdir="$pkgbuild/lanes-$version" >"$work/distdir.log" 2>&1 ||
     { tail -20 "$work/distdir.log"; echo "FAIL: make distdir"; exit 1; }
-(cd "$pkgbuild/lanes-$version" &&
-    PATH=/usr/lib/ccache:$PATH DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
-        dpkg-buildpackage -us -uc -b >"$work/dpkg-buildpackage.log" 2>&1) ||
-    { tail -40 "$work/dpkg-buildpackage.log"; echo "FAIL: dpkg-buildpackage -us -uc -b"; exit 1; }
-mv "$pkgbuild"/*.deb "$work/src/"
+# tests/pkg/deb_bookworm_test.sh builds the same packages from the same distdir
+# (in a clean Debian 12 root, from Build-Depends) and shares them: when it is
+# running, wait for it; take its .debs when they come from a distdir identical
+# to this one, else build them here.
+. "$LANES_SRCDIR/tests/pkg/deb_release.sh"
+share=$LANES_BUILDDIR/tests/pkg/debs-bookworm
+if [[ -e $share.lock ]]; then
+    exec 7>>"$share.lock"
+    flock -w 3600 7
+    flock -u 7
+fi
+tree_hash=$(deb_release_tree_hash "$pkgbuild/lanes-$version")
+shopt -s nullglob
+shared=("$share"/lanes-slurm-plugins_*.deb "$share"/lanesctl_*.deb)
+shopt -u nullglob
+if ((${#shared[@]} == 2)) && [[ $(cat "$share/tree-hash" 2>/dev/null) == "$tree_hash" ]]; then
+    cp "${shared[@]}" "$work/src/"
+    ok "the .debs deb_bookworm_test built from this same distdir (tree $tree_hash), taken: $(cd "$work/src" && ls ./*.deb | tr '\n' ' ')"
+else
+    (cd "$pkgbuild/lanes-$version" &&
+        PATH=/usr/lib/ccache:$PATH DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
+            dpkg-buildpackage -us -uc -b >"$work/dpkg-buildpackage.log" 2>&1) ||
+        { tail -40 "$work/dpkg-buildpackage.log"; echo "FAIL: dpkg-buildpackage -us -uc -b"; exit 1; }
+    mv "$pkgbuild"/*.deb "$work/src/"
+    ok "dpkg-buildpackage -us -uc -b built $(cd "$work/src" && ls ./*.deb | tr '\n' ' ')"
+fi
 rm -rf --one-file-system "${pkgbuild:?}"/*
 flock -u 8
 debs=$work/src
-ok "dpkg-buildpackage -us -uc -b built $(cd "$debs" && ls ./*.deb | tr '\n' ' ')"
 t_build=$(now)
 shopt -s nullglob
 pkgs=("$debs"/lanes-slurm-plugins_*.deb "$debs"/lanesctl_*.deb)
