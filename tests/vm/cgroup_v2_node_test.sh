@@ -8,9 +8,14 @@
 # outside the job is not, that a launch Lanes cannot classify fails, that
 # `nft flush ruleset` and a deleted root qdisc under a running job are repaired
 # by `lanesctl reconcile` and by lanes-agent (#19), that a churn of short jobs
-# with a flush and an agent kill -9 in the middle leaves nothing, and that
-# nothing is left afterwards. This script builds what is missing (cached, see
-# lib.sh), boots the VM, and fails when any guest check fails.
+# with a flush and an agent kill -9 in the middle leaves nothing, that a job of
+# partition "bulk" takes its class's path, a real 802.1Q VLAN lv0.42 (#21; the
+# host tests use a VXLAN segment, as kernels without 8021q have no VLANs): its
+# packets arrive tagged 42, its ip rule, route and lanes_paths element exist
+# while it runs and go with it, its tasks get NCCL_SOCKET_IFNAME==lv0.42, a
+# process outside it sends untagged, and that nothing is left afterwards. This
+# script builds what is missing (cached, see lib.sh), boots the VM, and fails
+# when any guest check fails.
 #
 # Needs root (mmdebstrap, chroot), qemu-system-x86, mmdebstrap and the network to
 # reach the Debian mirror on a cold cache. LANES_VM_KEEP=1 keeps the run dir.

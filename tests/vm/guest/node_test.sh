@@ -4,7 +4,9 @@
 # cgroup v2 Debian 13 node, Slurm 24.11 with proctrack/cgroup, task/cgroup and
 # cgroup/v2, PrologFlags=Alloc,Contain, both Lanes plugins from /host/lanes.
 # Traffic leaves through a veth lv0 (10.99.0.1) into a namespace "sink" whose
-# nftables count what arrives by DSCP. One line per check in /host/out/results:
+# nftables count what arrives by DSCP; the real 802.1Q VLAN lv0.42 (10.98.0.1,
+# peer lv1.42 in "sink") is the path of the class "bulk", and the sink counts
+# the frames tagged 42 on lv1. One line per check in /host/out/results:
 #   PASS name | FAIL name: what was seen
 set -u
 OUT=/host/out
@@ -41,6 +43,25 @@ table inet wire {
     type filter hook prerouting priority -300; policy accept;
     ip saddr 10.99.0.1 udp dport 9 ip dscp af41 counter name af41 drop
     ip saddr 10.99.0.1 udp dport 9 counter name other drop
+  }
+}
+NFT
+# VLAN 42 on the veth, its own subnet; the sink counts, at lv1's ingress, the
+# datagrams that arrive tagged 42 from lv0.42's address and any other tagged ones.
+ip link add link lv0 name lv0.42 type vlan id 42
+ip addr add 10.98.0.1/24 dev lv0.42
+ip link set lv0.42 up
+$SINK ip link add link lv1 name lv1.42 type vlan id 42
+$SINK ip addr add 10.98.0.2/24 dev lv1.42
+$SINK ip link set lv1.42 up
+$SINK nft -f - <<'NFT'
+table netdev tags {
+  counter vlan42 { }
+  counter othertag { }
+  chain in {
+    type filter hook ingress device "lv1" priority 0; policy accept;
+    vlan id 42 ip saddr 10.98.0.1 ip daddr 10.99.0.2 udp dport 9 counter name vlan42 drop
+    ether type 8021q udp dport 9 counter name othertag drop
   }
 }
 NFT
@@ -269,7 +290,86 @@ kill -TERM "$AGENT_PID"; wait "$AGENT_PID"; rc=$?
 [ $rc = 0 ] && pass "agent: exits 0 on SIGTERM" || fail agent-exit "rc $rc: $(tail -5 /var/log/lanes-agent.log)"
 cp /var/log/lanes-agent.log "$OUT/" 2>/dev/null
 
-# ---- 8. teardown: epilogs leave nothing of any job; gc --all leaves nothing at all
+# ---- 8. a class on a real 802.1Q VLAN (#21): "bulk" (lanes.toml) has
+# egress_device = "lv0", vlan = 42, and a [[rules]] entry gives it the jobs
+# that ask for partition "bulk". Its job's datagrams to the sink's 10.99.0.2
+# leave tagged 42 from lv0.42's address through the class's ip rule, table and
+# lanes_paths element, which exist while the job runs and are gone after it;
+# its tasks get NCCL_SOCKET_IFNAME for the VLAN; a process outside the job
+# sends untagged as before.
+t "vlan: start"
+tags() { $SINK nft list counter netdev tags "$1" | awk '/packets/ { print $2 }'; }
+# The job's batch script notes its env and sends 50 datagrams, then waits.
+printf '#!/bin/bash\nenv | grep -E "^(LANES_|NCCL_|UCX_)" | sort >/tmp/bulk-env-$SLURM_JOB_ID\n%s\nexec sleep 300\n' \
+  "$(send_cmd 50)" >/tmp/bulk.sh
+chmod 755 /tmp/bulk.sh
+T0=$(tags vlan42); X0=$(tags othertag)
+read -r A0 _ <<<"$(wire af41)"; read -r O0 _ <<<"$(wire other)"
+jid=$(sbatch --parsable -p bulk -o /dev/null /tmp/bulk.sh)
+wait_job_state "$jid" RUNNING && wait_keyed "$jid" && wait_batch_task "$jid" ||
+  fail vlan "job $jid not running, not keyed or its batch task not started"
+REC=/run/lanes/paths/job_$jid
+mark=$(awk -F= '$1=="mark" { printf "0x%x", $2 }' "$REC" 2>/dev/null)
+table=$(awk -F= '$1=="table" { print $2 }' "$REC" 2>/dev/null)
+minor=$(awk -F= '$1=="minor" { printf "%x", $2 }' /run/lanes/job_$jid 2>/dev/null)
+t "vlan: job $jid in $(squeue -h -j "$jid" -o %P), path record: $(tr '\n' ' ' <"$REC" 2>&1)"
+grep -qx 'class=bulk' "$REC" 2>/dev/null && grep -qx 'device=lv0.42' "$REC" &&
+  grep -q "lanes: JobId=$jid class bulk takes path lv0.42" /var/log/slurm/slurmd.log &&
+  pass "vlan-path: partition bulk's job $jid is class bulk on lv0.42 (mark $mark)" ||
+  fail vlan-path "record: $(tr '\n' ' ' <"$REC" 2>&1); slurmd: $(grep "JobId=$jid" /var/log/slurm/slurmd.log | grep lanes | head -3 | tr '\n' ' ')"
+rules4=$(ip -4 rule show pref 14000); rules6=$(ip -6 rule show pref 14000)
+route=$([ -n "$table" ] && ip -4 route show table "$table" 2>&1)
+marks=$(nft list map inet lanes_paths marks 2>&1)
+status=$(lanesctl --config /etc/slurm/lanes.toml status --node lanesvm 2>&1)
+if [ -n "$mark" ] && grep -q "fwmark $mark lookup $table" <<<"$rules4" &&
+  grep -q "fwmark $mark lookup $table" <<<"$rules6" &&
+  grep -q "^default dev lv0.42 .*src 10.98.0.1" <<<"$route" &&
+  grep -q "1a4e:$minor : $mark" <<<"$marks" &&
+  grep -q "^path: JobId=$jid bulk: lv0.42 (table $mark" <<<"$status"; then
+  pass "vlan-objects: ip rule (v4, v6) fwmark $mark lookup $table, its default route via lv0.42, the lanes_paths element and lanesctl status"
+else
+  fail vlan-objects "$(echo "rules: $rules4 / $rules6; table $table: $route; map: $marks; status: $(grep '^path' <<<"$status")" | tr -s '\n\t' '  ')"
+fi
+env_file=/tmp/bulk-env-$jid
+grep -qx 'NCCL_SOCKET_IFNAME==lv0.42' "$env_file" && grep -qx 'UCX_NET_DEVICES=lv0.42' "$env_file" &&
+  grep -qx 'LANES_CLASS=bulk' "$env_file" &&
+  pass "vlan-env: the task has NCCL_SOCKET_IFNAME==lv0.42, UCX_NET_DEVICES=lv0.42" ||
+  fail vlan-env "task env: $(tr '\n' ' ' <"$env_file" 2>&1)"
+# The job's datagrams: all tagged 42, from lv0.42's address, through its class
+# on lv0 (which the job created: it carried nothing before). The first one
+# waited for ARP on lv0.42: give the rest time to arrive.
+all_tagged() { [ $(($(tags vlan42) - T0)) -ge 50 ]; }
+wait_for 10 all_tagged
+T1=$(tags vlan42); X1=$(tags othertag)
+read -r A1 _ <<<"$(wire af41)"; read -r O1 _ <<<"$(wire other)"
+b0=0; read -r b1 _ <<<"$(class_stats "$jid")"
+if [ $((T1 - T0)) -gt 0 ] && [ "$X1" = "$X0" ] && [ "$A1" = "$A0" ] && [ "$O1" = "$O0" ]; then
+  pass "vlan-wire: $((T1 - T0)) packets of the job arrived tagged VLAN 42 from 10.98.0.1, none otherwise"
+else
+  fail vlan-wire "tagged 42 +$((T1 - T0)), other tags +$((X1 - X0)), untagged AF41 +$((A1 - A0)), untagged other +$((O1 - O0))"
+fi
+[ "$b1" -gt "$b0" ] && pass "vlan-class: the job's class on lv0 carried $((b1 - b0)) bytes of its VLAN traffic" ||
+  fail vlan-class "class bytes $b0 -> $b1"
+# A process outside the job does not take the VLAN.
+T0=$(tags vlan42); X0=$(tags othertag); read -r O0 _ <<<"$(wire other)"
+bash -c "$(send_cmd 50)"
+T1=$(tags vlan42); X1=$(tags othertag); read -r O1 _ <<<"$(wire other)"
+[ "$T1" = "$T0" ] && [ "$X1" = "$X0" ] && [ $((O1 - O0)) -gt 0 ] &&
+  pass "vlan-outside: $((O1 - O0)) packets of a process outside the job arrived untagged, none tagged" ||
+  fail vlan-outside "tagged 42 +$((T1 - T0)), other tags +$((X1 - X0)), untagged +$((O1 - O0))"
+scancel "$jid"
+wait_job_state "$jid" GONE || fail vlan-teardown "job $jid did not end"
+path_left() {
+  ip -4 rule show pref 14000; ip -6 rule show pref 14000
+  [ -n "$table" ] && { ip -4 route show table "$table"; ip -6 route show table "$table"; } 2>/dev/null
+  nft list table inet lanes_paths 2>/dev/null | head -3; ls /run/lanes/paths 2>/dev/null | grep '^job_'
+}
+wait_for 30 test -z "$(path_left)" &&
+  pass "vlan-teardown: after job $jid no rule, route, lanes_paths table or path record is left" ||
+  fail vlan-teardown "left: $(path_left)"
+t "vlan: done"
+
+# ---- 9. teardown: epilogs leave nothing of any job; gc --all leaves nothing at all
 sleep 1
 left=$(ls /run/lanes | grep '^job_'; tc class show dev lv0 | grep -v -E '1a4e:(1|fffe) '; \
   nft list table inet lanes 2>/dev/null | grep -E '^\s+elements'; ls -d $CG/lanes/job_* 2>/dev/null)
