@@ -11,9 +11,11 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -31,6 +33,14 @@ namespace {
 // slurmd's parsed slurm.conf, looked up at run time (srun and sbatch load this
 // plugin too, and must not need the symbol).
 const slurm_conf_t* slurmd_conf() { return static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf")); }
+
+// CPU time this process has used, in ms. Beside the wall time of a job's setup
+// it tells one that waited (for the node's lock, for a CPU) from one that worked.
+double process_cpu_ms() {
+    timespec t{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
 
 // In a process forked from slurmd: close what must stay slurmd's alone, so that
 // a slurmd restarted meanwhile finds its port and its pidfile lock free. Sockets
@@ -172,6 +182,11 @@ int slurmd_start(int ac, char** av) {
 }
 
 int job_prolog(spank_t sp, int ac, char** av) {
+    // The times the "shaped" line reports: Lanes' whole setup of the job on this
+    // node, from reading lanes.toml to the last tc/nft object, in wall and CPU
+    // time (bench/launch_storm.sh).
+    const auto started = std::chrono::steady_clock::now();
+    const double cpu_started = process_cpu_ms();
     auto job_id = job_id_of(sp);
     if (!job_id) {
         slurm_error("lanes: prolog: no job id");
@@ -244,8 +259,9 @@ int job_prolog(spank_t sp, int ac, char** av) {
     if (path->router)
         slurm_info("lanes: JobId=%u class %s takes path %s", *job_id, directive->class_name.c_str(),
                    path->path.describe().c_str());
-    slurm_info("lanes: JobId=%u class %s shaped on %zu NIC(s)%s", *job_id, directive->class_name.c_str(),
-               state->devices.size(),
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - started;
+    slurm_info("lanes: JobId=%u class %s shaped on %zu NIC(s) in %.1f ms (%.1f ms CPU)%s", *job_id,
+               directive->class_name.c_str(), state->devices.size(), took.count(), process_cpu_ms() - cpu_started,
                state->cgroup_slurm && state->cgroup_id == 0 ? " (keyed on Slurm's job cgroup at its first step)" : "");
     return 0;
 }

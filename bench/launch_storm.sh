@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bench/launch_storm.sh: the launch storm of issue 24 (item 3). On the real
+# test cluster (tests/cluster/cluster.sh through tests/e2e/e2e.sh: munged,
+# slurmctld and N slurmd, job_submit/lanes and spank_lanes from this build),
+# how long Lanes' setup of a job takes on its node, for one job alone and for
+# many jobs started at once.
+#
+#   bench/launch_storm.sh [--nodes N] [--jobs J] [--single S] [--json FILE]
+#
+#   --nodes N    slurmd nodes n1..nN in partition "training" (default 10)
+#   --jobs J     jobs of the storm (default 200); every node gets ceil(J/N)
+#                CPUs, so all of them run at once, about J/N per node
+#   --single S   jobs of the baseline, one after another, each alone on the
+#                cluster, round robin over the nodes (default 10)
+#   --json FILE  the figures as JSON too
+#
+# Every job is a one-CPU batch job of class "training" (rate/ceil and DSCP:
+# spank_lanes adds an HTB class, an nft element and its state file in its
+# prolog). The storm's jobs are submitted held, then released with one
+# `scontrol release`: slurmctld starts them together, and their prologs run
+# side by side on every node. Setup time: what spank_lanes' prolog logs on
+# its node, "lanes: JobId=N class C shaped on K NIC(s) in T ms (U ms CPU)"
+# (from reading lanes.toml to the last tc/nft object; U: the CPU it used, so
+# that waiting, for the node's lock or for a CPU, is told from work). Printed:
+# median and p99 per node and overall, for the baseline and the storm, their
+# ratio (the issue's goal is a storm no more than 2x a single job), the CPU
+# figures overall, the storm's span (release to the last job shaped), and
+# counts: jobs that ran, jobs shaped, and what Lanes left on the nodes once
+# every job ended (classes, nft elements, state files, cgroups: 0 when the
+# epilogs cleaned up). The step's share (moving the task into the job's
+# cgroup, one write) is not timed.
+#
+# A benchmark: it asserts nothing about time. Exit 0 when it measured (the
+# counts are printed, whatever they are), 1 on an error (the cluster did not
+# start, a job was refused), 77 when not root. Environment: LANES_BUILDDIR
+# (default ./build). tests/bench/launch_storm_smoke_test.sh runs it small.
+set -uo pipefail
+nodes=10 jobs=200 single=10 json=""
+usage() { sed -n '3,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+while (($#)); do
+    case $1 in
+        --nodes) nodes=${2-}; shift ;;
+        --jobs) jobs=${2-}; shift ;;
+        --single) single=${2-}; shift ;;
+        --json) json=${2-}; shift ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "launch_storm: unknown option '$1' (see --help)" >&2; exit 1 ;;
+    esac
+    shift
+done
+say() { printf 'launch_storm: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+if ! [[ $nodes =~ ^[1-9][0-9]*$ ]] || ((nodes > 100)); then die "--nodes must be a number from 1 to 100"; fi
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive number"
+[[ $single =~ ^[1-9][0-9]*$ ]] || die "--single must be a positive number"
+command -v python3 >/dev/null || { echo "SKIP: launch_storm needs python3"; exit 77; }
+
+# shellcheck source=bench/e2e_bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/e2e_bench.sh"
+
+cpus=$(((jobs + nodes - 1) / nodes))
+spec="" names=()
+for ((k = 1; k <= nodes; k++)); do spec+="n$k:training:train "; names+=("n$k"); done
+export LANES_CLUSTER_NODES=$spec LANES_CLUSTER_CPUS=$cpus
+export LANES_CLUSTER_TIMEOUT=${LANES_CLUSTER_TIMEOUT:-180}
+# Hundreds of submissions on a loaded machine: a policy budget load cannot
+# miss (this is about the nodes, not the budget).
+export E2E_POLICY_TIME_BUDGET=${E2E_POLICY_TIME_BUDGET:-500ms}
+# e2e's lanes.toml shapes eth0 on train1, train2 and infer1: here, every node.
+e2e_pre_start() { sed -i 's/^nodes = "train\[1-2\],infer1"$/nodes = "*"/' "$1/lanes.toml"; }
+t0=$SECONDS
+out=$(mktemp -d "${TMPDIR:-/tmp}/lanes-launch-storm.XXXXXX") || exit 1
+# Every job of the storm is scheduled in one pass (sched/builtin stops at the
+# queue depth, and the next pass can be a minute away).
+E2E_MODE=offpeak e2e_start_cluster "SchedulerParameters=batch_sched_delay=0,default_queue_depth=$((jobs + 100))" \
+    >"$out/cluster-start.log" 2>&1 || die "the cluster did not start: $(tail -5 "$out/cluster-start.log")"
+# On a signal too: exit through the EXIT trap, which removes the cluster and
+# the nodes' state dirs (the cluster's own signal trap leaves the latter).
+trap 'e2e_on_exit >/dev/null 2>&1; rm -rf "$out"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+say "cluster: slurmctld + $nodes slurmd ($cpus CPUs each) up in $((SECONDS - t0)) s"
+work=$CLUSTER_WORK_DIR
+
+# submit NAME [SBATCH ARGS...]: a held or running one-CPU job whose output
+# says it ran; prints its id.
+submit() {
+    local name=$1
+    shift
+    cluster_sbatch -p training -n1 -J "$name" -o "$work/%x-%j.out" "$@" --wrap 'echo ran; sleep 2'
+}
+# wait_for SECONDS CMD...: run CMD every second until it succeeds or SECONDS
+# have passed (a bound for a hang; once a second, so that watching the storm
+# does not load the machine it measures).
+wait_for() {
+    local end=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < end)) || return 1
+        sleep 1
+    done
+}
+# node_clean NODE: true when Lanes has nothing left on NODE.
+node_clean() { [[ -z $(e2e_node_state "$1") ]]; }
+all_clean() { local n; for n in "${names[@]}"; do node_clean "$n" || return 1; done; }
+# shaped_lines: "NODE JOBID MS CPU_MS" for every job shaped so far, from the
+# logs.
+shaped_lines() {
+    local n
+    for n in "${names[@]}"; do
+        sed -nE "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/$n \1 \2 \3/p" \
+            "$(cluster_log "$n")" 2>/dev/null
+    done
+}
+# count_shaped IDS...: how many of these jobs a node logged as shaped.
+count_shaped() {
+    local -A want=()
+    local id j c=0
+    for id in "$@"; do want[$id]=1; done
+    while read -r _ j _ _; do [[ -n ${want[$j]:-} ]] && c=$((c + 1)); done < <(shaped_lines)
+    echo "$c"
+}
+# ran PREFIX: how many of the jobs named PREFIX wrote their output.
+ran() { grep -lx ran "$work/$1"-*.out 2>/dev/null | wc -l; }
+
+# (a) The baseline: one job at a time, each alone, nodes taken in turn; the
+# next starts once this one ended and its node is clean again.
+single_ids=()
+for ((k = 0; k < single; k++)); do
+    node=${names[k % nodes]}
+    id=$(submit single -w "$node") || die "sbatch refused a baseline job"
+    single_ids+=("$id")
+    cluster_wait_job "$id" COMPLETED 120 >/dev/null 2>&1 || say "baseline job $id did not complete"
+    wait_for 60 node_clean "$node" || say "node $node not clean 60 s after job $id"
+done
+say "baseline: ${#single_ids[@]} jobs one after another"
+
+# (b) The storm: submitted held, released at once.
+storm_ids=()
+for ((k = 0; k < jobs; k++)); do
+    id=$(submit storm --hold) || die "sbatch refused a storm job"
+    storm_ids+=("$id")
+done
+say "storm: $jobs jobs submitted held; releasing them at once"
+released=$EPOCHREALTIME
+cluster_run_ctl scontrol release "$(IFS=,; echo "${storm_ids[*]}")" >"$out/release.log" 2>&1 ||
+    die "scontrol release: $(head -3 "$out/release.log")"
+storm_id_list=$(IFS=,; echo "${storm_ids[*]}")
+# Settled: every job shaped, or every job gone (a job that ended unshaped is
+# counted below, not waited for).
+settled() { (($(count_shaped "${storm_ids[@]}") == jobs)) || e2e_queue_empty --jobs "$storm_id_list"; }
+wait_for 600 settled || say "storm jobs neither shaped nor ended within 600 s"
+span=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$released" "$EPOCHREALTIME")
+wait_for 600 e2e_queue_empty --jobs "$storm_id_list" || say "storm jobs still queued after 600 s"
+wait_for 120 all_clean || say "nodes not clean 120 s after the storm"
+
+# Counts and leftovers, then the figures.
+declare -A left=()
+for n in "${names[@]}"; do left[$n]=$(e2e_node_state "$n" | grep -c .); done
+shaped_lines >"$out/shaped"
+{
+    printf 'single %s\n' "${single_ids[*]}"
+    printf 'storm %s\n' "${storm_ids[*]}"
+    printf 'ran %s %s\n' "$(ran single)" "$(ran storm)"
+    printf 'span %s\n' "$span"
+    for n in "${names[@]}"; do printf 'left %s %s\n' "$n" "${left[$n]}"; done
+    printf 'load %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf 'cpus %s %s\n' "$(nproc)" "$cpus"
+} >"$out/facts"
+python3 - "$out/shaped" "$out/facts" "$json" <<'PY'
+import json, math, statistics, sys
+
+shaped_file, facts_file, json_file = sys.argv[1:4]
+facts = {}
+left = {}
+for line in open(facts_file):
+    key, _, rest = line.rstrip("\n").partition(" ")
+    if key == "left":
+        node, count = rest.split()
+        left[node] = int(count)
+    else:
+        facts[key] = rest.split()
+single_ids, storm_ids = set(facts["single"]), set(facts["storm"])
+nodes = list(left)
+ms = {"single": {n: [] for n in nodes}, "storm": {n: [] for n in nodes}}
+cpu = {"single": [], "storm": []}
+seen = {"single": set(), "storm": set()}
+for line in open(shaped_file):
+    node, job, took, cpu_took = line.split()
+    phase = "single" if job in single_ids else "storm" if job in storm_ids else None
+    if phase and job not in seen[phase]:
+        seen[phase].add(job)
+        ms[phase][node].append(float(took))
+        cpu[phase].append(float(cpu_took))
+
+
+def p99(xs):  # nearest rank
+    s = sorted(xs)
+    return s[max(0, math.ceil(0.99 * len(s)) - 1)]
+
+
+def figures(xs):
+    if not xs:
+        return {"jobs": 0, "median_ms": None, "p99_ms": None}
+    return {"jobs": len(xs), "median_ms": round(statistics.median(xs), 2), "p99_ms": round(p99(xs), 2)}
+
+
+def fmt(v):
+    return "-" if v is None else f"{v:.1f}"
+
+
+def ratio(a, b):
+    return None if a is None or not b else round(a / b, 2)
+
+
+result = {"nodes": {}, "load_avg": [float(x) for x in facts["load"]], "machine_cpus": int(facts["cpus"][0]),
+          "node_cpus": int(facts["cpus"][1]), "storm_span_s": float(facts["span"][0])}
+for phase, ids in (("single", single_ids), ("storm", storm_ids)):
+    result[phase] = figures([x for n in nodes for x in ms[phase][n]])
+    c = figures(cpu[phase])
+    result[phase].update({"cpu_median_ms": c["median_ms"], "cpu_p99_ms": c["p99_ms"], "submitted": len(ids),
+                          "ran": int(facts["ran"][0 if phase == "single" else 1]), "shaped": len(seen[phase])})
+result["ratio_median"] = ratio(result["storm"]["median_ms"], result["single"]["median_ms"])
+result["ratio_p99"] = ratio(result["storm"]["p99_ms"], result["single"]["p99_ms"])
+result["ratio_cpu_median"] = ratio(result["storm"]["cpu_median_ms"], result["single"]["cpu_median_ms"])
+result["left_on_nodes"] = sum(left.values())
+
+print("launch storm: Lanes' setup of a job on its node (spank_lanes prolog, ms)")
+print(f"{'node':<8}{'single n':>9}{'median':>9}{'p99':>9}{'storm n':>9}{'median':>9}{'p99':>9}{'left':>6}")
+for n in nodes:
+    a, b = figures(ms["single"][n]), figures(ms["storm"][n])
+    result["nodes"][n] = {"single": a, "storm": b, "left": left[n]}
+    print(f"{n:<8}{a['jobs']:>9}{fmt(a['median_ms']):>9}{fmt(a['p99_ms']):>9}"
+          f"{b['jobs']:>9}{fmt(b['median_ms']):>9}{fmt(b['p99_ms']):>9}{left[n]:>6}")
+s, t = result["single"], result["storm"]
+print(f"{'all':<8}{s['jobs']:>9}{fmt(s['median_ms']):>9}{fmt(s['p99_ms']):>9}"
+      f"{t['jobs']:>9}{fmt(t['median_ms']):>9}{fmt(t['p99_ms']):>9}{result['left_on_nodes']:>6}")
+storm_medians = [result["nodes"][n]["storm"]["median_ms"] for n in nodes if result["nodes"][n]["storm"]["jobs"]]
+if storm_medians:
+    print(f"storm per node: median from {min(storm_medians):.1f} to {max(storm_medians):.1f} ms")
+print(f"ratio storm/single: median {fmt(result['ratio_median'])}x, p99 {fmt(result['ratio_p99'])}x (goal <= 2x)")
+print(f"CPU of the setup (ms): single median {fmt(s['cpu_median_ms'])} p99 {fmt(s['cpu_p99_ms'])}, "
+      f"storm median {fmt(t['cpu_median_ms'])} p99 {fmt(t['cpu_p99_ms'])} "
+      f"(ratio of the medians {fmt(result['ratio_cpu_median'])}x)")
+print(f"storm span: {result['storm_span_s']:.1f} s from release to the last job shaped "
+      "(or, if some never were, to the last job's end; polled once a second)")
+print(f"single: {s['submitted']} submitted, {s['ran']} ran, {s['shaped']} shaped")
+print(f"storm: {t['submitted']} submitted, {t['ran']} ran, {t['shaped']} shaped")
+print(f"left on nodes: {result['left_on_nodes']}")
+print(f"machine: {result['machine_cpus']} CPUs, load average {' '.join(facts['load'])} at the end")
+if json_file:
+    with open(json_file, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+PY

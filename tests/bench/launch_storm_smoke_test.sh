@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bench/launch_storm.sh in CI size (3 nodes, 3 baseline jobs, a storm of 20),
+# so that it cannot rot. Asserts behaviour, never times:
+#   - every job ran (its output says so) and every job was shaped on its node
+#     (spank_lanes logged "shaped ... in T ms" for it);
+#   - the figures were printed: median and p99 for the baseline and the
+#     storm, and their ratio;
+#   - nothing of Lanes was left on any node once the jobs ended (no class,
+#     nft element, state file or cgroup).
+set -uo pipefail
+if (($(id -u) != 0)); then
+    echo "SKIP: needs root (Slurm cluster, network namespaces, tc)"
+    exit 77
+fi
+src=${LANES_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${LANES_BUILDDIR:-.}
+build=$(cd "$build" && pwd)
+out=$(mktemp -d "${TMPDIR:-/tmp}/lanes-storm-smoke.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+LANES_SRCDIR=$src LANES_BUILDDIR=$build timeout 300 bash "$src/bench/launch_storm.sh" \
+    --nodes 3 --single 3 --jobs 20 --json "$out/storm.json" >"$out/run.log" 2>&1
+rc=$?
+((rc == 77)) && { echo "SKIP: $(tail -1 "$out/run.log")"; exit 77; }
+cat "$out/run.log"
+((rc == 0)) || { echo "FAIL: launch_storm.sh exited $rc"; exit 1; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+[[ -s $out/storm.json ]] || fail "no --json output"
+field() { jq -r "$1" "$out/storm.json"; }
+for phase in single storm; do
+    want=$(field ".$phase.submitted")
+    [[ $want == "$([[ $phase == single ]] && echo 3 || echo 20)" ]] || fail "$phase: $want jobs submitted"
+    (($(field ".$phase.ran") == want)) || fail "$phase: $(field ".$phase.ran") of $want jobs ran"
+    (($(field ".$phase.shaped") == want)) || fail "$phase: $(field ".$phase.shaped") of $want jobs shaped"
+    [[ $(field ".$phase.median_ms") != null && $(field ".$phase.p99_ms") != null ]] || fail "$phase: no median or p99"
+done
+(($(field '.left_on_nodes') == 0)) || fail "$(field '.left_on_nodes') objects left on the nodes"
+[[ $(field '.ratio_median') != null ]] || fail "no storm/single ratio"
+grep -qE '^all +3 +[0-9.]+ +[0-9.]+ +20 +[0-9.]+ +[0-9.]+ +0$' "$out/run.log" || fail "no overall figures line"
+grep -qE '^ratio storm/single: median [0-9.]+x, p99 [0-9.]+x' "$out/run.log" || fail "no ratio line"
+echo "PASS: 3 + 20 jobs ran and were shaped, figures printed, nothing left on the nodes"
