@@ -64,10 +64,13 @@ Result<std::vector<std::string>> expand_range_list(std::string_view body, std::s
         if (hi_value - *lo >= max_names || out.size() + (hi_value - *lo) >= max_names)
             return fail("hostlist \"" + std::string(whole) + "\": more than " + std::to_string(max_names) + " names");
         std::size_t width = lo_text.size();
-        for (uint64_t n = *lo; n <= hi_value; ++n) {
+        // Stops at hi_value itself: with hi_value the largest uint64_t, a
+        // `n <= hi_value` loop would wrap around and never end.
+        for (uint64_t n = *lo;; ++n) {
             std::string digits = std::to_string(n);
             if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
             out.push_back(std::move(digits));
+            if (n == hi_value) break;
         }
         if (comma == std::string_view::npos) break;
         start = comma + 1;

@@ -45,6 +45,18 @@ TEST(Hostlist, CapsTheNumberOfNames) {
     EXPECT_TRUE(expand_hostlist("a[1-10]b[1-100]", 1000));
 }
 
+// The fuzzer's find: the largest uint64_t as a bound used to loop forever
+// (the counter wrapped around) until memory ran out.
+TEST(Hostlist, ExpandsTheLargestNumberOnce) {
+    auto one = expand_hostlist("n[0000018446744073709551615]");
+    ASSERT_TRUE(one) << one.error().message;
+    EXPECT_EQ(*one, (Names{"n0000018446744073709551615"}));
+    auto two = expand_hostlist("n[18446744073709551614-18446744073709551615]");
+    ASSERT_TRUE(two) << two.error().message;
+    EXPECT_EQ(*two, (Names{"n18446744073709551614", "n18446744073709551615"}));
+    EXPECT_FALSE(expand_hostlist("n[18446744073709551616]"));  // past uint64_t: a bad number
+}
+
 TEST(Hostlist, MatchesHostnames) {
     struct Case {
         const char* expression;
