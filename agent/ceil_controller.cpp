@@ -61,9 +61,10 @@ bool CeilController::held_applies(const Observation& o, const std::optional<doub
 
 bool CeilController::broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const {
     // Broke at a load: breaks at any higher load, and at one that has not
-    // clearly (by margin) fallen below it. Without loads: for the back-off.
-    if (o.load && load) return *load >= *o.load * (1 - limits_.margin);
-    return tick < o.expires;
+    // clearly (by margin) fallen below it; for the back-off only when it
+    // contradicted the memory. Without loads: for the back-off.
+    if (o.load && load && *load < *o.load * (1 - limits_.margin)) return false;
+    return (o.load && load && o.lasting) || tick < o.expires;
 }
 
 std::optional<uint64_t> CeilController::broken_ceil(int64_t tick, const std::optional<double>& load) const {
@@ -94,22 +95,29 @@ void CeilController::remember_held(int64_t tick, const std::optional<double>& lo
     // Observations this one implies go (a lower ceil at a lower load).
     std::erase_if(held_,
                   [&](const Observation& o) { return o.ceil_bits <= ceil_ && (!o.load || !load || *o.load <= *load); });
-    held_.push_back(Observation{ceil_, load, tick, 0});
+    held_.push_back(Observation{ceil_, load, tick, 0, false});
     if (held_.size() > kMemory) held_.erase(held_.begin());
 }
 
 void CeilController::remember_broken(int64_t tick, const std::optional<double>& load) {
-    // Held ceils it contradicts go: at or above this one, at this load.
-    std::erase_if(held_, [&](const Observation& o) { return o.ceil_bits >= ceil_ && held_applies(o, load); });
+    // A break where a ceil at or above this one held at this load: the plant
+    // changed, or the value was noise. Remembered for the back-off only, and
+    // what held is kept (held_ceil() ignores it while the break counts).
+    const bool contradicts = std::any_of(held_.begin(), held_.end(), [&](const Observation& o) {
+        return o.ceil_bits >= ceil_ && held_applies(o, load);
+    });
     // Again within min_gap of the last break: the back-off doubles; elsewhere
     // it starts over.
     const bool repeat =
         last_broken_ && ceil_ + limits_.min_gap_bits >= *last_broken_ && *last_broken_ + limits_.min_gap_bits >= ceil_;
     backoff_ = repeat ? std::min(backoff_ * 2, limits_.backoff_ticks * kMaxBackoffFactor) : limits_.backoff_ticks;
     last_broken_ = ceil_;
-    std::erase_if(broken_,
-                  [&](const Observation& o) { return o.ceil_bits >= ceil_ && (!o.load || !load || *o.load >= *load); });
-    broken_.push_back(Observation{ceil_, load, tick, tick + backoff_});
+    // Breaks this one implies go (a higher ceil at a higher load), unless
+    // they would last longer.
+    std::erase_if(broken_, [&](const Observation& o) {
+        return o.ceil_bits >= ceil_ && (!o.load || !load || *o.load >= *load) && (!contradicts || !o.lasting);
+    });
+    broken_.push_back(Observation{ceil_, load, tick, tick + backoff_, !contradicts});
     if (broken_.size() > kMemory) broken_.erase(broken_.begin());
 }
 

@@ -84,9 +84,12 @@ struct PhaseFigures {
 struct LoopRun {
     std::vector<PhaseFigures> phases;
     bool nodes_agree = true;
+    uint64_t final_ceil = 0;
 };
 
-LoopRun run(const ControlLimits& limits, bool load_signal, int offset, int scale = 1) {
+// `noise`: seconds (from the start) whose p99 is 15 ms whatever the ceil (a
+// stall of the machine, the probe's reconnections).
+LoopRun run(const ControlLimits& limits, bool load_signal, int offset, int scale = 1, std::vector<int> noise = {}) {
     Plant plant;
     CeilController a(limits), b(limits);  // two nodes, fed the same samples
     LoopRun out;
@@ -116,6 +119,7 @@ LoopRun run(const ControlLimits& limits, bool load_signal, int offset, int scale
                     if (a.ceil_bits() != b.ceil_bits()) out.nodes_agree = false;
                 }
                 plant.second(static_cast<double>(a.ceil_bits()) / 1e6, load);
+                if (std::find(noise.begin(), noise.end(), t - offset) != noise.end()) plant.p99 = 0.015;
                 p99s.push_back(plant.p99);
                 loads.push_back(load);
                 sum += plant.training;
@@ -129,6 +133,7 @@ LoopRun run(const ControlLimits& limits, bool load_signal, int offset, int scale
         f.training = sum / n;
         out.phases.push_back(f);
     }
+    out.final_ceil = a.ceil_bits();
     return out;
 }
 
@@ -188,6 +193,26 @@ TEST(CeilControllerPlant, LongPhasesStaySettled) {
                 EXPECT_GE(f.training, 0.9 * f.best_fixed);
             }
         }
+    }
+}
+
+TEST(CeilControllerPlant, NoiseAtALowLoadCostsOneBackoff) {
+    // Three noisy seconds 20 s into the low phase after the high one: the
+    // class's ceil, which held there, is cut, and comes back after the
+    // back-off (4 dwells) instead of staying cut while the load stays.
+    for (int offset = 0; offset < kDwell; ++offset) {
+        const LoopRun r =
+            run(bench_limits(), true, offset, 2, {20 * 2 + 45 * 2 + 20, 20 * 2 + 45 * 2 + 21, 20 * 2 + 45 * 2 + 22});
+        print("noise", offset, r);
+        const auto& fall = r.phases[2];
+        SCOPED_TRACE("offset " + std::to_string(offset));
+        EXPECT_LE(fall.changes, 3);
+        EXPECT_GE(fall.training, 0.8 * fall.best_fixed);
+        // And the ramp and the spike after it are as without noise: the run
+        // ends at the low load, at the class's ceil.
+        EXPECT_LE(r.phases[3].changes, 1);
+        EXPECT_LE(r.phases[4].changes, 1);
+        EXPECT_EQ(r.final_ceil, 94'000'000u);
     }
 }
 

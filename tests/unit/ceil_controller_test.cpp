@@ -188,6 +188,23 @@ TEST(CeilController, ALoadSeenBeforeGoesStraightToTheCeilThatHeldThere) {
     EXPECT_EQ(c.decide(13, ControlSample{1, 900}).to_bits, 90 * M);
 }
 
+TEST(CeilController, ABreakWhereTheCeilHeldCountsForTheBackoffOnly) {
+    CeilController c(limits());
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());  // 100 holds at 200 req/s
+    // One noisy value at the same load: cut, remembered for 4 ticks only.
+    EXPECT_EQ(c.decide(2, ControlSample{12, 200}).to_bits, 50 * M);
+    EXPECT_EQ(*c.broken_ceil(2, 200.0), 100 * M);
+    EXPECT_EQ(c.decide(3, ControlSample{1, 200}).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(4, ControlSample{1, 200}).to_bits, 70 * M);
+    EXPECT_EQ(c.decide(5, ControlSample{1, 200}).to_bits, 80 * M);
+    // Tick 6 = the break + the back-off: 100, which held here, counts again.
+    EXPECT_FALSE(c.broken_ceil(6, 200.0));
+    EXPECT_EQ(c.decide(6, ControlSample{1, 200}).to_bits, 100 * M);
+    // A ceil never seen to hold at a load: remembered while the load stays.
+    EXPECT_EQ(c.decide(7, ControlSample{12, 1000}).to_bits, 50 * M);
+    EXPECT_EQ(*c.broken_ceil(1000, 1000.0), 100 * M);
+}
+
 TEST(CeilController, AResolutionFinerThanTheStepBisects) {
     auto l = limits();
     l.step_bits = 50 * M;
