@@ -9,13 +9,21 @@ namespace lanes::agent {
 
 namespace {
 constexpr int64_t kMaxBackoffFactor = 64;
+// A load within this fraction above the one a ceil held at counts as the same
+// load: the rate of a steady load over a few seconds varies by about that.
+constexpr double kLoadNoise = 0.05;
+
+uint64_t scaled(uint64_t bits, double factor) {
+    return static_cast<uint64_t>(std::floor(static_cast<double>(bits) * factor));
 }
+}  // namespace
 
 ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class_ceil, uint64_t link_bits) {
     ControlLimits l;
     l.ceil_bits = class_ceil.resolve(link_bits);
     l.floor_bits = std::min(config.floor.resolve(link_bits), l.ceil_bits);
     l.step_bits = std::max<uint64_t>(1, config.increase.resolve(link_bits));
+    l.min_gap_bits = config.min_gap ? std::max<uint64_t>(1, config.min_gap->resolve(link_bits)) : l.step_bits;
     l.decrease = config.decrease;
     l.slo = config.slo;
     l.margin = config.margin;
@@ -45,15 +53,72 @@ void CeilController::set_limits(const ControlLimits& limits) {
     backoff_ = std::clamp(backoff_, limits_.backoff_ticks, limits_.backoff_ticks * kMaxBackoffFactor);
 }
 
-std::optional<uint64_t> CeilController::held_below(int64_t tick, const std::optional<double>& load) const {
-    if (!broken_ceil_) return std::nullopt;
-    if (broken_load_ && load) {
-        // With a load signal: held while the load has not clearly fallen.
-        if (*load < *broken_load_ * (1 - limits_.margin)) return std::nullopt;
-        return broken_ceil_;
+bool CeilController::held_applies(const Observation& o, const std::optional<double>& load) const {
+    // Held at a load: holds at any lower load (and at one within the noise).
+    if (!o.load || !load) return true;
+    return *load <= *o.load * (1 + kLoadNoise);
+}
+
+bool CeilController::broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const {
+    // Broke at a load: breaks at any higher load, and at one that has not
+    // clearly (by margin) fallen below it; for the back-off only when it
+    // contradicted the memory. Without loads: for the back-off.
+    if (o.load && load && *load < *o.load * (1 - limits_.margin)) return false;
+    return (o.load && load && o.lasting) || tick < o.expires;
+}
+
+std::optional<uint64_t> CeilController::broken_ceil(int64_t tick, const std::optional<double>& load) const {
+    std::optional<uint64_t> out;
+    for (const auto& o : broken_)
+        if (broken_applies(o, tick, load) && (!out || o.ceil_bits < *out)) out = o.ceil_bits;
+    return out;
+}
+
+std::optional<uint64_t> CeilController::held_ceil(int64_t tick, const std::optional<double>& load) const {
+    // Below the lowest that broke: where the two disagree (held at a lower
+    // load than a break nearby), the break wins.
+    const std::optional<uint64_t> broken = broken_ceil(tick, load);
+    std::optional<uint64_t> out;
+    for (const auto& o : held_)
+        if (held_applies(o, load) && (!broken || o.ceil_bits < *broken) && (!out || o.ceil_bits > *out))
+            out = o.ceil_bits;
+    return out;
+}
+
+void CeilController::remember_held(int64_t tick, const std::optional<double>& load) {
+    // Breaks it contradicts go: a ceil at or below this one broke at this load.
+    std::erase_if(broken_, [&](const Observation& o) { return o.ceil_bits <= ceil_ && broken_applies(o, tick, load); });
+    if (last_broken_ && ceil_ >= *last_broken_) {
+        last_broken_.reset();
+        backoff_ = limits_.backoff_ticks;
     }
-    if (tick >= broken_tick_ + backoff_) return std::nullopt;
-    return broken_ceil_;
+    // Observations this one implies go (a lower ceil at a lower load).
+    std::erase_if(held_,
+                  [&](const Observation& o) { return o.ceil_bits <= ceil_ && (!o.load || !load || *o.load <= *load); });
+    held_.push_back(Observation{ceil_, load, tick, 0, false});
+    if (held_.size() > kMemory) held_.erase(held_.begin());
+}
+
+void CeilController::remember_broken(int64_t tick, const std::optional<double>& load) {
+    // A break where a ceil at or above this one held at this load: the plant
+    // changed, or the value was noise. Remembered for the back-off only, and
+    // what held is kept (held_ceil() ignores it while the break counts).
+    const bool contradicts = std::any_of(held_.begin(), held_.end(), [&](const Observation& o) {
+        return o.ceil_bits >= ceil_ && held_applies(o, load);
+    });
+    // Again within min_gap of the last break: the back-off doubles; elsewhere
+    // it starts over.
+    const bool repeat =
+        last_broken_ && ceil_ + limits_.min_gap_bits >= *last_broken_ && *last_broken_ + limits_.min_gap_bits >= ceil_;
+    backoff_ = repeat ? std::min(backoff_ * 2, limits_.backoff_ticks * kMaxBackoffFactor) : limits_.backoff_ticks;
+    last_broken_ = ceil_;
+    // Breaks this one implies go (a higher ceil at a higher load), unless
+    // they would last longer.
+    std::erase_if(broken_, [&](const Observation& o) {
+        return o.ceil_bits >= ceil_ && (!o.load || !load || *o.load >= *load) && (!contradicts || !o.lasting);
+    });
+    broken_.push_back(Observation{ceil_, load, tick, tick + backoff_, !contradicts});
+    if (broken_.size() > kMemory) broken_.erase(broken_.begin());
 }
 
 ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample) {
@@ -62,46 +127,47 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     d.from_bits = d.to_bits = ceil_;
     if (last_tick_ && tick <= *last_tick_) return d;
     last_tick_ = tick;
-    const bool over = !sample.value || *sample.value > limits_.slo;
-    const std::optional<uint64_t> raised_from = raised_from_;
-    raised_from_.reset();
-    if (over) {
-        const uint64_t lowered = static_cast<uint64_t>(std::floor(static_cast<double>(ceil_) * limits_.decrease));
-        d.to_bits = std::max(limits_.floor_bits, lowered);
-        // Right after an increase: the increase broke it. One step below the
-        // ceil that held before it, not the ceil itself: the probe filled the
-        // bottleneck's queue, and the ceil that held from an empty queue may
-        // not drain a full one. Never a deeper cut than the factor gives.
-        if (raised_from && sample.value) {
-            const uint64_t below = *raised_from > limits_.step_bits ? *raised_from - limits_.step_bits : 0;
-            d.to_bits = std::max(d.to_bits, std::min(below, ceil_));
+    const bool probing = probing_;
+    probing_ = false;
+    const uint64_t cut = std::max(limits_.floor_bits, scaled(ceil_, limits_.decrease));
+    if (!sample.value) {
+        // Nothing to learn from an absence; the safe side.
+        d.to_bits = cut;
+        d.cause = ControlCause::NoValue;
+    } else if (*sample.value > limits_.slo) {
+        remember_broken(tick, sample.load);
+        // A ceil that was resting and broke, with no load to say what moved:
+        // the load or the plant changed, and what held before says nothing.
+        if (!probing && !sample.load) held_.clear();
+        d.to_bits = cut;
+        if (auto held = held_ceil(tick, sample.load)) {
+            // Back to the ceil that held at this load; after a probe from it,
+            // as far below it as the probe went above, to drain the queue the
+            // probe filled. Never a deeper cut than the factor gives.
+            uint64_t back = *held;
+            if (probing) back = 2 * *held > ceil_ ? 2 * *held - ceil_ : 0;
+            d.to_bits = std::min(ceil_, std::max(d.to_bits, back));
         }
-        d.cause = sample.value ? ControlCause::OverSlo : ControlCause::NoValue;
-        if (sample.value) {
-            // Remember the ceil that broke the SLO. Again within a step of the
-            // remembered one: the back-off doubles; elsewhere it starts over.
-            const bool repeat = broken_ceil_ && ceil_ + limits_.step_bits >= *broken_ceil_ &&
-                                *broken_ceil_ + limits_.step_bits >= ceil_;
-            backoff_ =
-                repeat ? std::min(backoff_ * 2, limits_.backoff_ticks * kMaxBackoffFactor) : limits_.backoff_ticks;
-            broken_ceil_ = ceil_;
-            broken_tick_ = tick;
-            broken_load_ = sample.load;
-        }
+        d.cause = ControlCause::OverSlo;
     } else if (*sample.value <= limits_.slo * (1 - limits_.margin)) {
-        uint64_t raised = std::min(limits_.ceil_bits, ceil_ + limits_.step_bits);
-        if (auto held = held_below(tick, sample.load)) {
-            // Stop one step below the ceil that broke the SLO.
-            const uint64_t cap = *held > limits_.step_bits ? *held - limits_.step_bits : 0;
-            raised = std::max(ceil_, std::min(raised, cap));
-        } else if (broken_ceil_ && ceil_ >= *broken_ceil_) {
-            // The remembered ceil held with margin: it is forgotten.
-            broken_ceil_.reset();
-            backoff_ = limits_.backoff_ticks;
+        remember_held(tick, sample.load);
+        const uint64_t held = std::max(ceil_, held_ceil(tick, sample.load).value_or(0));
+        if (auto broken = broken_ceil(tick, sample.load)) {
+            // Between the highest that held and the lowest that broke: the
+            // midpoint, or nothing once the gap is under min_gap.
+            const uint64_t gap = *broken > held ? *broken - held : 0;
+            d.to_bits = gap <= limits_.min_gap_bits ? held : held + std::min(limits_.step_bits, gap / 2);
+        } else if (held > ceil_) {
+            d.to_bits = held;
+        } else {
+            d.to_bits = ceil_ + limits_.step_bits;
+            // Without a load, the back-off is over: the first probe retries
+            // the ceil that broke, no higher.
+            if (!sample.load && last_broken_ && *last_broken_ > ceil_) d.to_bits = std::min(d.to_bits, *last_broken_);
         }
-        d.to_bits = raised;
+        d.to_bits = std::min(limits_.ceil_bits, d.to_bits);
         d.cause = ControlCause::Headroom;
-        if (raised > ceil_) raised_from_ = ceil_;
+        probing_ = d.to_bits > ceil_;
     }
     if (d.to_bits == d.from_bits) d.cause = ControlCause::None;
     ceil_ = d.to_bits;

@@ -10,8 +10,10 @@
 # CL_MODE=control (default): the agents run the ceil controller
 # ([classes.training.control], lanes.toml(5)) on inference p99 (the SLO
 # signal) and the request rate (the load signal): training's ceil moves
-# between a floor and 94 Mbit/s, down by half when p99 breaks the SLO, up by a
-# step while p99 is under it with margin.
+# between a floor and 94 Mbit/s: down by half when p99 breaks the SLO (or back
+# to the ceil that held at that load), up by halving the gap between the ceil
+# that held and the one that broke (at most CL_STEP) while p99 is under it
+# with margin, no probe once that gap is CL_MIN_GAP or less.
 # CL_MODE=busy: the two-level switch of before (busy_window/busy_ceil on a
 # signal window: 2 while p99 misses the SLO, +1 while the load is high).
 #
@@ -32,7 +34,7 @@
 #   (--plot also writes the report's chart next to it: docs/closed-loop-report.png)
 # Settings: CL_MODE (control), CL_SLO_MS (10), CL_LOW_RATE (200 req/s),
 # CL_HIGH_RATE (1500), CL_REPLY_BYTES (4096), CL_PHASES ("20 45 30 40 30"),
-# CL_SPIKE (6), CL_SCRAPE (1), CL_FLOOR (10Mbit), CL_STEP (14Mbit),
+# CL_SPIKE (6), CL_SCRAPE (1), CL_FLOOR (10Mbit), CL_STEP (47Mbit), CL_MIN_GAP (24Mbit),
 # CL_DWELL (7s; 90s with CL_SCRAPE=15), CL_BUSY_CEIL (25Mbit, busy mode),
 # CL_SWEEP (""), CL_SWEEP_SECONDS (25).
 # Needs root and a built tree (LANES_BUILDDIR, ./build).
@@ -60,7 +62,7 @@ read -r p1 p2 p3 p4 p5 <<<"${CL_PHASES:-20 45 30 40 30}"
 spike=${CL_SPIKE:-6}
 mode=${CL_MODE:-control}
 scrape=${CL_SCRAPE:-1}
-floor=${CL_FLOOR:-10Mbit} step=${CL_STEP:-14Mbit}
+floor=${CL_FLOOR:-10Mbit} step=${CL_STEP:-47Mbit} min_gap=${CL_MIN_GAP:-24Mbit}
 busy_ceil=${CL_BUSY_CEIL:-25Mbit}
 sweep=${CL_SWEEP:-} sweep_s=${CL_SWEEP_SECONDS:-25}
 case $mode in control | busy) ;; *) echo "closed_loop: CL_MODE is control or busy" >&2; exit 2 ;; esac
@@ -149,6 +151,7 @@ margin = 0.2
 floor = "$floor"
 decrease = 0.5
 increase = "$step"
+min_gap = "$min_gap"
 dwell = "$dwell"
 load_signal = "load"
 TOML

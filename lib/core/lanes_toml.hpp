@@ -71,7 +71,8 @@ struct CeilControlConfig {
     double margin = 0.2;              // increase only while value <= slo * (1 - margin)
     Rate floor;                       // the lowest ceil it sets
     double decrease = 0.5;            // ceil *= decrease when value > slo; in (0, 1)
-    Rate increase;                    // ceil += increase while the SLO holds with margin
+    Rate increase;                    // the largest step up while the SLO holds with margin
+    std::optional<Rate> min_gap;      // no probe between a held and a broken ceil closer; unset: increase
     std::chrono::seconds dwell{60};   // decisions only at multiples of this (wall clock)
     std::chrono::seconds backoff{0};  // holding below a ceil that broke the SLO; 0: 4 dwells
     std::string load_signal;          // optional: a ceil that broke the SLO is tried again once the load fell

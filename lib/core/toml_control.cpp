@@ -157,6 +157,15 @@ void parse_class_control(ConfigParse& ctx, TableReader& cr, ClassConfig& cls) {
     } else {
         missing("increase", "the step the ceil rises by while the SLO holds, e.g. \"5%\"");
     }
+    if (auto v = read_rate(r, "min_gap", false)) {
+        if (v->bits_per_second == 0 && !v->is_relative())
+            r.error(*t->get("min_gap"), "min_gap",
+                    "must be above 0 (a gap of zero would probe the ceil that broke the SLO for ever)"),
+                ok = false;
+        else c.min_gap = *v;
+    } else if (t->get("min_gap")) {
+        ok = false;
+    }
     if (auto d = read_duration(r, "dwell", seconds{1}, hours{24}, "1s..24h")) {
         c.dwell = duration_cast<seconds>(*d);
         if (duration_cast<microseconds>(c.dwell) != *d)

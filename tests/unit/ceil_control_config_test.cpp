@@ -34,6 +34,7 @@ increase = "50Mbit"
 dwell = "40s"
 backoff = "5min"
 load_signal = "load"
+min_gap = "25Mbit"
 )";
 
 std::string with(std::string text, const std::string& from, const std::string& to) {
@@ -58,6 +59,8 @@ TEST(CeilControlConfig, Parses) {
     EXPECT_EQ(k.dwell, seconds{40});
     EXPECT_EQ(k.backoff, minutes{5});
     EXPECT_EQ(k.load_signal, "load");
+    ASSERT_TRUE(k.min_gap);
+    EXPECT_EQ(k.min_gap->bits_per_second, 25'000'000u);
     EXPECT_TRUE(t->busy_window.empty());
 }
 
@@ -65,12 +68,14 @@ TEST(CeilControlConfig, Defaults) {
     std::string text = with(kControlled, "margin = 0.25\n", "");
     text = with(text, "decrease = 0.6\n", "");
     text = with(text, "backoff = \"5min\"\n", "");
+    text = with(text, "min_gap = \"25Mbit\"\n", "");
     auto c = lanes::parse_config(text, "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     const auto& k = *c->find_class("training")->control;
     EXPECT_EQ(k.margin, 0.2);
     EXPECT_EQ(k.decrease, 0.5);
     EXPECT_EQ(k.backoff, seconds{0});  // 4 dwells
+    EXPECT_FALSE(k.min_gap);           // the increase
 }
 
 TEST(CeilControlConfig, SignalDelayIsTheIntervalPlusTheQueryRange) {
@@ -98,6 +103,8 @@ TEST(CeilControlConfig, SettingsThatCannotConvergeAreRefused) {
         {with(kControlled, "floor = \"200Mbit\"", "floor = \"2Gbit\""),
          "lanes.toml:17:9: classes.training.control.floor: above the class's ceil"},
         {with(kControlled, "increase = \"50Mbit\"", "increase = \"0Mbit\""), "classes.training.control.increase: "},
+        {with(kControlled, "min_gap = \"25Mbit\"", "min_gap = \"0Mbit\""),
+         "lanes.toml:23:11: classes.training.control.min_gap: rate '0Mbit' is zero"},
         {with(kControlled, "decrease = 0.6", "decrease = 1"),
          "lanes.toml:18:12: classes.training.control.decrease: out of range (0 < decrease < 1"},
         {with(kControlled, "decrease = 0.6", "decrease = 0"), "classes.training.control.decrease: out of range"},

@@ -17,6 +17,7 @@ ControlLimits limits() {
     l.floor_bits = 10 * M;
     l.ceil_bits = 100 * M;
     l.step_bits = 10 * M;
+    l.min_gap_bits = 10 * M;
     l.decrease = 0.5;
     l.slo = 10;
     l.margin = 0.2;  // increase at <= 8
@@ -48,7 +49,7 @@ TEST(CeilController, NoValueDecreasesWithItsOwnCause) {
     EXPECT_EQ(d.to_bits, 50 * M);
     // No memory of a break: the value comes back with margin, it climbs.
     EXPECT_EQ(c.decide(2, v(1)).to_bits, 60 * M);
-    EXPECT_FALSE(c.held_below(2, std::nullopt));
+    EXPECT_FALSE(c.broken_ceil(2, std::nullopt));
 }
 
 TEST(CeilController, DeadBandHolds) {
@@ -64,8 +65,7 @@ TEST(CeilController, DeadBandHolds) {
 TEST(CeilController, IncreasesAdditivelyUpToTheCeil) {
     auto l = limits();
     CeilController c(l);
-    EXPECT_FALSE(c.decide(1, v(1)).changed());  // already at the ceil
-    c.decide(2, ControlSample{});               // 50, nothing remembered
+    c.decide(2, ControlSample{});  // 50, nothing remembered
     uint64_t last = 50 * M;
     for (int64_t t = 3; t < 9; ++t) {
         auto d = c.decide(t, v(1));
@@ -87,8 +87,8 @@ TEST(CeilController, DecidesOncePerTick) {
 TEST(CeilController, HoldsBelowTheCeilThatBrokeTheSlo) {
     CeilController c(limits());
     c.decide(10, v(12));  // 100 broke it: 50, held below 90 for 4 ticks
-    ASSERT_TRUE(c.held_below(11, std::nullopt));
-    EXPECT_EQ(*c.held_below(11, std::nullopt), 100 * M);
+    ASSERT_TRUE(c.broken_ceil(11, std::nullopt));
+    EXPECT_EQ(*c.broken_ceil(11, std::nullopt), 100 * M);
     EXPECT_EQ(c.decide(11, v(1)).to_bits, 60 * M);
     EXPECT_EQ(c.decide(12, v(1)).to_bits, 70 * M);
     EXPECT_EQ(c.decide(13, v(1)).to_bits, 80 * M);
@@ -100,7 +100,7 @@ TEST(CeilController, HoldsBelowTheCeilThatBrokeTheSlo) {
 
 TEST(CeilController, RepeatedBreaksDoubleTheBackoff) {
     auto l = limits();
-    l.step_bits = 25 * M;  // 50 -> 75 -> 100 in two steps
+    l.step_bits = l.min_gap_bits = 25 * M;  // 50 -> 75 -> 100 in two steps
     CeilController c(l);
     int64_t t = 0;
     c.decide(++t, v(12));  // 100 broke: 50; back-off 4
@@ -138,7 +138,7 @@ TEST(CeilController, AProbeThatBreaksStepsBackBelowTheCeilThatHeld) {
 
 TEST(CeilController, BackoffIsBounded) {
     auto l = limits();
-    l.step_bits = 50 * M;
+    l.step_bits = l.min_gap_bits = 50 * M;
     CeilController c(l);
     int64_t t = 0;
     for (int i = 0; i < 20; ++i) {
@@ -159,6 +159,71 @@ TEST(CeilController, ALoadThatFellLiftsTheMemory) {
     for (int64_t t = 6; t < 100; ++t) EXPECT_FALSE(c.decide(t, ControlSample{1, 900}).changed());
     // The load fell by more than the margin: 100 may be tried again.
     EXPECT_EQ(c.decide(100, ControlSample{1, 700}).to_bits, 100 * M);
+}
+
+TEST(CeilController, ALoadSeenBeforeGoesStraightToTheCeilThatHeldThere) {
+    CeilController c(limits());
+    EXPECT_EQ(c.decide(1, ControlSample{12, 1000}).to_bits, 50 * M);  // 100 broke at 1000 req/s
+    // Halving the gap between 50 (held) and 100 (broke), steps of at most 10.
+    EXPECT_EQ(c.decide(2, ControlSample{1, 1000}).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(3, ControlSample{1, 1000}).to_bits, 70 * M);
+    EXPECT_EQ(c.decide(4, ControlSample{1, 1000}).to_bits, 80 * M);
+    EXPECT_EQ(c.decide(5, ControlSample{1, 1000}).to_bits, 90 * M);
+    EXPECT_FALSE(c.decide(6, ControlSample{1, 1000}).changed());  // 100 - 90 <= min_gap
+    EXPECT_EQ(*c.held_ceil(6, 1000.0), 90 * M);
+    // The load falls: what broke at 1000 says nothing at 200.
+    EXPECT_EQ(c.decide(7, ControlSample{1, 200}).to_bits, 100 * M);
+    EXPECT_FALSE(c.decide(8, ControlSample{1, 200}).changed());
+    // Back to 1000: straight to the 90 that held there, not 100 * decrease.
+    auto d = c.decide(9, ControlSample{12, 1000});
+    EXPECT_EQ(d.to_bits, 90 * M);
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_FALSE(c.decide(10, ControlSample{1, 1000}).changed());
+    // And down again: straight to the 100 that held at 200.
+    EXPECT_EQ(c.decide(11, ControlSample{1, 200}).to_bits, 100 * M);
+    // A load between: 100 broke at 1000, so at 900 too (not clearly lower);
+    // 90 held at 1000, so at 900 too. The last decision raised the ceil from
+    // 90: as far below 90 as 100 is above, to drain what the raise queued.
+    EXPECT_EQ(c.decide(12, ControlSample{12, 900}).to_bits, 80 * M);
+    EXPECT_EQ(c.decide(13, ControlSample{1, 900}).to_bits, 90 * M);
+}
+
+TEST(CeilController, ABreakWhereTheCeilHeldCountsForTheBackoffOnly) {
+    CeilController c(limits());
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());  // 100 holds at 200 req/s
+    // One noisy value at the same load: cut, remembered for 4 ticks only.
+    EXPECT_EQ(c.decide(2, ControlSample{12, 200}).to_bits, 50 * M);
+    EXPECT_EQ(*c.broken_ceil(2, 200.0), 100 * M);
+    EXPECT_EQ(c.decide(3, ControlSample{1, 200}).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(4, ControlSample{1, 200}).to_bits, 70 * M);
+    EXPECT_EQ(c.decide(5, ControlSample{1, 200}).to_bits, 80 * M);
+    // Tick 6 = the break + the back-off: 100, which held here, counts again.
+    EXPECT_FALSE(c.broken_ceil(6, 200.0));
+    EXPECT_EQ(c.decide(6, ControlSample{1, 200}).to_bits, 100 * M);
+    // A ceil never seen to hold at a load: remembered while the load stays.
+    EXPECT_EQ(c.decide(7, ControlSample{12, 1000}).to_bits, 50 * M);
+    EXPECT_EQ(*c.broken_ceil(1000, 1000.0), 100 * M);
+}
+
+TEST(CeilController, AResolutionFinerThanTheStepBisects) {
+    auto l = limits();
+    l.step_bits = 50 * M;
+    l.min_gap_bits = 5 * M;
+    // The plant breaks above 80.
+    auto plant = [](uint64_t ceil) { return ceil > 80 * M ? 14.0 : 3.0; };
+    CeilController c(l);
+    std::vector<uint64_t> ceils;
+    for (int64_t t = 1; t <= 16; ++t) {
+        c.decide(t, v(plant(c.ceil_bits())));
+        ceils.push_back(c.ceil_bits() / M);
+    }
+    // 100 broke: 50; the midpoint 75 holds; 87.5 breaks: drain at 62.5, then
+    // the midpoint above 75; 81.25 breaks: drain at 68.75; 78.125 holds; the
+    // gap to 81.25 is under 5: it rests there. The back-off (4 ticks, no load
+    // signal) ends at tick 10: 81.25 is tried again (no higher), breaks, and
+    // the back-off doubles (a repeat within min_gap): 78.125 until tick 19.
+    EXPECT_EQ(ceils, (std::vector<uint64_t>{50, 75, 87, 62, 81, 68, 78, 78, 78, 81, 75, 78, 78, 78, 78, 78}));
+    EXPECT_EQ(c.backoff_ticks(), 8);
 }
 
 TEST(CeilController, SteadyLoadSettlesWithBoundedChanges) {
@@ -225,7 +290,10 @@ TEST(CeilController, ResolveAgainstTheLink) {
     EXPECT_EQ(l.floor_bits, 100 * M);
     EXPECT_EQ(l.ceil_bits, 1000 * M);
     EXPECT_EQ(l.step_bits, 5 * M);
-    EXPECT_EQ(l.backoff_ticks, 4);  // 35 s in 10 s ticks, rounded up
+    EXPECT_EQ(l.min_gap_bits, 5 * M);  // unset: the increase
+    EXPECT_EQ(l.backoff_ticks, 4);     // 35 s in 10 s ticks, rounded up
+    cfg.min_gap = Rate{0, 2.5};
+    EXPECT_EQ(resolve_control(cfg, Rate{0, 100}, 1'000'000'000).min_gap_bits, 25 * M);
     cfg.backoff = std::chrono::seconds{0};
     EXPECT_EQ(resolve_control(cfg, Rate{0, 100}, 1'000'000'000).backoff_ticks, 4);
     // A floor above the class's ceil on a slow link: the ceil.
