@@ -27,8 +27,10 @@
 # probe's histogram), training throughput; then, with CL_SWEEP (ceils, e.g.
 # "94 75 56 38 25"), the best fixed ceil at the low and the high load (the
 # highest whose every 10 s row meets 99 %, training at that ceil for
-# CL_SWEEP_SECONDS each), and training's throughput in each phase against it.
-# Finally `lanesctl report` over the run.
+# CL_SWEEP_SECONDS each), and training's throughput in each phase against it;
+# or CL_BEST=FILE: the best fixed ceils of an earlier run's CL_JSON (same loads),
+# for runs without a sweep of their own. CL_JSON=FILE: the figures as JSON
+# (bench/closed_loop_runs.sh reads them). Finally `lanesctl report` over the run.
 #
 #   bash bench/closed_loop.sh [--plot docs/closed-loop.png] [--out DIR]
 #   (--plot also writes the report's chart next to it: docs/closed-loop-report.png)
@@ -36,7 +38,7 @@
 # CL_HIGH_RATE (1500), CL_REPLY_BYTES (4096), CL_PHASES ("20 45 30 40 30"),
 # CL_SPIKE (6), CL_SCRAPE (1), CL_FLOOR (10Mbit), CL_STEP (47Mbit), CL_MIN_GAP (24Mbit),
 # CL_DWELL (7s; 90s with CL_SCRAPE=15), CL_BUSY_CEIL (25Mbit, busy mode),
-# CL_SWEEP (""), CL_SWEEP_SECONDS (25).
+# CL_SWEEP (""), CL_SWEEP_SECONDS (25), CL_BEST (""), CL_JSON ("").
 # Needs root and a built tree (LANES_BUILDDIR, ./build).
 set -uo pipefail
 export TZ=UTC
@@ -350,9 +352,10 @@ cat "$out/report.txt"
 cluster_run_ctl scancel "$train_id" "$serve_id" >/dev/null 2>&1
 
 # The figures on stdout, the chart with --plot.
-python3 - "$out" "$t0" "$slo_ms" "$row" "$mode" <<'PY'
-import re, statistics, sys
+python3 - "$out" "$t0" "$slo_ms" "$row" "$mode" "${CL_BEST:-}" "${CL_JSON:-}" <<'PY'
+import json, re, statistics, sys
 out, t0, slo, row, mode = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) / 1000, int(sys.argv[4]), sys.argv[5]
+best_from, json_to = sys.argv[6], sys.argv[7]
 marks = [(l.split()[0], float(l.split()[1])) for l in open(out + "/phases.txt")]
 phases = [(n, a, b) for (n, a), (_, b) in zip(marks, marks[1:])]
 p99 = [(float(t), float(v)) for t, v in (l.split() for l in open(out + "/p99.txt"))]
@@ -398,6 +401,13 @@ try:
             best[rate] = (c, tput)
 except FileNotFoundError:
     pass
+best_source = "this run's sweep" if best else ""
+if not best and best_from:
+    try:
+        best = {int(r): (int(c), float(t)) for r, c, t in json.load(open(best_from))["best_fixed"]}
+        best_source = best_from
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit("closed_loop: CL_BEST=%s: no best_fixed in it (%s)" % (best_from, e))
 print("mode %s; phases: %s" % (mode, ", ".join("%s at %.0f s" % (n, a - t0) for n, a, b in phases)))
 summary = []
 for name, a, b in phases:
@@ -409,14 +419,24 @@ for name, a, b in phases:
     print("  %-6s changes train1 %d train2 %d | p99 median %6.2f ms | rows %s | min row >5 s after the step %s | training %5.1f Mbit/s" % (
         name, ch["train1"], ch["train2"], med, " ".join("%.1f" % v for t, v in rows) or "-",
         "%.1f %%" % min(late) if late else "-", tput))
-    summary.append((name, ch, late, tput))
+    summary.append((name, ch, late, tput, med))
+ref = {}
 if best:
-    print("best fixed ceil: " + "; ".join("%d req/s: %d Mbit/s per node, training %.1f Mbit/s" % (r, c, t)
+    print("best fixed ceil (%s): " % best_source + "; ".join("%d req/s: %d Mbit/s per node, training %.1f Mbit/s" % (r, c, t)
                                           for r, (c, t) in sorted(best.items())))
     ref = {"low": best.get(min(best)), "fall": best.get(min(best)), "high": best.get(max(best))}
-    for name, ch, late, tput in summary:
+    for name, ch, late, tput, med in summary:
         if ref.get(name):
             print("  %-6s training %.1f / best fixed %.1f Mbit/s = %.0f %%" % (name, tput, ref[name][1], 100 * tput / ref[name][1]))
+if json_to:
+    with open(json_to, "w") as f:
+        json.dump({"mode": mode, "slo_ms": slo * 1000, "row_s": row,
+                   "best_fixed": [[r, c, t] for r, (c, t) in sorted(best.items())],
+                   "phases": [{"name": name, "changes": ch, "late_rows": late, "training_mbit": tput,
+                               "p99_median_ms": med,
+                               "vs_best": (tput / ref[name][1]) if ref.get(name) else None}
+                              for name, ch, late, tput, med in summary],
+                   "changes": [[t - t0, n, a, b, c] for t, n, a, b, c in changes]}, f, indent=1)
 print("changes: " + "; ".join("%.1f s %s %s->%s (%s)" % (t - t0, n, a, b, c) for t, n, a, b, c in changes))
 with open(out + "/timeline.dat", "w") as f:
     for t, v in p99:

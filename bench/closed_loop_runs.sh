@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bench/closed_loop_runs.sh: run bench/closed_loop.sh (the ceil controller on
+# the demo's real cluster, jobs through Slurm) N times and count the runs that
+# meet #23's goals, every run reported, good or bad:
+#   - changes: at most 3 ceil changes per node in each phase (a phase begins at
+#     a load step; the ramp's five steps count as one phase, which is stricter);
+#   - rows: every 10 s row of SLO attainment that ends more than 5 s after the
+#     phase's step at 99 % or more;
+#   - training: at least 90 % of the best fixed ceil's throughput at that load
+#     (phases low, high, low again).
+# The best fixed ceil comes from a sweep in run 1 (CL_SWEEP, default
+# "94 80 75 70 56"); the later runs compare against it (CL_BEST), at the same loads.
+#
+#   bench/closed_loop_runs.sh [--runs N] [--out DIR] [--replot]
+#
+#   --runs N    runs (default 10)
+#   --out DIR   each run's log, data and JSON (default: a new temp dir)
+#   --replot    no runs: the table again from DIR
+# The closed loop's settings (CL_PHASES, CL_SCRAPE, CL_STEP, ...) pass through;
+# default CL_PHASES "30 70 40 40 40". Needs root and a build (LANES_BUILDDIR,
+# default ./build). Exit: 0 done (whatever the figures), 1 error, 77 not root.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+src=$(cd "$here/.." && pwd)
+runs=10 out="" replot=0
+while (($#)); do
+    case $1 in
+        --runs) runs=$2; shift ;;
+        --out) out=$2; shift ;;
+        --replot) replot=1 ;;
+        -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "closed_loop_runs: unknown option '$1'" >&2; exit 1 ;;
+    esac
+    shift
+done
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "closed_loop_runs: --runs '$runs' is not a positive number" >&2; exit 1; }
+if ((!replot)); then
+    ((EUID == 0)) || { echo "closed_loop_runs: needs root (the closed loop does)"; exit 77; }
+    [[ -n $out ]] || out=$(mktemp -d "${TMPDIR:-/tmp}/lanes-closed-loop-runs.XXXXXX")
+    mkdir -p "$out" || exit 1
+    export CL_PHASES=${CL_PHASES:-30 70 40 40 40}
+    for ((i = 1; i <= runs; i++)); do
+        read -r load_before _ </proc/loadavg
+        if ((i == 1)); then
+            sweep=${CL_SWEEP-94 80 75 70 56} best=""
+        else
+            sweep="" best=$out/run-1.json
+        fi
+        CL_SWEEP=$sweep CL_BEST=$best CL_JSON=$out/run-$i.json LANES_BUILDDIR=${LANES_BUILDDIR:-$src/build} \
+            timeout 1800 bash "$here/closed_loop.sh" --out "$out/run-$i" >"$out/run-$i.log" 2>&1
+        rc=$?
+        read -r load_after _ </proc/loadavg
+        echo "$load_before $load_after" >"$out/run-$i.load"
+        echo "closed_loop_runs: run $i of $runs: exit $rc" >&2
+        ((i == 1)) && [[ ! -s $out/run-1.json ]] && { echo "closed_loop_runs: run 1 gave no figures (see $out/run-1.log)" >&2; exit 1; }
+    done
+fi
+[[ -n $out && -d $out ]] || { echo "closed_loop_runs: --replot needs --out DIR" >&2; exit 1; }
+python3 - "$out" <<'PY'
+import glob, json, math, os, re, sys
+out = sys.argv[1]
+def key(p):
+    return int(re.search(r"run-(\d+)\.json$", p).group(1))
+paths = sorted(glob.glob(os.path.join(out, "run-*.json")), key=key)
+if not paths:
+    sys.exit("closed_loop_runs: no run-*.json in %s" % out)
+names = ["low", "high", "fall", "ramp", "spike"]
+print("run | load before/after | changes per node (low high fall ramp spike) | min row >5 s after the step | training vs best fixed (low high fall) | goals")
+met = {"changes": 0, "rows": 0, "training": 0, "all": 0}
+best = None
+for p in paths:
+    j = json.load(open(p))
+    ph = {x["name"]: x for x in j["phases"]}
+    best = best or j["best_fixed"]
+    try:
+        load = "%s / %s" % tuple(open(p[:-5] + ".load").read().split()[:2])
+    except OSError:
+        load = "-"
+    ch = ["%d/%d" % (ph[n]["changes"]["train1"], ph[n]["changes"]["train2"]) if n in ph else "-" for n in names]
+    ok_ch = all(max(ph[n]["changes"].values()) <= 3 for n in names if n in ph)
+    lows = [min(ph[n]["late_rows"]) for n in names if n in ph and ph[n]["late_rows"]]
+    ok_rows = bool(lows) and min(lows) >= 99.0
+    vs = [ph[n]["vs_best"] for n in ("low", "high", "fall") if n in ph]
+    ok_tr = bool(vs) and all(v is not None and not math.isnan(v) and v >= 0.9 for v in vs)
+    goals = [g for g, ok in (("changes", ok_ch), ("rows", ok_rows), ("training", ok_tr)) if ok]
+    for g in goals:
+        met[g] += 1
+    if len(goals) == 3:
+        met["all"] += 1
+    print("%3d | %s | %s | %s | %s | %s" % (
+        key(p), load, " ".join(ch),
+        " ".join("%.1f" % min(ph[n]["late_rows"]) if n in ph and ph[n]["late_rows"] else "-" for n in names),
+        " ".join("-" if v is None else "%.0f %%" % (100 * v) for v in vs),
+        "all met" if len(goals) == 3 else "missed: " + ", ".join(g for g in ("changes", "rows", "training") if g not in goals)))
+n = len(paths)
+print("best fixed ceil (run 1's sweep): " + "; ".join("%d req/s: %d Mbit/s per node" % (r, c) for r, c, t in (best or [])))
+print("goals over %d runs: changes <= 3 per node per phase in %d; every late row >= 99 %% in %d; training >= 90 %% of the best fixed ceil in %d; all three in %d"
+      % (n, met["changes"], met["rows"], met["training"], met["all"]))
+PY
