@@ -9,7 +9,14 @@
 #     inference job is not;
 #   - the node agent on train1 tightens the running training job's HTB ceil
 #     while busy, restores it when demand falls, and leaves nothing behind on
-#     SIGTERM.
+#     SIGTERM;
+#   - the ceil controller ([classes.training.control]) on a two-node training
+#     job, an agent on each node, following a plant (an exporter whose p99
+#     this test sets from the job's ceils in the kernel: over the SLO while
+#     either node's ceil is above 45 Mbit/s, so the class's 60 Mbit/s breaks
+#     it): the ceil settles between the floor and 45 Mbit/s, the same on both
+#     nodes; the changes in the steady part are few (a count); each change is
+#     logged with its cause and counted; SIGTERM gives the job its own ceil back.
 source "$LANES_SRCDIR/tests/e2e/e2e.sh"
 e2e_require_root
 command -v prometheus >/dev/null || { echo "FAIL: prometheus not installed (Debian: apt-get install prometheus)"; exit 1; }
@@ -19,6 +26,8 @@ echo 0 >"$SIG_T/value"
 SIG_PIDS=""
 PROM_PORT=19090
 FAKE_PORT=19091
+PLANT_PORT=19092
+echo 0.003 >"$SIG_T/p99"
 
 e2e_pre_start() {  # CONF_DIR: add the signals, start the servers in ctl's namespace
     local conf=$1 ns="nsenter --net=/run/netns/${CLUSTER_PREFIX}ctl"
@@ -28,7 +37,7 @@ e2e_pre_start() {  # CONF_DIR: add the signals, start the servers in ctl's names
 
 [signals.demand]
 url = "http://$CLUSTER_CTL_IP:$PROM_PORT"
-query = "max(lanes_test_demand)"
+query = 'max(lanes_test_demand{job="lanes-e2e"})'
 interval = "1s"
 timeout = "500ms"
 stale_after = "5s"
@@ -52,6 +61,9 @@ TOML
     $ns python3 "$LANES_SRCDIR/tests/signals/fake_api.py" --port "$FAKE_PORT" --port-file "$SIG_T/port" \
         --value-file "$SIG_T/value" 2>"$SIG_T/fake.log" &
     SIG_PIDS="$SIG_PIDS $!"
+    $ns python3 "$LANES_SRCDIR/tests/signals/fake_api.py" --port "$PLANT_PORT" --port-file "$SIG_T/plant-port" \
+        --value-file "$SIG_T/p99" 2>"$SIG_T/plant.log" &
+    SIG_PIDS="$SIG_PIDS $!"
     cat >"$SIG_T/prometheus.yml" <<YML
 global:
   scrape_interval: 1s
@@ -59,6 +71,9 @@ scrape_configs:
   - job_name: lanes-e2e
     static_configs:
       - targets: ['127.0.0.1:$FAKE_PORT']
+  - job_name: plant
+    static_configs:
+      - targets: ['127.0.0.1:$PLANT_PORT']
 YML
     $ns prometheus --config.file="$SIG_T/prometheus.yml" --storage.tsdb.path="$SIG_T/data" \
         --web.listen-address="0.0.0.0:$PROM_PORT" --log.level=warn >"$SIG_T/prometheus.log" 2>&1 &
@@ -81,12 +96,13 @@ wait_log() {  # PATTERN SECONDS FILE
     for _ in $(seq $(($2 * 10))); do grep -q -- "$1" "$3" 2>/dev/null && return 0; sleep 0.1; done
     return 1
 }
-ceil_on_train1() {  # JOB: the ceil of the job's class on train1's eth0 (minor from its state file)
+ceil_on() {  # NODE JOB: the ceil of the job's class on NODE's eth0 (minor from its state file)
     local minor
-    minor=$(sed -n 's/^minor=//p' "$E2E_STATE_ROOT/train1/job_$1" 2>/dev/null) || return 1
+    minor=$(sed -n 's/^minor=//p' "$E2E_STATE_ROOT/$1/job_$2" 2>/dev/null) || return 1
     [[ -n $minor ]] || return 1
-    cluster_run_node train1 tc class show dev eth0 classid "1a4e:$(printf %x "$minor")" | grep -o 'ceil [0-9]*[KMG]*bit' | awk '{print $2}'
+    cluster_run_node "$1" tc class show dev eth0 classid "1a4e:$(printf %x "$minor")" | grep -o 'ceil [0-9.]*[KMG]*bit' | awk '{print $2}'
 }
+ceil_on_train1() { ceil_on train1 "$1"; }
 wait_ceil() {  # JOB WANT SECONDS
     local _
     for _ in $(seq $(($3 * 10))); do [[ $(ceil_on_train1 "$1") == "$2" ]] && return 0; sleep 0.1; done
@@ -159,4 +175,122 @@ e2e_check "agent exit 0 on SIGTERM (got $agent_rc)" test "$agent_rc" -eq 0
 e2e_check "normal ceil after the agent stopped" test "$(ceil_on_train1 "$id_low")" = 60Mbit
 
 cluster_run_ctl scancel "$id_low" "$id_busy" "$id_inf" >/dev/null 2>&1
+echo 0 >"$SIG_T/value"
+
+# The ceil controller on a two-node training job, an agent on each node. The
+# agents read their own lanes.toml (next to the cluster's: its policy path
+# resolves): the cluster's without the two-level switch, with the controller
+# on the plant's p99 and a textfile each.
+id_ctl=$(cluster_sbatch -J train-ctl -N2 -w train1,train2 -p training -o /dev/null --wrap 'srun --ntasks-per-node=1 sleep 600')
+e2e_check "two-node training job $id_ctl runs" cluster_wait_job "$id_ctl" RUNNING 60
+e2e_check "job $id_ctl at the class's 60Mbit on train1" wait_ceil "$id_ctl" 60Mbit 30
+mbit() {  # tc's "60Mbit" / "52500Kbit" -> Mbit/s (integer)
+    case $1 in
+        *Mbit) echo "${1%Mbit}" | cut -d. -f1 ;;
+        *Kbit) echo $((${1%Kbit} / 1000)) ;;
+        *) echo 0 ;;
+    esac
+}
+# The plant (bounded: 240 s at most): p99 over the SLO (20 ms > 10 ms) while
+# either node's ceil of the job is above 45 Mbit/s, 3 ms at or below.
+(
+    for ((i = 0; i < 1200; i++)); do
+        [[ -f $E2E_STATE_ROOT/train1/job_$id_ctl ]] || break  # the job ended
+        a=$(ceil_on train1 "$id_ctl") b=$(ceil_on train2 "$id_ctl")
+        [[ -n $a && -n $b ]] || { sleep 0.2; continue; }
+        if (($(mbit "$a") > 45 || $(mbit "$b") > 45)); then echo 0.02; else echo 0.003; fi >"$SIG_T/p99.new"
+        mv "$SIG_T/p99.new" "$SIG_T/p99"
+        sleep 0.2
+    done
+) &
+SIG_PIDS="$SIG_PIDS $!"
+plant_scraped() {
+    nsenter --net="/run/netns/${CLUSTER_PREFIX}ctl" curl -sf "http://127.0.0.1:$PROM_PORT/api/v1/query" \
+        --data-urlencode 'query=max(lanes_test_demand{job="plant"})' | grep -q '"0.02"'
+}
+e2e_check "Prometheus has the plant's p99 over the SLO" e2e_wait_until 30 plant_scraped
+ctl_agents=()
+for node in train1 train2; do
+    mkdir -p "$SIG_T/textfile-$node"
+    sed -e '/^busy_window = /d' -e '/^busy_ceil = /d' -e "s|^textfile_dir = .*|textfile_dir = \"$SIG_T/textfile-$node\"|" \
+        "$conf" >"$(dirname "$conf")/agent-$node.toml"
+    cat >>"$(dirname "$conf")/agent-$node.toml" <<TOML
+
+[signals.p99]
+url = "http://$CLUSTER_CTL_IP:$PROM_PORT"
+query = 'max(lanes_test_demand{job="plant"})'
+interval = "1s"
+timeout = "500ms"
+stale_after = "5s"
+
+[classes.training.control]
+signal = "p99"
+slo = 0.01
+margin = 0.2
+floor = "10Mbit"
+decrease = 0.5
+increase = "20Mbit"
+min_gap = "10Mbit"
+dwell = "3s"
+backoff = "24s"
+TOML
+    "$LANESCTL" --config "$(dirname "$conf")/agent-$node.toml" check >"$SIG_T/check-$node.out" 2>&1 ||
+        e2e_fail "lanesctl check of the controller config: $(cat "$SIG_T/check-$node.out")"
+    SLURM_CONF=$CLUSTER_CONF nsenter --net="/run/netns/$(cluster_netns "$node")" -- \
+        "$LANES_BUILDDIR/agent/lanes-agent" --config "$(dirname "$conf")/agent-$node.toml" --node "$node" 2>"$SIG_T/agent-$node.log" &
+    ctl_agents+=($!)
+    SIG_PIDS="$SIG_PIDS $!"
+done
+agent_metric() {  # NODE PROM-LINE-PREFIX -> value in the node agent's textfile (0 if absent)
+    local v
+    v=$(grep -F "$2" "$SIG_T/textfile-$1/lanes_agent.prom" 2>/dev/null | awk '{print $2}')
+    echo "${v:-0}"
+}
+ctl_changes() {  # NODE: the class's ceil changes, all causes
+    local n=0 c
+    for c in over_slo no_value headroom; do
+        n=$((n + $(agent_metric "$1" "lanes_agent_ceil_changes_total{class=\"training\",cause=\"$c\"}")))
+    done
+    echo $n
+}
+decisions_at_least() { (($(agent_metric "$1" 'lanes_agent_ceil_decisions_total{class="training"}') >= $2)); }
+for node in train1 train2; do
+    e2e_check "$node: the class's 60Mbit broke the SLO: cut to 30Mbit, logged with its cause" \
+        wait_log "class training ceil 60Mbit -> 30Mbit on eth0 (cause: p99 0.02 > slo 0.01)" 60 "$SIG_T/agent-$node.log"
+done
+# Expected: 60 -> 30 -> 45 (the midpoint, held) -> 52.5 (broke) -> 37.5 -> 45;
+# the next probe of 52.5 only after the 24 s back-off (8 decisions), then after
+# 48 s. So at most one probe (3 changes) in decisions 14..24, and 4 allow one
+# decision taken on a late sample; the two-level switch would change the ceil
+# at every other decision here.
+e2e_check "14 decisions on both nodes" e2e_wait_until 90 eval 'decisions_at_least train1 14 && decisions_at_least train2 14'
+start1=$(ctl_changes train1) start2=$(ctl_changes train2)
+e2e_check "24 decisions on both nodes" e2e_wait_until 90 eval 'decisions_at_least train1 24 && decisions_at_least train2 24'
+steady1=$(($(ctl_changes train1) - start1)) steady2=$(($(ctl_changes train2) - start2))
+for node in train1 train2; do grep "class training ceil" "$SIG_T/agent-$node.log" | sed "s/^/  $node: /"; done
+e2e_check "few changes in 10 steady decisions (train1 $steady1, train2 $steady2; at most 4)" \
+    test "$steady1" -le 4 -a "$steady2" -le 4
+settled() {  # both nodes' ceils of the job equal and between the floor and 45Mbit
+    local a b
+    a=$(ceil_on train1 "$id_ctl") b=$(ceil_on train2 "$id_ctl")
+    [[ -n $a && $a == "$b" ]] && (($(mbit "$a") >= 10 && $(mbit "$a") <= 45))
+}
+e2e_check "job $id_ctl's ceil the same on both nodes, between the floor and 45Mbit ($(ceil_on train1 "$id_ctl"), $(ceil_on train2 "$id_ctl"))" \
+    e2e_wait_until 30 settled
+for node in train1 train2; do
+    over=$(agent_metric "$node" 'lanes_agent_ceil_changes_total{class="training",cause="over_slo"}')
+    headroom=$(agent_metric "$node" 'lanes_agent_ceil_changes_total{class="training",cause="headroom"}')
+    e2e_check "$node: changes counted by cause (over_slo $over, headroom $headroom)" test "$over" -ge 1 -a "$headroom" -ge 1
+    # (The job's ceil never goes below its rate, 40Mbit here: HTB's ceil >= rate.)
+    grep -qE "JobId=$id_ctl \(training\) on eth0: ceil 60Mbit -> 40Mbit \(controller: p99 0.02 > slo 0.01\)" \
+        "$SIG_T/agent-$node.log" &&
+        e2e_pass "$node: the change logged for job $id_ctl" ||
+        e2e_fail "$node: no line for job $id_ctl's change: $(grep -m3 "JobId" "$SIG_T/agent-$node.log")"
+done
+for a in "${ctl_agents[@]}"; do kill -TERM "$a"; done
+for a in "${ctl_agents[@]}"; do wait "$a"; done
+for node in train1 train2; do
+    e2e_check "$node: SIGTERM gave job $id_ctl its own 60Mbit back" test "$(ceil_on "$node" "$id_ctl")" = 60Mbit
+done
+cluster_run_ctl scancel "$id_ctl" >/dev/null 2>&1
 e2e_finish
