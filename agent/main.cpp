@@ -41,6 +41,7 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -127,6 +128,11 @@ private:
     // Controllers: decide at the instants due, then hold the jobs to their ceils.
     void control_due();
     void apply_controlled(bool stopping, const std::string& why);
+    // Sets the targets' ceils in the kernel and logs each job's change (what:
+    // the error's prefix); on_change sees each change that took. Returns how
+    // many targets are left off their normal ceil.
+    uint64_t set_target_ceils(const std::vector<CeilTarget>& targets, const std::string& why, const char* what,
+                              const std::function<void(const CeilSet&, const CeilTarget&)>& on_change);
     std::optional<double> next_decision_unix() const;
     void refresh_watched();
     void publish();
@@ -257,17 +263,27 @@ void Agent::follow_windows(bool stopping) {
 
     auto targets = plan_ceil_targets(config_, shaper_->list(), shaper_->nics(), busy);
     first_shift_pass_ = false;
+    const uint64_t tightened = set_target_ceils(targets, why, "ceil shift", [&](const CeilSet& s, const CeilTarget& t) {
+        ++counters_.shifts[{t.class_name, s.to_bits != t.normal_ceil_bits ? "busy" : "normal"}];
+    });
+    counters_.jobs_tightened = tightened + controlled_tightened_;
+}
+
+uint64_t Agent::set_target_ceils(const std::vector<CeilTarget>& targets, const std::string& why, const char* what,
+                                 const std::function<void(const CeilSet&, const CeilTarget&)>& on_change) {
     std::map<std::pair<uint32_t, std::string>, uint64_t> in_force;
-    for (const auto& t : targets) in_force[{t.job_id, t.device}] = t.current_ceil_bits;
+    std::map<std::pair<uint32_t, std::string>, const CeilTarget*> target_of;
+    for (const auto& t : targets) {
+        in_force[{t.job_id, t.device}] = t.current_ceil_bits;
+        target_of[{t.job_id, t.device}] = &t;
+    }
     auto changes = ceil_changes(targets);
     if (!changes.empty()) {
         auto sets = shaper_->set_ceils(changes, why);
         if (!sets) {
             ++counters_.errors["shift"];
-            say_once("ceil shift: " + sets.error().message);
+            say_once(std::string(what) + ": " + sets.error().message);
         } else {
-            std::map<uint32_t, std::string> class_of;
-            for (const auto& t : targets) class_of[t.job_id] = t.class_name;
             for (const CeilSet& s : *sets) {
                 if (!s.error.empty()) {
                     ++counters_.errors["shift"];
@@ -275,13 +291,10 @@ void Agent::follow_windows(bool stopping) {
                     continue;
                 }
                 in_force[{s.job_id, s.device}] = s.to_bits;
-                if (s.from_bits == s.to_bits) continue;
-                auto t = std::find_if(targets.begin(), targets.end(), [&](const CeilTarget& x) {
-                    return x.job_id == s.job_id && x.device == s.device;
-                });
-                const bool to_busy = t != targets.end() && s.to_bits != t->normal_ceil_bits;
-                ++counters_.shifts[{class_of[s.job_id], to_busy ? "busy" : "normal"}];
-                log_line(LogLevel::Info, "JobId=" + std::to_string(s.job_id) + " (" + class_of[s.job_id] + ") on " +
+                auto t = target_of.find({s.job_id, s.device});
+                if (s.from_bits == s.to_bits || t == target_of.end()) continue;
+                on_change(s, *t->second);
+                log_line(LogLevel::Info, "JobId=" + std::to_string(s.job_id) + " (" + t->second->class_name + ") on " +
                                              s.device + ": ceil " + format_rate(s.from_bits) + " -> " +
                                              format_rate(s.to_bits) + " (" + why + ")");
             }
@@ -290,7 +303,7 @@ void Agent::follow_windows(bool stopping) {
     uint64_t tightened = 0;
     for (const auto& t : targets)
         if (in_force[{t.job_id, t.device}] != t.normal_ceil_bits) ++tightened;
-    counters_.jobs_tightened = tightened + controlled_tightened_;
+    return tightened;
 }
 
 std::optional<double> Agent::next_decision_unix() const {
@@ -369,35 +382,7 @@ void Agent::apply_controlled(bool stopping, const std::string& why) {
     if (!stopping)
         for (const auto& [key, c] : controllers_) ceils[key] = c.ceil_bits();
     auto targets = plan_controlled_targets(config_, shaper_->list(), ceils);
-    std::map<std::pair<uint32_t, std::string>, uint64_t> in_force;
-    for (const auto& t : targets) in_force[{t.job_id, t.device}] = t.current_ceil_bits;
-    auto changes = ceil_changes(targets);
-    if (!changes.empty()) {
-        auto sets = shaper_->set_ceils(changes, why);
-        if (!sets) {
-            ++counters_.errors["shift"];
-            say_once("ceil control: " + sets.error().message);
-        } else {
-            std::map<uint32_t, std::string> class_of;
-            for (const auto& t : targets) class_of[t.job_id] = t.class_name;
-            for (const CeilSet& s : *sets) {
-                if (!s.error.empty()) {
-                    ++counters_.errors["shift"];
-                    say_once("JobId=" + std::to_string(s.job_id) + " on " + s.device + ": cannot set ceil: " + s.error);
-                    continue;
-                }
-                in_force[{s.job_id, s.device}] = s.to_bits;
-                if (s.from_bits == s.to_bits) continue;
-                log_line(LogLevel::Info, "JobId=" + std::to_string(s.job_id) + " (" + class_of[s.job_id] + ") on " +
-                                             s.device + ": ceil " + format_rate(s.from_bits) + " -> " +
-                                             format_rate(s.to_bits) + " (" + why + ")");
-            }
-        }
-    }
-    uint64_t tightened = 0;
-    for (const auto& t : targets)
-        if (in_force[{t.job_id, t.device}] != t.normal_ceil_bits) ++tightened;
-    controlled_tightened_ = tightened;
+    controlled_tightened_ = set_target_ceils(targets, why, "ceil control", [](const CeilSet&, const CeilTarget&) {});
 }
 
 void Agent::publish() {
