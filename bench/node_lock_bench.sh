@@ -9,11 +9,13 @@
 # start, as the prolog's log line), the time it waited for the node's lock,
 # the time it held it and the CPU it used meanwhile.
 #
-#   sudo bench/node_lock_bench.sh [--jobs J] [--rounds R]
+#   sudo bench/node_lock_bench.sh [--jobs J] [--rounds R] [--state-base DIR]
 #
-#   --jobs J    applies at once (default 20: 200 jobs over 10 nodes)
-#   --rounds R  rounds of (J at once, J one by one), jobs removed in between
-#               (default 3)
+#   --jobs J          applies at once (default 20: 200 jobs over 10 nodes)
+#   --rounds R        rounds of (J at once, J one by one), jobs removed in
+#                     between (default 3)
+#   --state-base DIR  where the state dir is made (default /tmp; /dev/shm for
+#                     a tmpfs, as /run is on most nodes)
 #
 # Printed: median and p99 of each figure, at once and one by one, and their
 # ratio; per round, the applies' CPU over the machine's CPUs (no round can end
@@ -25,6 +27,7 @@ while (($#)); do
     case $1 in
         --jobs) jobs=${2-}; shift ;;
         --rounds) rounds=${2-}; shift ;;
+        --state-base) export LANES_NET_STATE_BASE=${2-}; shift ;;
         -h | --help) sed -n '3,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "node_lock_bench: unknown option '$1' (see --help)" >&2; exit 1 ;;
     esac
@@ -63,9 +66,9 @@ for ((r = 0; r < rounds; r++)); do
     done
     remove_all_jobs $ids
 done
-python3 - "$out" "$jobs" "$rounds" "$(nproc)" "$(cut -d' ' -f1 /proc/loadavg)" <<'PY'
+python3 - "$out" "$jobs" "$rounds" "$(nproc)" "$(cut -d' ' -f1 /proc/loadavg)" "$(stat -f -c %T "$STATE")" <<'PY'
 import math, statistics, sys
-path, jobs, rounds, cpus, load = sys.argv[1:6]
+path, jobs, rounds, cpus, load, fs = sys.argv[1:7]
 rows = {"alone": [], "at_once": []}
 for line in open(path):
     f = line.split()
@@ -77,7 +80,8 @@ keys = [("wall_ms", "wall (process start to applied)"), ("lock_wait_ms", "waitin
         ("lock_held_ms", "holding the node lock"), ("lock_held_cpu_ms", "CPU while holding it"),
         ("cpu_ms", "CPU of the apply process")]
 print(f"node lock bench: {jobs} applies at once vs one by one, {rounds} round(s), "
-      f"{len(rows['at_once'])} + {len(rows['alone'])} applies; {cpus} CPUs, load {load} at the end")
+      f"{len(rows['at_once'])} + {len(rows['alone'])} applies; state dir on {fs}; "
+      f"{cpus} CPUs, load {load} at the end")
 print(f"{'ms':<36}{'alone med':>10}{'p99':>9}{'at once med':>12}{'p99':>9}{'ratio med':>10}")
 for k, name in keys:
     a = [r[k] for r in rows["alone"]]
