@@ -31,6 +31,13 @@ wave() {
   [ -z "$bad" ] || fail "$cmd failed for job(s):$bad"
 }
 
+# files PREFIX: how many entries of the state dir start with PREFIX.
+files() {
+  local f n=0
+  for f in "$STATE/$1"*; do [ -e "$f" ] && n=$((n + 1)); done
+  echo "$n"
+}
+
 # running JOB...: exactly these jobs are shaped, each with all of its objects.
 running() {
   local j minor classes qdiscs minors=" " n=$#
@@ -48,7 +55,7 @@ running() {
     [ -d "$CGROOT/job_$j" ] || fail "job $j: no cgroup dir"
     nft_holds "${P}a" "map inet lanes prio" "$CGROOT/job_$j" || fail "job $j: its cgroup is not in the nft map"
   done
-  [ "$(ls "$STATE" | grep -c '^job_')" -eq "$n" ] || fail "$(ls "$STATE" | grep -c '^job_') state files for $n jobs"
+  [ "$(files job_)" -eq "$n" ] || fail "$(files job_) state files for $n jobs"
   [ "$(grep -c "class htb 1a4e:[0-9a-f]* parent 1a4e:1 leaf" <<<"$classes")" -eq "$n" ] ||
     fail "$(grep -c "class htb 1a4e:[0-9a-f]* parent 1a4e:1 leaf" <<<"$classes") job classes with a leaf for $n jobs"
   [ "$(cat "$STATE/shaped_jobs")" -eq "$n" ] || fail "shaped_jobs says $(cat "$STATE/shaped_jobs"), $n run"
@@ -68,8 +75,8 @@ running $now
 echo "8 removes beside 8 applies: every running job has its objects"
 
 wave "$STATE_ROOT/last" remove $now
-[ "$(ls "$STATE" | grep -c '^job_')" -eq 0 ] || fail "state files left: $(ls "$STATE")"
-[ "$(ls "$STATE" | grep -c '^minor_')" -eq 0 ] || fail "minor claims left"
+[ "$(files job_)" -eq 0 ] || fail "state files left: $(ls "$STATE")"
+[ "$(files minor_)" -eq 0 ] || fail "minor claims left"
 # The root and its default class stay (as after any last job); no job's class,
 # parked or not, and no leaf qdisc.
 left=$($NA tc class show dev "$DEV" | grep -v -e "class htb 1a4e:1 root" -e "class htb 1a4e:fffe ")
