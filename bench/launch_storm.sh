@@ -20,10 +20,12 @@
 # prolog). The storm's jobs are submitted held, then released with one
 # `scontrol release`: slurmctld starts them together, and their prologs run
 # side by side on every node. Setup time: what spank_lanes' prolog logs on
-# its node, "lanes: JobId=N class C shaped on K NIC(s) in T ms (U ms CPU)"
-# (from reading lanes.toml to the last tc/nft object; U: the CPU it used, so
-# that waiting, for the node's lock or for a CPU, is told from work). Printed:
-# median and p99 per node and overall, for the baseline and the storm, their
+# its node, "lanes: JobId=N class C shaped on K NIC(s) in T ms (U ms CPU; W ms
+# waiting for the node lock, H ms holding it with C ms CPU)" (from reading
+# lanes.toml to the last tc/nft object; U: the CPU it used, W: the wait for the
+# node's state lock, so that waiting for the lock, waiting for a CPU and work
+# are told apart). Printed: median and p99 per node and overall, for the
+# baseline and the storm, the storm's lock wait per node, their
 # ratio (the issue's goal is a storm no more than 2x a single job), the CPU
 # figures overall, the storm's span (release to the last job shaped), and
 # counts: jobs that ran, jobs shaped, and what Lanes left on the nodes once
@@ -104,12 +106,14 @@ wait_for() {
 # node_clean NODE: true when Lanes has nothing left on NODE.
 node_clean() { [[ -z $(e2e_node_state "$1") ]]; }
 all_clean() { local n; for n in "${names[@]}"; do node_clean "$n" || return 1; done; }
-# shaped_lines: "NODE JOBID MS CPU_MS" for every job shaped so far, from the
-# logs.
+# shaped_lines: "NODE JOBID MS CPU_MS WAIT_MS HELD_MS HELD_CPU_MS" for every
+# job shaped so far, from the logs (the node lock's figures "-" in the line of
+# a spank_lanes that did not log them).
 shaped_lines() {
     local n
     for n in "${names[@]}"; do
-        sed -nE "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/$n \1 \2 \3/p" \
+        sed -nE -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU; ([0-9.]+) ms waiting for the node lock, ([0-9.]+) ms holding it with ([0-9.]+) ms CPU\).*/$n \1 \2 \3 \4 \5 \6/p" \
+            -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/$n \1 \2 \3 - - -/p" \
             "$(cluster_log "$n")" 2>/dev/null
     done
 }
@@ -118,7 +122,7 @@ count_shaped() {
     local -A want=()
     local id j c=0
     for id in "$@"; do want[$id]=1; done
-    while read -r _ j _ _; do [[ -n ${want[$j]:-} ]] && c=$((c + 1)); done < <(shaped_lines)
+    while read -r _ j _; do [[ -n ${want[$j]:-} ]] && c=$((c + 1)); done < <(shaped_lines)
     echo "$c"
 }
 # ran PREFIX: how many of the jobs named PREFIX wrote their output.
@@ -185,14 +189,21 @@ single_ids, storm_ids = set(facts["single"]), set(facts["storm"])
 nodes = list(left)
 ms = {"single": {n: [] for n in nodes}, "storm": {n: [] for n in nodes}}
 cpu = {"single": [], "storm": []}
+# The node lock's share of each setup: waiting for it, holding it, CPU while held.
+lock = {p: {"wait": {n: [] for n in nodes}, "held": [], "held_cpu": [], "walls": []} for p in ("single", "storm")}
 seen = {"single": set(), "storm": set()}
 for line in open(shaped_file):
-    node, job, took, cpu_took = line.split()
+    node, job, took, cpu_took, wait, held, held_cpu = line.split()
     phase = "single" if job in single_ids else "storm" if job in storm_ids else None
     if phase and job not in seen[phase]:
         seen[phase].add(job)
         ms[phase][node].append(float(took))
         cpu[phase].append(float(cpu_took))
+        if wait != "-":
+            lock[phase]["wait"][node].append(float(wait))
+            lock[phase]["held"].append(float(held))
+            lock[phase]["held_cpu"].append(float(held_cpu))
+            lock[phase]["walls"].append(float(took))
 
 
 def p99(xs):  # nearest rank
@@ -225,17 +236,29 @@ result["ratio_median"] = ratio(result["storm"]["median_ms"], result["single"]["m
 result["ratio_p99"] = ratio(result["storm"]["p99_ms"], result["single"]["p99_ms"])
 result["ratio_cpu_median"] = ratio(result["storm"]["cpu_median_ms"], result["single"]["cpu_median_ms"])
 result["left_on_nodes"] = sum(left.values())
+for phase in ("single", "storm"):
+    waits = [x for n in nodes for x in lock[phase]["wait"][n]]
+    result[phase]["lock_wait"] = figures(waits)
+    result[phase]["lock_held"] = figures(lock[phase]["held"])
+    result[phase]["lock_held_cpu"] = figures(lock[phase]["held_cpu"])
+    # The share of the setups' summed wall time spent waiting for the node lock.
+    total = sum(lock[phase]["walls"])
+    result[phase]["lock_wait_share"] = round(sum(waits) / total, 3) if waits and total else None
 
 print("launch storm: Lanes' setup of a job on its node (spank_lanes prolog, ms)")
-print(f"{'node':<8}{'single n':>9}{'median':>9}{'p99':>9}{'storm n':>9}{'median':>9}{'p99':>9}{'left':>6}")
+print(f"{'node':<8}{'single n':>9}{'median':>9}{'p99':>9}{'storm n':>9}{'median':>9}{'p99':>9}"
+      f"{'lock wait med':>14}{'p99':>9}{'left':>6}")
 for n in nodes:
     a, b = figures(ms["single"][n]), figures(ms["storm"][n])
-    result["nodes"][n] = {"single": a, "storm": b, "left": left[n]}
+    w = figures(lock["storm"]["wait"][n])
+    result["nodes"][n] = {"single": a, "storm": b, "storm_lock_wait": w, "left": left[n]}
     print(f"{n:<8}{a['jobs']:>9}{fmt(a['median_ms']):>9}{fmt(a['p99_ms']):>9}"
-          f"{b['jobs']:>9}{fmt(b['median_ms']):>9}{fmt(b['p99_ms']):>9}{left[n]:>6}")
+          f"{b['jobs']:>9}{fmt(b['median_ms']):>9}{fmt(b['p99_ms']):>9}"
+          f"{fmt(w['median_ms']):>14}{fmt(w['p99_ms']):>9}{left[n]:>6}")
 s, t = result["single"], result["storm"]
 print(f"{'all':<8}{s['jobs']:>9}{fmt(s['median_ms']):>9}{fmt(s['p99_ms']):>9}"
-      f"{t['jobs']:>9}{fmt(t['median_ms']):>9}{fmt(t['p99_ms']):>9}{result['left_on_nodes']:>6}")
+      f"{t['jobs']:>9}{fmt(t['median_ms']):>9}{fmt(t['p99_ms']):>9}"
+      f"{fmt(t['lock_wait']['median_ms']):>14}{fmt(t['lock_wait']['p99_ms']):>9}{result['left_on_nodes']:>6}")
 storm_medians = [result["nodes"][n]["storm"]["median_ms"] for n in nodes if result["nodes"][n]["storm"]["jobs"]]
 if storm_medians:
     print(f"storm per node: median from {min(storm_medians):.1f} to {max(storm_medians):.1f} ms")
@@ -243,6 +266,14 @@ print(f"ratio storm/single: median {fmt(result['ratio_median'])}x, p99 {fmt(resu
 print(f"CPU of the setup (ms): single median {fmt(s['cpu_median_ms'])} p99 {fmt(s['cpu_p99_ms'])}, "
       f"storm median {fmt(t['cpu_median_ms'])} p99 {fmt(t['cpu_p99_ms'])} "
       f"(ratio of the medians {fmt(result['ratio_cpu_median'])}x)")
+for phase in ("single", "storm"):
+    p = result[phase]
+    if p["lock_wait"]["jobs"]:
+        share = p["lock_wait_share"]
+        print(f"node lock, {phase} (ms): waiting median {fmt(p['lock_wait']['median_ms'])} p99 "
+              f"{fmt(p['lock_wait']['p99_ms'])}, holding median {fmt(p['lock_held']['median_ms'])} p99 "
+              f"{fmt(p['lock_held']['p99_ms'])} (CPU while held median {fmt(p['lock_held_cpu']['median_ms'])}); "
+              f"waiting = {'-' if share is None else f'{100 * share:.0f} %'} of the setups' wall time")
 print(f"storm span: {result['storm_span_s']:.1f} s from release to the last job shaped "
       "(or, if some never were, to the last job's end; polled once a second)")
 print(f"single: {s['submitted']} submitted, {s['ran']} ran, {s['shaped']} shaped")

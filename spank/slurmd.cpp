@@ -184,7 +184,8 @@ int slurmd_start(int ac, char** av) {
 int job_prolog(spank_t sp, int ac, char** av) {
     // The times the "shaped" line reports: Lanes' whole setup of the job on this
     // node, from reading lanes.toml to the last tc/nft object, in wall and CPU
-    // time (bench/launch_storm.sh).
+    // time, and of it the node lock's share: waiting for it, holding it and the
+    // CPU used while holding it (bench/launch_storm.sh).
     const auto started = std::chrono::steady_clock::now();
     const double cpu_started = process_cpu_ms();
     auto job_id = job_id_of(sp);
@@ -260,9 +261,13 @@ int job_prolog(spank_t sp, int ac, char** av) {
         slurm_info("lanes: JobId=%u class %s takes path %s", *job_id, directive->class_name.c_str(),
                    path->path.describe().c_str());
     const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - started;
-    slurm_info("lanes: JobId=%u class %s shaped on %zu NIC(s) in %.1f ms (%.1f ms CPU)%s", *job_id,
-               directive->class_name.c_str(), state->devices.size(), took.count(), process_cpu_ms() - cpu_started,
-               state->cgroup_slurm && state->cgroup_id == 0 ? " (keyed on Slurm's job cgroup at its first step)" : "");
+    const auto lock = (*shaper)->last_lock_times();
+    slurm_info(
+        "lanes: JobId=%u class %s shaped on %zu NIC(s) in %.1f ms (%.1f ms CPU; %.1f ms waiting for the node "
+        "lock, %.1f ms holding it with %.1f ms CPU)%s",
+        *job_id, directive->class_name.c_str(), state->devices.size(), took.count(), process_cpu_ms() - cpu_started,
+        lock.wait_ms, lock.held_ms, lock.held_cpu_ms,
+        state->cgroup_slurm && state->cgroup_id == 0 ? " (keyed on Slurm's job cgroup at its first step)" : "");
     return 0;
 }
 

@@ -406,7 +406,7 @@ std::vector<JobState> JobStateStore::load_all(std::vector<std::string>* errors) 
 }
 
 Result<void> JobStateStore::save(const JobState& state) {
-    auto r = write_file_atomically(job_path(state.job_id), format_job_state(state), 0600);
+    auto r = write_file_atomically(job_path(state.job_id), format_job_state(state), 0600, FileSync::PageCacheOnly);
     if (!r) return fail(r.error().message);
     return {};
 }
@@ -458,7 +458,8 @@ namespace lanes {
 Result<void> JobStateStore::save_parked(const ParkedClass& parked) {
     const std::string dir = dir_ + "/parked";
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return fail(dir + ": " + errno_text(errno));
-    auto r = write_file_atomically(dir_ + "/" + parked_name(parked.minor), format_parked_class(parked), 0600);
+    auto r = write_file_atomically(dir_ + "/" + parked_name(parked.minor), format_parked_class(parked), 0600,
+                                   FileSync::PageCacheOnly);
     if (!r) return fail(r.error().message);
     return {};
 }
@@ -517,7 +518,7 @@ uint32_t JobStateStore::shaped_jobs() const {
 }
 
 Result<void> JobStateStore::set_shaped_jobs(uint32_t count) {
-    auto r = write_file_atomically(dir_ + "/shaped_jobs", std::to_string(count) + "\n", 0600);
+    auto r = write_file_atomically(dir_ + "/shaped_jobs", std::to_string(count) + "\n", 0600, FileSync::PageCacheOnly);
     if (!r) return fail(r.error().message);
     return {};
 }

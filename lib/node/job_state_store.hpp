@@ -5,6 +5,11 @@
 //   lock            flock'ed by every prolog/epilog/gc for its whole duration
 //   parked/<hex>    one ParkedClass per file (dir 0700, files 0600)
 //   shaped_jobs     how many jobs with HTB classes the node has (the pool drains at 0)
+// Written tmp + rename, without fsync (FileSync::PageCacheOnly): they describe
+// tc classes, nft elements and cgroups, which do not outlive the boot either
+// (slurmd's start-up reconcile drops an earlier boot's records), and every
+// write is made under the node's lock, where an fsync on a disk-backed
+// state_dir made the prologs of a launch storm wait for the disk one by one.
 #pragma once
 
 #include <cstdint>

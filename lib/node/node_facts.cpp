@@ -88,7 +88,7 @@ std::string node_name() {
     return short_host_name();
 }
 
-Result<void> write_file_atomically(const std::string& path, std::string_view text, mode_t mode) {
+Result<void> write_file_atomically(const std::string& path, std::string_view text, mode_t mode, FileSync sync) {
     const std::string tmp = path + ".tmp." + std::to_string(::getpid());
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0) return fail(tmp + ": cannot create: " + std::strerror(errno));
@@ -107,7 +107,7 @@ Result<void> write_file_atomically(const std::string& path, std::string_view tex
     }
     // The umask must not decide who may read it.
     if (::fchmod(fd, mode) != 0) return give_up("chmod");
-    if (::fsync(fd) != 0) return give_up("fsync");
+    if (sync == FileSync::ToDisk && ::fsync(fd) != 0) return give_up("fsync");
     if (::close(fd) != 0) {
         std::string why = std::strerror(errno);
         ::unlink(tmp.c_str());

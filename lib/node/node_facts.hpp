@@ -34,8 +34,15 @@ std::string short_host_name();
 // ---- files -----------------------------------------------------------------------
 
 // PATH.tmp.PID (O_EXCL|O_NOFOLLOW: never through a file someone else placed),
-// written whole, `mode`, fsync, rename over PATH. The tmp file is gone on failure.
-Result<void> write_file_atomically(const std::string& path, std::string_view text, mode_t mode);
+// written whole, `mode`, fsync (unless `sync` says not to), rename over PATH.
+// The tmp file is gone on failure. Either way a reader sees the old content or
+// the new, whole; without the fsync, a crash of the machine may lose the write.
+enum class FileSync {
+    ToDisk,        // survives a power loss
+    PageCacheOnly  // only for what does not outlive the boot (state_dir's records)
+};
+Result<void> write_file_atomically(const std::string& path, std::string_view text, mode_t mode,
+                                   FileSync sync = FileSync::ToDisk);
 
 // The current boot's id (/proc/sys/kernel/random/boot_id), "" if unreadable.
 std::string current_boot_id();

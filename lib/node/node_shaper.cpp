@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -387,9 +389,29 @@ struct NodeShaper::Impl {
         append_line(registry_path(), state_dir_line(config.state_dir));
     }
 
+    LockTimes lock_times;
+
     Result<JobState> apply(const JobNetRequest& req) {
+        const auto asked = std::chrono::steady_clock::now();
         auto lock = store.lock();
         if (!lock) return std::unexpected(lock.error());
+        const auto got = std::chrono::steady_clock::now();
+        const double cpu_got = process_cpu_ms();
+        auto st = apply_locked(req);
+        lock_times.wait_ms = std::chrono::duration<double, std::milli>(got - asked).count();
+        lock_times.held_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - got).count();
+        lock_times.held_cpu_ms = process_cpu_ms() - cpu_got;
+        return st;
+    }
+
+    static double process_cpu_ms() {
+        timespec t{};
+        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+        return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+    }
+
+    // apply() under the node's lock.
+    Result<JobState> apply_locked(const JobNetRequest& req) {
         const std::string job = "JobId=" + std::to_string(req.job_id);
 
         auto previous = store.load(req.job_id);
@@ -1076,6 +1098,7 @@ Result<std::unique_ptr<NodeShaper>> NodeShaper::open_with(const NodeConfig& conf
 }
 
 Result<JobState> NodeShaper::apply(const JobNetRequest& request) { return impl_->apply(request); }
+NodeShaper::LockTimes NodeShaper::last_lock_times() const { return impl_->lock_times; }
 
 Result<void> NodeShaper::attach(uint32_t job_id, pid_t pid) {
     auto st = impl_->store.load(job_id);

@@ -155,6 +155,18 @@ public:
     // removes what this call created.
     Result<JobState> apply(const JobNetRequest& request);
 
+    // How the last apply() spent its time on the node's lock (flock(state_dir/lock)),
+    // in wall ms: waiting for it (other prologs, epilogs, a converge holding it),
+    // then holding it (this job's state files, tc, nft and cgroup work), and the
+    // process CPU used while holding it (held - CPU: preempted, or blocked in the
+    // kernel). The prolog logs them (bench/launch_storm.sh).
+    struct LockTimes {
+        double wait_ms = 0;
+        double held_ms = 0;
+        double held_cpu_ms = 0;
+    };
+    LockTimes last_lock_times() const;
+
     // Move `pid` into the job's cgroup (no-op when the cgroup is Slurm's).
     Result<void> attach(uint32_t job_id, pid_t pid);
     // Same without opening netlink/nft: for slurm_spank_task_init_privileged.

@@ -5,7 +5,8 @@
 #   - every job ran (its output says so) and every job was shaped on its node
 #     (spank_lanes logged "shaped ... in T ms" for it);
 #   - the figures were printed: median and p99 for the baseline and the
-#     storm, and their ratio;
+#     storm, and their ratio, and the node lock's share (its wait for every
+#     job shaped: spank_lanes logs it, the bench reads it);
 #   - nothing of Lanes was left on any node once the jobs ended (no class,
 #     nft element, state file or cgroup).
 set -uo pipefail
@@ -37,6 +38,14 @@ for phase in single storm; do
 done
 (($(field '.left_on_nodes') == 0)) || fail "$(field '.left_on_nodes') objects left on the nodes"
 [[ $(field '.ratio_median') != null ]] || fail "no storm/single ratio"
-grep -qE '^all +3 +[0-9.]+ +[0-9.]+ +20 +[0-9.]+ +[0-9.]+ +0$' "$out/run.log" || fail "no overall figures line"
+grep -qE '^all +3 +[0-9.]+ +[0-9.]+ +20 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$' "$out/run.log" ||
+    fail "no overall figures line (with the storm's lock wait)"
+# spank_lanes logged the node lock's share of every setup, and it was read.
+for phase in single storm; do
+    (($(field ".$phase.lock_wait.jobs") == $(field ".$phase.shaped"))) ||
+        fail "$phase: $(field ".$phase.lock_wait.jobs") lock waits for $(field ".$phase.shaped") jobs shaped"
+done
+grep -qE '^node lock, storm \(ms\): waiting median [0-9.]+ p99 [0-9.]+, holding median' "$out/run.log" ||
+    fail "no node lock line"
 grep -qE '^ratio storm/single: median [0-9.]+x, p99 [0-9.]+x' "$out/run.log" || fail "no ratio line"
 echo "PASS: 3 + 20 jobs ran and were shaped, figures printed, nothing left on the nodes"

@@ -13,6 +13,7 @@
 #   capture_start NAME FILTER / capture_stop   tcpdump in ${P}b on $PEER into
 #               $PCAP ($STATE_ROOT/NAME.pcap), bounded in time
 #   pcap_count FILTER   packets in $PCAP that match FILTER
+#   LANES_NET_STATE_BASE   where the state dir is made (default /tmp)
 set -u
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: $(basename "$0") needs root (network namespaces, tc, nftables, cgroup2)"
@@ -34,7 +35,7 @@ SPEED=${SPEED:-10000000000}
 CG2=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") { print $5; exit } break } }' /proc/self/mountinfo)
 [ -n "$CG2" ] || { echo "FAIL: no cgroup2 mount"; exit 1; }
 CGROOT=$CG2/$P
-STATE_ROOT=$(mktemp -d /tmp/${P}-state.XXXXXX)
+STATE_ROOT=$(mktemp -d "${LANES_NET_STATE_BASE:-/tmp}/${P}-state.XXXXXX")
 STATE=$STATE_ROOT/state   # the state dirs registry (.lanes-state-dirs) lands in $STATE_ROOT
 mkdir -p "$STATE"
 STARTED_PIDS=""

@@ -3,7 +3,10 @@
 // network namespace via nsenter --net=, so /sys/fs/cgroup stays visible).
 //
 //   shaper_tool [options] apply JOB [--class C] [--rate R] [--ceil R] [--dscp D] [--rank N]
-//                                   [--ingress-rate R] [--ingress-ceil R]
+//                                   [--ingress-rate R] [--ingress-ceil R] [--times 1]
+//        (--times 1: a second line "times wall_ms W lock_wait_ms X lock_held_ms Y
+//        lock_held_cpu_ms Z cpu_ms C", W from this process's start, as the prolog's
+//        log line, C: the process's CPU)
 //   shaper_tool [options] remove JOB
 //   shaper_tool [options] run JOB -- PROGRAM ARGS...   (joins the job's cgroup, then execs)
 //   shaper_tool [options] counters JOB                 (device bytes packets drops overlimits backlog)
@@ -27,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <optional>
 #include <set>
@@ -78,6 +82,7 @@ Result<Rate> rate_arg(const char* text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    const auto started = std::chrono::steady_clock::now();
     NodeConfig config;
     NicSelector nic;
     std::vector<std::string> args;
@@ -206,6 +211,7 @@ int main(int argc, char** argv) {
         JobNetRequest req;
         req.job_id = static_cast<uint32_t>(std::stoul(args[1]));
         req.class_name = "test";
+        bool times = false;
         for (std::size_t k = 2; k + 1 < args.size(); k += 2) {
             const std::string& key = args[k];
             const char* v = args[k + 1].c_str();
@@ -232,6 +238,8 @@ int main(int argc, char** argv) {
                 req.net.rank = std::atoi(v);
             } else if (key == "--cgroup") {
                 req.cgroup = v;
+            } else if (key == "--times") {
+                times = std::string(v) == "1";
             } else {
                 return usage();
             }
@@ -262,6 +270,15 @@ int main(int argc, char** argv) {
         if (path.router) std::printf("path %s\n", path.path.describe().c_str());
         std::printf("job %u minor %x cgroup %s leaf %s\n", st->job_id, st->minor, st->cgroup.c_str(),
                     s.leaf_qdisc_kind().c_str());
+        if (times) {
+            const auto lock = s.last_lock_times();
+            const std::chrono::duration<double, std::milli> wall = std::chrono::steady_clock::now() - started;
+            timespec cpu{};
+            ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+            std::printf("times wall_ms %.3f lock_wait_ms %.3f lock_held_ms %.3f lock_held_cpu_ms %.3f cpu_ms %.3f\n",
+                        wall.count(), lock.wait_ms, lock.held_ms, lock.held_cpu_ms,
+                        static_cast<double>(cpu.tv_sec) * 1e3 + static_cast<double>(cpu.tv_nsec) / 1e6);
+        }
         return 0;
     }
     if (cmd == "remove") {
