@@ -49,8 +49,8 @@
 #   fabric_ns/fabric_ip/fabric_ip6/fabric_dev/fabric_role NAME, fabric_members [ROLE]
 #   fabric_uplink_stats [sw|far]       bytes, packets, drops per uplink class
 #   fabric_add_host NAME ROLE N        a new namespace as member NAME at .N
-#   fabric_port_cap NAME RATE|off      a FIFO at RATE on the switch's port
-#                                      toward NAME (that member's downlink)
+#   fabric_port_cap NAME RATE|off [BURST]  a FIFO at RATE on the switch's
+#                                      port toward NAME (that member's downlink)
 #   fabric_bulk_create NAME...         a second, plain fabric for bulk traffic
 #                                      (see below); fabric_bulk_qos resets its
 #                                      FIFOs, fabric_bulk_stats reads them,
@@ -330,23 +330,25 @@ fabric_qos() {
     FABRIC_QOS=$mode
 }
 
-# fabric_port_cap NAME RATE|off: the switch's port toward member NAME (its
-# downlink) becomes a link of RATE with one FIFO of FABRIC_LIMIT frames (HTB
-# burst FABRIC_BURST), as the uplink without QoS; off: unshaped again.
+# fabric_port_cap NAME RATE|off [BURST]: the switch's port toward member NAME
+# (its downlink) becomes a link of RATE with one FIFO of FABRIC_LIMIT frames
+# (HTB bucket BURST bytes, default FABRIC_BURST), as the uplink without QoS;
+# off: unshaped again.
 fabric_port_cap() {
-    local name=$1 rate=$2 ns port bits
+    local name=$1 rate=$2 burst=${3:-$FABRIC__BURST} ns port bits
     [[ -n ${FABRIC__PORT[$name]:-} ]] || { fabric__fail "fabric_port_cap: no fabric member '$name'"; return 1; }
     port=${FABRIC__PORT[$name]}
     case ${FABRIC__ROLE[$name]} in far) ns=${FABRIC__NS[far]} ;; *) ns=${FABRIC__NS[sw]} ;; esac
     fabric__in "$ns" tc qdisc del dev "$port" root 2>/dev/null
     [[ $rate == off ]] && return 0
     bits=$(fabric__tc_rate_bits "$rate") || { fabric__fail "fabric_port_cap: bad rate '$rate'"; return 1; }
-    fabric__fifo_qdisc "$ns" "$port" "$bits" || { fabric__fail "cannot cap the port toward $name at $rate"; return 1; }
+    [[ $burst =~ ^[1-9][0-9]*$ ]] || { fabric__fail "fabric_port_cap: bad burst '$burst'"; return 1; }
+    fabric__fifo_qdisc "$ns" "$port" "$bits" "$burst" || { fabric__fail "cannot cap the port toward $name at $rate"; return 1; }
 }
 
-# fabric__fifo_qdisc NS DEV BITS: a link of BITS bit/s with one FIFO.
+# fabric__fifo_qdisc NS DEV BITS [BURST]: a link of BITS bit/s with one FIFO.
 fabric__fifo_qdisc() {
-    local ns=$1 dev=$2 bits=$3 b=$FABRIC__BURST q=$((FABRIC__MTU + 14)) t=(fabric__in "$1" tc)
+    local ns=$1 dev=$2 bits=$3 b=${4:-$FABRIC__BURST} q=$((FABRIC__MTU + 14)) t=(fabric__in "$1" tc)
     "${t[@]}" qdisc del dev "$dev" root 2>/dev/null
     "${t[@]}" qdisc add dev "$dev" root handle 1: htb default 20 &&
         "${t[@]}" class add dev "$dev" parent 1: classid 1:1 htb rate "${bits}bit" ceil "${bits}bit" \

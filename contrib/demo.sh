@@ -43,6 +43,8 @@
 #                   the training class has ingress_rate/ingress_ceil
 #                   (DEMO_INGRESS_RATE, DEMO_INGRESS_CEIL; default 80Mbit and
 #                   100Mbit, half the downlink) and may run on infer1.
+#                   DEMO_INGRESS_BURST: the downlink's HTB bucket in bytes
+#                   (default the fabric's, 4 frames; see docs/benchmark.md).
 # The cluster's lanes.toml is rewritten for each (slurmctld reloads it, the
 # nodes read it at each launch) and put back after.
 #
@@ -436,10 +438,10 @@ if [[ -n ${DEMO_INGRESS:-} ]]; then
     step "Ingress caps (DEMO_INGRESS=1): a dataset stream into a training job beside the inference replica"
     fabric_add_host storage host 20 >/dev/null || die "the storage host failed"
     storage=$(fabric_ip storage)
-    fabric_port_cap infer1 "$FABRIC__RATE" || die "infer1's downlink"
+    fabric_port_cap infer1 "$FABRIC__RATE" ${DEMO_INGRESS_BURST:+"$DEMO_INGRESS_BURST"} || die "infer1's downlink"
     fabric_spawn storage "$CLUSTER_WORK_DIR/iperf-storage.log" iperf3 -s -p 5301 >/dev/null
     lanes_toml ingress || die "lanes.toml for ingress"
-    say "storage $storage streams to infer1 over infer1's downlink: $FABRIC__RATE, one FIFO"
+    say "storage $storage streams to infer1 over infer1's downlink: $FABRIC__RATE, one FIFO, bucket ${DEMO_INGRESS_BURST:-$FABRIC__BURST} bytes"
     say "lanes.toml: [classes.training] ingress_rate = \"${DEMO_INGRESS_RATE:-80Mbit}\" ingress_ceil = \"${DEMO_INGRESS_CEIL:-100Mbit}\", partitions += inference"
 
     step "Ingress, phase 1: no load"
@@ -474,7 +476,7 @@ if [[ -n ${DEMO_INGRESS:-} ]]; then
     cluster_run_ctl scancel "$serve_id"
     cluster_wait_job "$serve_id" CANCELLED 30 >/dev/null
     step "Ingress caps: results (inference: $rate req/s open-loop; dataset stream: 1 TCP stream into infer1)"
-    scenario_results ingress "a dataset stream into a training job on the inference replica's node" \
+    scenario_results ingress "a dataset stream into a training job on the inference replica's node (ingress_ceil ${DEMO_INGRESS_CEIL:-100Mbit}, downlink bucket ${DEMO_INGRESS_BURST:-$FABRIC__BURST} bytes)" \
         "ingress-plain-infer1.json" "ingress-lanes-infer1.json"
     fabric_port_cap infer1 off
     lanes_toml base || die "lanes.toml back"
