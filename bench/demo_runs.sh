@@ -21,6 +21,13 @@
 #   --out DIR      where each run's log and JSON go (default: a new temp dir)
 #   --plot FILE    the chart (gnuplot; default DIR/demo.png)
 #   --replot       no runs: redo the table and chart from DIR's JSON files
+# With DEMO_PATHS=1 and/or DEMO_INGRESS=1 (issue 21's scenarios, see
+# contrib/demo.sh) a table per scenario follows: every run's p99 with its
+# bootstrap 95 % CI, the ratios to that scenario's no-load p99, and how many
+# runs are within 1.5x:
+#
+#   sudo DEMO_PATHS=1 DEMO_INGRESS=1 bash bench/demo_runs.sh --runs 10 --out DIR
+#
 # Environment: the demo's own settings (DEMO_SECONDS, DEMO_FABRIC_MTU, ...) pass
 # through; LANES_BUILD_DIR (default ./build) must hold a build (the demo runs
 # with DEMO_NO_BUILD=1). Needs root. Exit: 0 done (whatever the figures),
@@ -52,7 +59,8 @@ if ((!replot)); then
         rc=$?
         read -r load_after _ </proc/loadavg
         echo "$load_before $load_after" >"$out/run-$i.load"
-        echo "demo_runs: run $i of $runs: exit $rc; $(grep -E 'inference p99 vs no load' "$out/run-$i.log" | sed 's/^ *//')" >&2
+        echo "demo_runs: run $i of $runs: exit $rc; $(grep -E 'inference p99 vs no load' "$out/run-$i.log" | tail -1 | sed 's/^ *//')" >&2
+        grep -E 'p99 with Lanes / no load x' "$out/run-$i.log" | sed 's/^ */demo_runs:   /' >&2
     done
 fi
 [[ -n $out && -d $out ]] || { echo "demo_runs: --replot needs --out DIR" >&2; exit 1; }
@@ -114,6 +122,46 @@ gso = sorted({r["gso"] for r in rows if r["gso"]})
 if gso:
     print("gso_max_size of train1's fabric NIC while the training job ran (spank_lanes' burst bound): %s bytes"
           % ", ".join(str(g) for g in gso))
+# Issue 21's scenarios (DEMO_PATHS=1, DEMO_INGRESS=1), when the runs had them.
+for name in ("paths", "ingress"):
+    sc = []
+    for p in sorted(glob.glob(os.path.join(out, "run-*.json")), key=key):
+        try:
+            j = json.load(open(p))[name]
+            sc.append((key(p), j, load_of(p)))
+        except Exception:
+            pass
+    if not sc:
+        continue
+    print()
+    print("%s (%s):" % (name, sc[0][1].get("title", "")))
+    print()
+    print("| run | no load p99 ms (95 % CI) | without Lanes p99 ms | with Lanes p99 ms (95 % CI) | without / no load "
+          "| with / no load (95 % CI) | training Mbit/s without / with | lost with Lanes | load before / after |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    ok, ratios, without = 0, [], []
+    fmt_ci = lambda c: "%.2f–%.2f" % tuple(c) if c else "-"
+    for run, j, load in sc:
+        try:
+            f, w, l = j["floor"], j["nolanes"], j["lanes"]
+            rl, rw = j["lanes_ratio"], j["nolanes_ratio"]
+        except Exception:
+            print("| %d | (no result) | | | | | | | %s |" % (run, load))
+            continue
+        ratios.append(rl)
+        without.append(rw)
+        ok += rl <= 1.5
+        print("| %d | %.2f (%s) | %.2f | %.2f (%s) | %.1fx | **%.2fx** (%s) | %s / %s | %d | %s |" % (
+            run, j.get("floor_p99", f["p99_ms"]), fmt_ci(j.get("floor_p99_ci")), j.get("nolanes_p99", w["p99_ms"]),
+            j.get("lanes_p99", l["p99_ms"]), fmt_ci(j.get("lanes_p99_ci")),
+            rw, rl, fmt_ci(j.get("lanes_ratio_ci")), j.get("train_mbit_nolanes"), j.get("train_mbit_lanes"),
+            l.get("errors", 0) + l.get("timeouts", 0), load))
+    if ratios:
+        print()
+        print("%s: p99 with Lanes / no load: median %.2fx, min %.2fx, max %.2fx; <= 1.5x in %d of %d runs. "
+              "Without Lanes: median %.1fx (min %.1fx, max %.1fx)." % (
+                  name, statistics.median(ratios), min(ratios), max(ratios), ok, len(sc), statistics.median(without),
+                  min(without), max(without)))
 with open(dat, "w") as f:
     # label, median p99, min, max, median p50 (for the chart)
     for label, k, k50, color in (("no load", "floor", "floor50", 0x888888),

@@ -48,7 +48,22 @@
 #                                      FABRIC_SPAWNED
 #   fabric_ns/fabric_ip/fabric_ip6/fabric_dev/fabric_role NAME, fabric_members [ROLE]
 #   fabric_uplink_stats [sw|far]       bytes, packets, drops per uplink class
+#   fabric_add_host NAME ROLE N        a new namespace as member NAME at .N
+#   fabric_port_cap NAME RATE|off [BURST]  a FIFO at RATE on the switch's
+#                                      port toward NAME (that member's downlink)
+#   fabric_bulk_create NAME...         a second, plain fabric for bulk traffic
+#                                      (see below); fabric_bulk_qos resets its
+#                                      FIFOs, fabric_bulk_stats reads them,
+#                                      fabric_bulk_ip NAME
 #   fabric_destroy, fabric_install_trap
+#
+# The bulk fabric (fabric_bulk_create): a switch of its own (namespace P"bsw")
+# whose uplink to the far side is shaped at FABRIC_RATE with one FIFO (a plain
+# switch: it ignores DSCP), a NIC bulk0 on each member named at
+# 198.19.X.N / fd00:79:X::N (N: the member's host number on the fabric), and a
+# second interface bulk0 on the far side at 198.19.X.254 / fd00:79:X::254. The
+# far side answers ARP for its fabric address on bulk0 too, so a host that
+# routes the far side's fabric address out of bulk0 on-link reaches it.
 #
 # Members are addressed by their short name (train1, infer1, far, sw, or the
 # name given to fabric_attach). Settings (read by fabric_create):
@@ -82,6 +97,8 @@ declare -gA FABRIC__IP=()      # name -> IPv4 address (no prefix length)
 declare -gA FABRIC__IP6=()     # name -> IPv6 address
 declare -ga FABRIC__OWNED=()   # namespaces fabric_create made (deleted by fabric_destroy)
 declare -ga FABRIC__MEMBERS=() # names, in attach order
+declare -gA FABRIC__PORT=()    # name -> its port on the switch (or far side's bridge)
+declare -ga FABRIC__BULK=()    # names with a NIC on the bulk fabric
 FABRIC__PORTS=0
 
 fabric__say() { printf 'fabric: %s\n' "$*" >&2; }
@@ -209,16 +226,26 @@ fabric_create() {
     for w in $FABRIC_HOSTS; do
         IFS=: read -r name role <<<"$w"
         i=$((i + 1))
-        [[ $name =~ ^[a-z][a-z0-9]{0,9}$ ]] || { fabric__fail "bad host name '$name'"; return 1; }
-        ns=${FABRIC_PREFIX}$name
-        ip netns add "$ns" || { fabric__fail "cannot create $ns"; return 1; }
-        FABRIC__OWNED+=("$ns")
-        fabric__in "$ns" ip link set lo up || return 1
-        fabric__in "$ns" sysctl -qw net.ipv6.conf.all.accept_ra=0 net.ipv6.conf.default.accept_ra=0 || return 1
-        fabric_attach "$ns" "$role" "$FABRIC_SUBNET.$i" "$FABRIC_SUBNET6::$i" fab0 "$name" || return 1
+        fabric_add_host "$name" "$role" "$i" || return 1
     done
     fabric__say "up: prefix $FABRIC_PREFIX, $FABRIC_SUBNET.0/24 $FABRIC_SUBNET6::/64, uplink $FABRIC__RATE" \
         "FIFO $FABRIC__LIMIT frames, members: ${FABRIC__MEMBERS[*]}"
+}
+
+# fabric_add_host NAME ROLE N: a namespace of the fabric's own (P+NAME,
+# deleted by fabric_destroy) attached as member NAME with ROLE (as
+# fabric_attach) at $FABRIC_SUBNET.N and $FABRIC_SUBNET6::N.
+fabric_add_host() {
+    local name=$1 role=$2 i=$3 ns
+    [[ -n $FABRIC_PREFIX ]] || { fabric__fail "fabric_add_host: no fabric (fabric_create first)"; return 1; }
+    [[ $name =~ ^[a-z][a-z0-9]{0,9}$ ]] || { fabric__fail "bad host name '$name'"; return 1; }
+    [[ $i =~ ^[0-9]+$ ]] && ((i >= 1 && i <= 253)) || { fabric__fail "bad host number '$i' (1..253)"; return 1; }
+    ns=${FABRIC_PREFIX}$name
+    ip netns add "$ns" || { fabric__fail "cannot create $ns"; return 1; }
+    FABRIC__OWNED+=("$ns")
+    fabric__in "$ns" ip link set lo up || return 1
+    fabric__in "$ns" sysctl -qw net.ipv6.conf.all.accept_ra=0 net.ipv6.conf.default.accept_ra=0 || return 1
+    fabric_attach "$ns" "$role" "$FABRIC_SUBNET.$i" "$FABRIC_SUBNET6::$i" fab0 "$name"
 }
 
 # fabric_attach NS ROLE ADDR [ADDR6] [IFNAME] [NAME]: connect an existing
@@ -251,7 +278,7 @@ fabric_attach() {
         { [[ -z $addr6 ]] || ip -n "$ns" addr add "${addr6%/*}/64" dev "$dev" nodad; } &&
         ip -n "$ns" link set "$dev" up || { fabric__fail "cannot attach $ns as $role"; return 1; }
     fabric__frames_only "$bridge_ns" "$port" && fabric__frames_only "$ns" "$dev" || return 1
-    FABRIC__NS[$name]=$ns FABRIC__ROLE[$name]=$role FABRIC__DEV[$name]=$dev
+    FABRIC__NS[$name]=$ns FABRIC__ROLE[$name]=$role FABRIC__DEV[$name]=$dev FABRIC__PORT[$name]=$port
     FABRIC__IP[$name]=${addr%/*} FABRIC__IP6[$name]=${addr6%/*}
     FABRIC__MEMBERS+=("$name")
 }
@@ -301,6 +328,92 @@ fabric_qos() {
     fabric__uplink_qdisc "${FABRIC__NS[sw]}" up0 "$mode" &&
         fabric__uplink_qdisc "${FABRIC__NS[far]}" up0 "$mode" || { fabric__fail "cannot set qos $mode"; return 1; }
     FABRIC_QOS=$mode
+}
+
+# fabric_port_cap NAME RATE|off [BURST]: the switch's port toward member NAME
+# (its downlink) becomes a link of RATE with one FIFO of FABRIC_LIMIT frames
+# (HTB bucket BURST bytes, default FABRIC_BURST), as the uplink without QoS;
+# off: unshaped again.
+fabric_port_cap() {
+    local name=$1 rate=$2 burst=${3:-$FABRIC__BURST} ns port bits
+    [[ -n ${FABRIC__PORT[$name]:-} ]] || { fabric__fail "fabric_port_cap: no fabric member '$name'"; return 1; }
+    port=${FABRIC__PORT[$name]}
+    case ${FABRIC__ROLE[$name]} in far) ns=${FABRIC__NS[far]} ;; *) ns=${FABRIC__NS[sw]} ;; esac
+    fabric__in "$ns" tc qdisc del dev "$port" root 2>/dev/null
+    [[ $rate == off ]] && return 0
+    bits=$(fabric__tc_rate_bits "$rate") || { fabric__fail "fabric_port_cap: bad rate '$rate'"; return 1; }
+    [[ $burst =~ ^[1-9][0-9]*$ ]] || { fabric__fail "fabric_port_cap: bad burst '$burst'"; return 1; }
+    fabric__fifo_qdisc "$ns" "$port" "$bits" "$burst" || { fabric__fail "cannot cap the port toward $name at $rate"; return 1; }
+}
+
+# fabric__fifo_qdisc NS DEV BITS [BURST]: a link of BITS bit/s with one FIFO.
+fabric__fifo_qdisc() {
+    local ns=$1 dev=$2 bits=$3 b=${4:-$FABRIC__BURST} q=$((FABRIC__MTU + 14)) t=(fabric__in "$1" tc)
+    "${t[@]}" qdisc del dev "$dev" root 2>/dev/null
+    "${t[@]}" qdisc add dev "$dev" root handle 1: htb default 20 &&
+        "${t[@]}" class add dev "$dev" parent 1: classid 1:1 htb rate "${bits}bit" ceil "${bits}bit" \
+            burst "$b" cburst "$b" quantum "$q" &&
+        "${t[@]}" class add dev "$dev" parent 1:1 classid 1:20 htb rate "${bits}bit" ceil "${bits}bit" \
+            burst "$b" cburst "$b" quantum "$q" prio 1 &&
+        "${t[@]}" qdisc add dev "$dev" parent 1:20 handle 20: pfifo limit "$FABRIC__LIMIT"
+}
+
+# fabric_bulk_create NAME...: the bulk fabric (see the header) with a NIC bulk0
+# on each member named.
+fabric_bulk_create() {
+    [[ -n $FABRIC_PREFIX ]] || { fabric__fail "fabric_bulk_create: no fabric (fabric_create first)"; return 1; }
+    [[ -z ${FABRIC__NS[bsw]:-} ]] || { fabric__fail "fabric_bulk_create: the bulk fabric exists"; return 1; }
+    local bsw=${FABRIC_PREFIX}bsw far=${FABRIC__NS[far]} x=${FABRIC_SUBNET##*.} name ns n i=0
+    ip netns add "$bsw" || { fabric__fail "cannot create $bsw"; return 1; }
+    FABRIC__OWNED+=("$bsw")
+    FABRIC__NS[bsw]=$bsw FABRIC__ROLE[bsw]=switch FABRIC__DEV[bsw]=bup0
+    fabric__in "$bsw" ip link set lo up &&
+        fabric__in "$bsw" ip link add br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0 &&
+        fabric__in "$bsw" ip link set br0 up &&
+        fabric__in "$bsw" sysctl -qw net.ipv6.conf.all.accept_ra=0 net.ipv6.conf.default.accept_ra=0 &&
+        ip -n "$bsw" link add bup0 type veth peer name bulk0 netns "$far" &&
+        ip -n "$bsw" link set bup0 master br0 up &&
+        ip -n "$far" addr add "198.19.$x.254/24" dev bulk0 &&
+        ip -n "$far" addr add "fd00:79:$x::254/64" dev bulk0 nodad &&
+        ip -n "$far" link set bulk0 up || { fabric__fail "cannot make the bulk uplink"; return 1; }
+    fabric__frames_only "$bsw" bup0 && fabric__frames_only "$far" bulk0 || return 1
+    for name in "$@"; do
+        ns=$(fabric_ns "$name") || return 1
+        n=${FABRIC__IP[$name]##*.} i=$((i + 1))
+        ip -n "$bsw" link add "b$i" type veth peer name bulk0 netns "$ns" &&
+            ip -n "$bsw" link set "b$i" master br0 up &&
+            ip -n "$ns" addr add "198.19.$x.$n/24" dev bulk0 &&
+            ip -n "$ns" addr add "fd00:79:$x::$n/64" dev bulk0 nodad &&
+            ip -n "$ns" link set bulk0 up || { fabric__fail "cannot give $name a bulk NIC"; return 1; }
+        fabric__frames_only "$bsw" "b$i" && fabric__frames_only "$ns" bulk0 || return 1
+        FABRIC__BULK+=("$name")
+    done
+    fabric_bulk_qos
+}
+
+# fabric_bulk_qos: the bulk uplink's FIFOs (both ends), with fresh counters.
+fabric_bulk_qos() {
+    local bits
+    bits=$(fabric__tc_rate_bits "$FABRIC__RATE") || return 1
+    fabric__fifo_qdisc "${FABRIC__NS[bsw]}" bup0 "$bits" && fabric__fifo_qdisc "${FABRIC__NS[far]}" bulk0 "$bits" ||
+        { fabric__fail "cannot shape the bulk uplink"; return 1; }
+}
+
+# fabric_bulk_ip NAME: the member's address on the bulk fabric.
+fabric_bulk_ip() {
+    local name
+    for name in "${FABRIC__BULK[@]}" far; do
+        [[ $name == "$1" ]] && { printf '198.19.%s.%s\n' "${FABRIC_SUBNET##*.}" "${FABRIC__IP[$1]##*.}"; return 0; }
+    done
+    return 1
+}
+
+# fabric_bulk_stats: "CLASS SENT_BYTES SENT_PKTS DROPS" of the bulk uplink
+# toward the far side.
+fabric_bulk_stats() {
+    fabric__in "${FABRIC__NS[bsw]}" tc -s class show dev bup0 | awk '
+        /^class htb/ { cls = $3; leaf = ($0 ~ / leaf /) }
+        /Sent/ && leaf { gsub(/[(),]/, " "); printf "%s %s %s %s\n", cls, $2, $4, $7 }'
 }
 
 # fabric_node_cap HOST RATE|off [BURST] [LIMIT]: what Lanes does on a training
@@ -382,6 +495,11 @@ fabric_destroy() {
         for i in "${FABRIC__OWNED[@]}"; do [[ $i == "$ns" ]] && owned=1; done
         ((owned)) || ip -n "$ns" link del "${FABRIC__DEV[$name]}" 2>/dev/null
     done
+    for name in "${FABRIC__BULK[@]}"; do
+        ns=${FABRIC__NS[$name]} owned=0
+        for i in "${FABRIC__OWNED[@]}"; do [[ $i == "$ns" ]] && owned=1; done
+        ((owned)) || ip -n "$ns" link del bulk0 2>/dev/null
+    done
     local -a sig=(-TERM) list
     for i in 1 2 3 4 5 6 7 8 9 10; do
         mapfile -t list < <(fabric_pids)
@@ -393,8 +511,8 @@ fabric_destroy() {
     for ns in "${FABRIC__OWNED[@]}"; do
         [[ -e /run/netns/$ns ]] && { ip netns delete "$ns" || fabric__say "cannot delete $ns"; }
     done
-    FABRIC_PREFIX="" FABRIC_QOS="" FABRIC__OWNED=() FABRIC__MEMBERS=() FABRIC__PORTS=0
-    FABRIC__NS=() FABRIC__ROLE=() FABRIC__DEV=() FABRIC__IP=() FABRIC__IP6=()
+    FABRIC_PREFIX="" FABRIC_QOS="" FABRIC__OWNED=() FABRIC__MEMBERS=() FABRIC__PORTS=0 FABRIC__BULK=()
+    FABRIC__NS=() FABRIC__ROLE=() FABRIC__DEV=() FABRIC__IP=() FABRIC__IP6=() FABRIC__PORT=()
 }
 
 fabric_install_trap() {

@@ -25,6 +25,9 @@ if [[ -n ${LANES_CLUSTER__LOADED:-} ]]; then
 fi
 LANES_CLUSTER__LOADED=1
 : "${LANES_SRCDIR:?set LANES_SRCDIR}" "${LANES_BUILDDIR:?set LANES_BUILDDIR}"
+# job_submit/lanes runs the policy in lanes-policy-worker, which a build tree
+# has not installed in libexec: slurmctld (and lanesctl) take the build's.
+export LANES_POLICY_WORKER=${LANES_POLICY_WORKER:-$LANES_BUILDDIR/policy_worker/lanes-policy-worker}
 # shellcheck source=tests/cluster/cluster.sh
 source "$LANES_SRCDIR/tests/cluster/cluster.sh"
 

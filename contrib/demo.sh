@@ -25,6 +25,29 @@
 # bench/closed_loop.sh, on a cluster of its own; charts and data are kept in
 # /tmp/lanes-closed-loop.*).
 #
+# Two more scenarios of issue 21, each three phases (no load, without Lanes,
+# with Lanes) after the three above, on the same cluster, printing the p99 with
+# a bootstrap 95 % CI and its ratio to the scenario's no-load p99 (goal <= 1.5):
+#   DEMO_PATHS=1    a path per class. The main switch ignores DSCP (one FIFO);
+#                   a second, bulk fabric (bench/fabric.sh fabric_bulk_create:
+#                   its own switch and a FIFO uplink of the same rate) reaches
+#                   train1 and train2 on a NIC bulk0, and their routing table
+#                   100 sends the far side there. With Lanes the training class
+#                   has route_table = 100: its job's traffic to the far side
+#                   leaves on the bulk fabric, the inference replies keep the
+#                   main one.
+#   DEMO_INGRESS=1  ingress caps on a co-located node. infer1's downlink (the
+#                   switch's port toward it) becomes a FIFO at the fabric rate;
+#                   a storage host streams a dataset into a training job on
+#                   infer1 (iperf3 -R), beside the inference replica. With Lanes
+#                   the training class has ingress_rate/ingress_ceil
+#                   (DEMO_INGRESS_RATE, DEMO_INGRESS_CEIL; default 80Mbit and
+#                   100Mbit, half the downlink) and may run on infer1.
+#                   DEMO_INGRESS_BURST: the downlink's HTB bucket in bytes
+#                   (default the fabric's, 4 frames; see docs/benchmark.md).
+# The cluster's lanes.toml is rewritten for each (slurmctld reloads it, the
+# nodes read it at each launch) and put back after.
+#
 # The inference probe (client and server, in every phase alike) runs SCHED_FIFO
 # so that on a small shared machine the figures measure the network, not the
 # CPU scheduler; training and forwarding run unprioritised (docs/benchmark.md).
@@ -107,10 +130,10 @@ for port in 5201 5202 5211 5212; do
 done
 sleep 0.3
 
-measure() {  # measure LABEL PORT -> inference_probe JSON in $CLUSTER_WORK_DIR/LABEL.json
+measure() {  # measure PORT LABEL -> inference_probe JSON in $CLUSTER_WORK_DIR/LABEL.json (+ .samples)
     fabric_exec far timeout $((seconds + 10)) "${rt[@]}" "$probe" load --connect "$infer:$1" --rate "$rate" \
         --duration "$seconds" --connections "$connections" --congestion "$cc" --json \
-        >"$CLUSTER_WORK_DIR/$2.json" 2>"$CLUSTER_WORK_DIR/$2.err"
+        --samples "$CLUSTER_WORK_DIR/$2.samples" >"$CLUSTER_WORK_DIR/$2.json" 2>"$CLUSTER_WORK_DIR/$2.err"
 }
 training_mbit() {  # sum of the received rate in the iperf3 JSON files given
     python3 - "$@" <<'PY'
@@ -205,6 +228,260 @@ fabric_uplink_stats sw >"$CLUSTER_WORK_DIR/uplink-lanes.txt"
 cluster_run_ctl scancel "$serve_id"
 say "done"
 
+# --- Issue 21's scenarios (DEMO_PATHS=1, DEMO_INGRESS=1) ---
+cp "$CLUSTER_CONF_DIR/lanes.toml" "$conf_src/lanes.base.toml"
+# lanes_toml base|paths|ingress: the cluster's lanes.toml for a scenario (the
+# demo's, plus the scenario's keys), once slurmctld logged that it took it.
+lanes_toml() {
+    local conf=$CLUSTER_CONF_DIR/lanes.toml log before
+    log=$(cluster_log slurmctld) || return 1
+    before=$(grep -c 'lanes: reloaded' "$log")
+    sleep 1.1  # a new mtime second for slurmctld's once-a-second reloader
+    cp "$conf_src/lanes.base.toml" "$conf.new" || return 1
+    case $1 in
+        paths)
+            sed -i '/^\[classes.training\]$/,/^\[/ s/^rdma_service_level = 1$/&\nroute_table = 100                  # issue 21: its own path (the bulk fabric)/' "$conf.new"
+            printf '\n# The bulk fabric: a second NIC on the training nodes, shaped too.\n[[nodes.nic]]\nnodes = "train[1-2]"\ndevice = "bulk0"\nlink_speed = "1Gbit"\n' >>"$conf.new"
+            ;;
+        ingress)
+            sed -i -e '/^\[classes.training\]$/,/^\[/ s/^partitions = .*$/partitions = ["inference", "training"]   # issue 21: co-located on infer1/' \
+                -e "/^\\[classes.training\\]\$/,/^\\[/ s/^rdma_service_level = 1\$/&\\ningress_rate = \"${DEMO_INGRESS_RATE:-80Mbit}\"\\ningress_ceil = \"${DEMO_INGRESS_CEIL:-100Mbit}\"/" \
+                "$conf.new"
+            ;;
+    esac
+    mv "$conf.new" "$conf" || return 1
+    for _ in $(seq 150); do
+        (($(grep -c 'lanes: reloaded' "$log") > before)) && return 0
+        sleep 0.1
+    done
+    echo "demo: slurmctld did not reload lanes.toml for '$1'" >&2
+    return 1
+}
+# scenario_results NAME TITLE: the scenario's table (p99 with a bootstrap 95 %
+# CI, ratio to no load with its CI) from NAME-floor/-nolanes/-lanes samples, and
+# $CLUSTER_WORK_DIR/scenario-NAME.json with it all for DEMO_JSON.
+scenario_results() {
+    python3 - "$CLUSTER_WORK_DIR" "$1" "$2" "${3:-}" "${4:-}" <<'PY'
+import json, random, sys
+work, name, title, train_plain, train_lanes = sys.argv[1:6]
+def load(label):
+    try:
+        return json.load(open(f"{work}/{name}-{label}.json"))
+    except Exception:
+        return None
+def samples(label):
+    try:
+        return [float(x) for x in open(f"{work}/{name}-{label}.samples")]
+    except Exception:
+        return []
+def p99(v):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(0.99 * (len(v) - 1) + 0.5))] if v else None
+rnd = random.Random(21)
+def resample(v, n=1000):
+    return [p99([rnd.choice(v) for _ in v]) for _ in range(n)] if v else []
+def ci(b):
+    b = sorted(x for x in b if x is not None)
+    return [b[int(0.025 * len(b))], b[int(0.975 * len(b)) - 1]] if b else None
+out = {"title": title}
+base = samples("floor")
+base_b = resample(base)
+print(f"   {title}")
+print(f"   {'phase':<24} {'p50 ms':>8} {'p99 ms (95 % CI)':>24} {'lost':>5} {'p99 / no load (95 % CI)':>26}")
+for label, shown in (("floor", "no load"), ("nolanes", "training without Lanes"), ("lanes", "training with Lanes")):
+    r, v = load(label), samples(label)
+    out[label] = r
+    if not r or not v:
+        print(f"   {shown:<24} {'(no result)':>33}")
+        continue
+    b = resample(v) if label != "floor" else base_b
+    lo_hi = ci(b)
+    out[label + "_p99"], out[label + "_p99_ci"] = p99(v), lo_hi
+    lost = r.get("errors", 0) + r.get("timeouts", 0)
+    ratio = ""
+    if label != "floor" and base:
+        q = p99(v) / p99(base)
+        rci = ci([x / y for x, y in zip(b, base_b) if y])
+        out[label + "_ratio"], out[label + "_ratio_ci"] = q, rci
+        ratio = f"x{q:.2f} ({rci[0]:.2f}-{rci[1]:.2f})"
+    shown_p99 = f"{p99(v):.2f} ({lo_hi[0]:.2f}-{lo_hi[1]:.2f})"
+    print(f"   {shown:<24} {r['p50_ms']:>8.2f} {shown_p99:>24} {lost:>5} {ratio:>26}")
+def mbit(path_glob):
+    import glob
+    t = 0.0
+    for p in glob.glob(f"{work}/{path_glob}"):
+        try:
+            t += json.load(open(p))["end"]["sum_received"]["bits_per_second"]
+        except Exception:
+            pass
+    return round(t / 1e6, 1)
+out["train_mbit_nolanes"], out["train_mbit_lanes"] = mbit(train_plain), mbit(train_lanes)
+print(f"   training (what it received, Mbit/s): without Lanes {out['train_mbit_nolanes']}, with Lanes {out['train_mbit_lanes']}")
+if out.get("lanes_ratio") is not None:
+    print(f"   inference p99 vs no load: without Lanes x{out.get('nolanes_ratio', float('nan')):.1f}, "
+          f"with Lanes x{out['lanes_ratio']:.2f}  (goal <= 1.5)")
+json.dump(out, open(f"{work}/scenario-{name}.json", "w"), indent=1)
+PY
+}
+# train_script FILE TAG CMD: a batch script whose srun task (one per node) runs
+# CMD with its iperf3 JSON in $CLUSTER_WORK_DIR/TAG-<node>.json.
+train_script() {
+    cat >"$1" <<SH
+#!/bin/bash
+srun --ntasks-per-node=1 bash -c '$3 >"$CLUSTER_WORK_DIR/$2-\$SLURMD_NODENAME.json" 2>/dev/null'
+SH
+    chmod 755 "$1"
+}
+serve_script() {  # serve_script FILE PORT
+    printf '#!/bin/sh\nexec %s "%s" serve --listen "%s:%s" --congestion "%s"\n' "${rt[*]}" "$probe" "$infer" "$2" "$cc" >"$1"
+    chmod 755 "$1"
+}
+submit() {  # submit ARGS...: sbatch from the ctl namespace, the job id on stdout
+    local out
+    out=$(cd "$CLUSTER_WORK_DIR" && cluster_run_ctl sbatch "$@" 2>&1)
+    grep -oE '[0-9]+$' <<<"$out" | tail -1 | grep . || { echo "demo: sbatch $*: $out" >&2; return 1; }
+}
+wait_streams() {  # wait_streams NODE N FILTER: until NODE has N established TCP connections matching FILTER
+    for _ in $(seq 150); do
+        (($(fabric_exec "$1" ss -Htn state established "$3" | wc -l) >= $2)) && break
+        sleep 0.1
+    done
+    sleep 1
+}
+
+if [[ -n ${DEMO_PATHS:-} ]]; then
+    step "Paths per class (DEMO_PATHS=1): the switch ignores DSCP; a bulk fabric beside it"
+    fabric_bulk_create train1 train2 || die "the bulk fabric failed"
+    fabric_qos none >/dev/null || die "fabric QoS failed"
+    # The admin's routing table 100 on the training nodes: the far side (the
+    # training peers) over the bulk fabric. Nothing else is in it, so the rest of
+    # a marked job's traffic (its srun talking to slurmctld) falls through to
+    # the main table; egress_device would send all of it to the bulk fabric.
+    for node in train1 train2; do
+        cluster_run_node "$node" ip route add "$far/32" dev bulk0 src "$(fabric_bulk_ip "$node")" table 100 &&
+            cluster_run_node "$node" ip -6 route add "$(fabric_ip6 far)/128" dev bulk0 table 100 ||
+            die "routing table 100 on $node"
+    done
+    lanes_toml paths || die "lanes.toml for paths"
+    say "main uplink $FABRIC__RATE, one FIFO (DSCP ignored); bulk uplink $FABRIC__RATE, one FIFO; train1/train2 have bulk0 ($(fabric_bulk_ip train1), $(fabric_bulk_ip train2))"
+    say "train1/train2: table 100 routes the far side ($far) via bulk0"
+    say "lanes.toml: [classes.training] route_table = 100; [[nodes.nic]] nodes = \"train[1-2]\" device = \"bulk0\""
+
+    step "Paths, phase 1: no load"
+    measure 7001 paths-floor
+    say "done"
+
+    step "Paths, phase 2: training without Lanes (by hand, on the default route: the main fabric)"
+    fabric_qos none >/dev/null
+    fabric_bulk_qos
+    clients=()
+    for node in train1 train2; do
+        port=$([[ $node == train1 ]] && echo 5201 || echo 5202)
+        fabric_exec "$node" timeout $((seconds + 10)) iperf3 -c "$far" -p "$port" -P 4 -C "$cc" -t $((seconds + 4)) -J \
+            >"$CLUSTER_WORK_DIR/paths-plain-$node.json" 2>/dev/null &
+        clients+=($!)
+    done
+    sleep 1
+    measure 7001 paths-nolanes
+    wait "${clients[@]}"
+    fabric_uplink_stats sw >"$CLUSTER_WORK_DIR/uplink-paths-nolanes.txt"
+    fabric_bulk_stats >"$CLUSTER_WORK_DIR/bulk-paths-nolanes.txt"
+    say "done"
+
+    step "Paths, phase 3: training with Lanes on its own path (both jobs through Slurm)"
+    fabric_qos none >/dev/null
+    fabric_bulk_qos
+    serve_script "$CLUSTER_WORK_DIR/serve-paths.sh" 7002
+    train_script "$CLUSTER_WORK_DIR/train-paths.sh" paths-lanes "iperf3 -c $far -p \$((5211 + SLURM_PROCID)) -P 4 -C $cc -t $((seconds + 5)) -J"
+    serve_id=$(submit -J serve-llm -o /dev/null "$CLUSTER_WORK_DIR/serve-paths.sh") &&
+        train_id=$(submit -J train-llama -N2 --lanes-class=training -t 30 -o "$CLUSTER_WORK_DIR/train-%j.out" \
+            "$CLUSTER_WORK_DIR/train-paths.sh") || die "submission failed"
+    say "sbatch -J serve-llm serve.sh -> job $serve_id; sbatch -J train-llama -N2 --lanes-class=training train.sh -> job $train_id"
+    cluster_wait_job "$serve_id" RUNNING 30 >/dev/null || die "inference service did not start"
+    cluster_wait_job "$train_id" RUNNING 30 >/dev/null || die "training did not start"
+    wait_streams far 10 '( sport = :5211 or sport = :5212 )'
+    say "on train1 (lanesctl status, ip rule):"
+    cluster_run_node train1 env SLURMD_NODENAME=train1 "$lanesctl" status --config "$CLUSTER_CONF_DIR/lanes.toml" --node train1 2>&1 |
+        grep -E '^path:' | sed 's/^/     /'
+    cluster_run_node train1 ip rule show pref 14000 | sed 's/^/     /'
+    measure 7002 paths-lanes
+    cluster_wait_job "$train_id" COMPLETED $((seconds + 30)) >/dev/null
+    fabric_uplink_stats sw >"$CLUSTER_WORK_DIR/uplink-paths-lanes.txt"
+    fabric_bulk_stats >"$CLUSTER_WORK_DIR/bulk-paths-lanes.txt"
+    cluster_run_ctl scancel "$serve_id"
+    cluster_wait_job "$serve_id" CANCELLED 30 >/dev/null
+    for phase in nolanes lanes; do
+        say "bytes toward the far side, training $([[ $phase == lanes ]] && echo with || echo without) Lanes: main uplink $(awk '{s += $2} END {print s + 0}' "$CLUSTER_WORK_DIR/uplink-paths-$phase.txt"), bulk uplink $(awk '{s += $2} END {print s + 0}' "$CLUSTER_WORK_DIR/bulk-paths-$phase.txt")"
+    done
+    step "Paths per class: results (inference: $rate req/s open-loop; training: 2 nodes x 4 TCP streams)"
+    scenario_results paths "a switch that ignores DSCP, training on a bulk fabric of its own" \
+        "paths-plain-train*.json" "paths-lanes-train*.json"
+    python3 - "$CLUSTER_WORK_DIR" <<'PY'
+import json, sys
+work = sys.argv[1]
+def total(p):
+    try:
+        return sum(int(l.split()[1]) for l in open(p))
+    except Exception:
+        return 0
+j = json.load(open(f"{work}/scenario-paths.json"))
+for ph in ("nolanes", "lanes"):
+    j[f"main_uplink_bytes_{ph}"] = total(f"{work}/uplink-paths-{ph}.txt")
+    j[f"bulk_uplink_bytes_{ph}"] = total(f"{work}/bulk-paths-{ph}.txt")
+json.dump(j, open(f"{work}/scenario-paths.json", "w"), indent=1)
+PY
+    lanes_toml base || die "lanes.toml back"
+    fabric_qos dscp >/dev/null
+fi
+
+if [[ -n ${DEMO_INGRESS:-} ]]; then
+    step "Ingress caps (DEMO_INGRESS=1): a dataset stream into a training job beside the inference replica"
+    fabric_add_host storage host 20 >/dev/null || die "the storage host failed"
+    storage=$(fabric_ip storage)
+    fabric_port_cap infer1 "$FABRIC__RATE" ${DEMO_INGRESS_BURST:+"$DEMO_INGRESS_BURST"} || die "infer1's downlink"
+    fabric_spawn storage "$CLUSTER_WORK_DIR/iperf-storage.log" iperf3 -s -p 5301 >/dev/null
+    lanes_toml ingress || die "lanes.toml for ingress"
+    say "storage $storage streams to infer1 over infer1's downlink: $FABRIC__RATE, one FIFO, bucket ${DEMO_INGRESS_BURST:-$FABRIC__BURST} bytes"
+    say "lanes.toml: [classes.training] ingress_rate = \"${DEMO_INGRESS_RATE:-80Mbit}\" ingress_ceil = \"${DEMO_INGRESS_CEIL:-100Mbit}\", partitions += inference"
+
+    step "Ingress, phase 1: no load"
+    measure 7001 ingress-floor
+    say "done"
+
+    step "Ingress, phase 2: the dataset stream without Lanes (iperf3 -R on infer1, by hand)"
+    fabric_exec infer1 timeout $((seconds + 10)) iperf3 -c "$storage" -p 5301 -R -C "$cc" -t $((seconds + 4)) -J \
+        >"$CLUSTER_WORK_DIR/ingress-plain-infer1.json" 2>/dev/null &
+    client=$!
+    wait_streams storage 2 '( sport = :5301 )'
+    measure 7001 ingress-nolanes
+    wait "$client"
+    say "done"
+
+    step "Ingress, phase 3: the stream into a training job with an ingress cap (both jobs through Slurm)"
+    serve_script "$CLUSTER_WORK_DIR/serve-ingress.sh" 7003
+    train_script "$CLUSTER_WORK_DIR/train-ingress.sh" ingress-lanes "iperf3 -c $storage -p 5301 -R -C $cc -t $((seconds + 5)) -J"
+    serve_id=$(submit -J serve-llm -o /dev/null "$CLUSTER_WORK_DIR/serve-ingress.sh") &&
+        train_id=$(submit -J train-data -w infer1 --lanes-class=training -t 30 -o "$CLUSTER_WORK_DIR/train-%j.out" \
+            "$CLUSTER_WORK_DIR/train-ingress.sh") || die "submission failed"
+    say "sbatch -J serve-llm serve.sh -> job $serve_id; sbatch -J train-data -w infer1 --lanes-class=training train.sh -> job $train_id"
+    cluster_wait_job "$serve_id" RUNNING 30 >/dev/null || die "inference service did not start"
+    cluster_wait_job "$train_id" RUNNING 30 >/dev/null || die "training did not start"
+    wait_streams storage 2 '( sport = :5301 )'
+    ifb=$(cluster_run_node infer1 ip -o link show | grep -o 'lanes-ifb[0-9a-f]\{6\}' | head -1)
+    say "on infer1, the job's class on ${ifb:-(no IFB)} (tc class show):"
+    [[ -n $ifb ]] && cluster_run_node infer1 tc class show dev "$ifb" | grep -E 'parent 1a4e:1 ' | grep -v fffe | sed 's/^/     /'
+    measure 7003 ingress-lanes
+    [[ -n $ifb ]] && cluster_run_node infer1 tc -s class show dev "$ifb" >"$CLUSTER_WORK_DIR/ifb-ingress.txt"
+    cluster_wait_job "$train_id" COMPLETED $((seconds + 30)) >/dev/null
+    cluster_run_ctl scancel "$serve_id"
+    cluster_wait_job "$serve_id" CANCELLED 30 >/dev/null
+    step "Ingress caps: results (inference: $rate req/s open-loop; dataset stream: 1 TCP stream into infer1)"
+    scenario_results ingress "a dataset stream into a training job on the inference replica's node (ingress_ceil ${DEMO_INGRESS_CEIL:-100Mbit}, downlink bucket ${DEMO_INGRESS_BURST:-$FABRIC__BURST} bytes)" \
+        "ingress-plain-infer1.json" "ingress-lanes-infer1.json"
+    fabric_port_cap infer1 off
+    lanes_toml base || die "lanes.toml back"
+fi
+
 step "Results (inference: $rate req/s open-loop, 1 KB replies; training: 2 nodes x 4 TCP streams)"
 python3 - "$CLUSTER_WORK_DIR" "$seconds" "$(fabric__tc_rate_bits "$FABRIC__RATE")" "$FABRIC__MTU" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
     "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" \
@@ -270,12 +547,25 @@ def gso_train1():  # what spank_lanes' burst bound left on train1's fab0 during 
         return int(open(f"{work}/gso-train1.txt").read())
     except Exception:
         return None
+def scenarios():  # issue 21's scenarios that ran (DEMO_PATHS, DEMO_INGRESS)
+    got = {}
+    for name in ("paths", "ingress"):
+        try:
+            got[name] = json.load(open(f"{work}/scenario-{name}.json"))
+        except Exception:
+            pass
+    return got
+for name, s in scenarios().items():
+    if s.get("lanes_ratio") is not None:
+        print(f"   {s['title']}: p99 with Lanes / no load x{s['lanes_ratio']:.2f} "
+              f"(95 % CI {s['lanes_ratio_ci'][0]:.2f}-{s['lanes_ratio_ci'][1]:.2f}), without Lanes "
+              f"x{s.get('nolanes_ratio', float('nan')):.1f}  (goal <= 1.5)")
 if json_out:
     num = lambda v: float(v) if v not in ("", "-") else None
     json.dump({"seconds": seconds, "link_mbit": link_bits / 1e6, "mtu": mtu, "floor": floor, "nolanes": without,
                "lanes": with_, "train_mbit_nolanes": num(plain_mbit), "train_mbit_lanes": num(lanes_mbit),
                "leftover_mbit": leftover, "uplink_nolanes": uplink("nolanes"), "uplink_lanes": uplink("lanes"),
-               "gso_max_size_train1": gso_train1()},
+               "gso_max_size_train1": gso_train1(), **scenarios()},
               open(json_out, "w"), indent=1)
 PY
 say "total demo time: $(($(date +%s) - t_start)) s"

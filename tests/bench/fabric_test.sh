@@ -127,13 +127,41 @@ fabric_gso node7 default && [[ $(fabric_exec node7 ip -d link show fab0 | grep -
     ok "gso_max_size back to default" || bad "fabric_gso default"
 fabric_gso node7 100 2>/dev/null && bad "gso 100 accepted" || ok "gso 100 refused"
 
+# A host added later, a member's downlink capped, and the bulk fabric (issue
+# 21's demo scenarios): the bulk NICs reach the far side's bulk0 through the
+# bulk uplink, whose FIFO counts the bytes; the main uplink does not see them.
+fabric_spawn far "$tmp/serve-far.log" "$probe" serve --listen '[::]:7200' --exit-after 60
+for _ in $(seq 100); do grep -q 'serving on' "$tmp/serve-far.log" 2>/dev/null && break; sleep 0.05; done
+fabric_add_host store host 30 && [[ $(fabric_ip store) == "$FABRIC_SUBNET.30" ]] &&
+    fabric_exec store "$probe" load --connect "$(fabric_ip far):7200" --rate 50 --duration 0.5 >/dev/null &&
+    ok "fabric_add_host: a member at .30" || bad "fabric_add_host"
+port_qdisc() { fabric_exec sw tc qdisc show dev "${FABRIC__PORT[infer1]}"; }
+fabric_port_cap infer1 50mbit && grep -q 'htb' <<<"$(port_qdisc)" && ok "downlink of infer1 capped" ||
+    bad "fabric_port_cap: $(port_qdisc)"
+fabric_port_cap infer1 off && ! grep -q 'htb' <<<"$(port_qdisc)" && ok "downlink cap off" || bad "downlink cap not removed"
+if fabric_bulk_create node7 store; then
+    ok "fabric_bulk_create"
+    [[ $(fabric_bulk_ip node7) == "198.19.${FABRIC_SUBNET##*.}.21" ]] && ok "bulk address of node7" ||
+        bad "bulk address of node7: $(fabric_bulk_ip node7)"
+    main0=$(fabric_uplink_stats sw | awk '{ s += $2 } END { print s + 0 }')
+    fabric_exec node7 "$probe" load --connect "$(fabric_bulk_ip far):7200" --rate 200 --duration 1 >/dev/null &&
+        ok "node7 -> far over bulk0" || bad "node7 cannot reach the far side's bulk0"
+    bulk=$(fabric_bulk_stats | awk '{ s += $2 } END { print s + 0 }')
+    main=$(($(fabric_uplink_stats sw | awk '{ s += $2 } END { print s + 0 }') - main0))
+    ((bulk >= 200 * 256 && main < 200 * 256)) && ok "the bulk uplink carried it ($bulk bytes; main uplink $main)" ||
+        bad "bulk uplink $bulk bytes, main uplink $main"
+else
+    bad "fabric_bulk_create"
+fi
+
 # Teardown: our namespaces and processes are gone, the outside namespace stays
 # (without its fabric interface).
 fabric_destroy
 left=$(ip netns list | awk -v p="$prefix" 'index($1, p) == 1 { print $1 }')
 [[ -z $left ]] && ok "fabric_destroy deleted every namespace" || bad "left behind: $left"
-if [[ -e /run/netns/$ext ]] && ! ip -n "$ext" link show fab0 >/dev/null 2>&1; then
-    ok "the attached namespace stays, without fab0"
+if [[ -e /run/netns/$ext ]] && ! ip -n "$ext" link show fab0 >/dev/null 2>&1 &&
+    ! ip -n "$ext" link show bulk0 >/dev/null 2>&1; then
+    ok "the attached namespace stays, without fab0 and bulk0"
 else
     bad "attached namespace state after destroy"
 fi
