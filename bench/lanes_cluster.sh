@@ -56,8 +56,6 @@ lanes_cluster_start() {
     cp "$src/policies/default.lua" "$conf/lanes.lua" || return 1
     export LANES_CLUSTER_TOML=$conf/lanes.toml LANES_CLUSTER_FILES=$conf/lanes.lua
     export LANES_CLUSTER_PLUGINDIR=$build/job_submit/.libs
-    # The policy worker of this build, not one installed earlier (lanes.toml(5) [policy] worker).
-    export LANES_POLICY_WORKER=${LANES_POLICY_WORKER:-$build/policy_worker/lanes-policy-worker}
     export LANES_CLUSTER_CONF_EXTRA="JobSubmitPlugins=lanes"
     LANES_CLUSTER__STATE_FOR_HOOK=$LANES_CLUSTER_STATE_ROOT
     cluster_hook_pre_start() {
