@@ -90,7 +90,7 @@ for p in paths:
         met["all"] += 1
     print("%3d | %s | %s | %s | %s | %s" % (
         key(p), load, " ".join(ch),
-        " ".join("%.1f" % min(ph[n]["late_rows"]) if n in ph and ph[n]["late_rows"] else "-" for n in names),
+        " ".join("%.2f" % min(ph[n]["late_rows"]) if n in ph and ph[n]["late_rows"] else "-" for n in names),
         " ".join("-" if v is None else "%.0f %%" % (100 * v) for v in vs),
         "all met" if len(goals) == 3 else "missed: " + ", ".join(g for g in ("changes", "rows", "training") if g not in goals)))
 n = len(paths)
