@@ -73,7 +73,11 @@ pass=${pass:-0}; fail=$(( ${fail:-0} + ${err:-0} + ${xpass:-0} ))
 if ((rc != 0 && fail == 0)); then fail=1; fi
 if ((fail)); then
   for log in $(grep -lE '^:test-result: (FAIL|ERROR)' $(find . -name '*.trs') 2>/dev/null); do
-    echo "==== ${log%.trs}.log"; tail -60 "${log%.trs}.log"
+    # The checks that failed first (a cluster test ends with its daemons'
+    # logs, which would push them out of the tail), then the tail.
+    echo "==== ${log%.trs}.log: failed checks"
+    grep -E '^(FAIL|not ok)' "${log%.trs}.log" | head -20
+    echo "==== ${log%.trs}.log (last 60 lines)"; tail -60 "${log%.trs}.log"
   done
 fi
 if [[ ${skip:-0} -gt 0 && $(id -u) -eq 0 ]]; then
