@@ -22,6 +22,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/cpu_time.hpp"
 #include "core/job_env.hpp"
 #include "glue/slurm_jobs.hpp"
 #include "node/policy_routing.hpp"
@@ -33,14 +34,6 @@ namespace {
 // slurmd's parsed slurm.conf, looked up at run time (srun and sbatch load this
 // plugin too, and must not need the symbol).
 const slurm_conf_t* slurmd_conf() { return static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf")); }
-
-// CPU time this process has used, in ms. Beside the wall time of a job's setup
-// it tells one that waited (for the node's lock, for a CPU) from one that worked.
-double process_cpu_ms() {
-    timespec t{};
-    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
 
 // In a process forked from slurmd: close what must stay slurmd's alone, so that
 // a slurmd restarted meanwhile finds its port and its pidfile lock free. Sockets

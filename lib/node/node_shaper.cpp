@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/cpu_time.hpp"
 #include "core/hostlist.hpp"
 #include "node/burst_bound_plan.hpp"
 #include "node/cgroup_tree.hpp"
@@ -402,12 +403,6 @@ struct NodeShaper::Impl {
         lock_times.held_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - got).count();
         lock_times.held_cpu_ms = process_cpu_ms() - cpu_got;
         return st;
-    }
-
-    static double process_cpu_ms() {
-        timespec t{};
-        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-        return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
     }
 
     // apply() under the node's lock.
