@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <regex>
 #include <set>
 
 #include "core/hostlist.hpp"
@@ -212,6 +213,97 @@ std::string path_nft_base_script() {
     s += "add chain " + t + " done { type filter hook postrouting priority srcnat + 1; policy accept; }\n";
     s += "flush chain " + t + " done\n";
     s += "add rule " + t + " done " + ours + " meta mark set " + routed + "\n";
+    return s;
+}
+
+static std::string_view trim_spaces(std::string_view s) {
+    const auto first = s.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos) return {};
+    return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
+}
+
+PathNftListing parse_path_nft_listing(std::string_view listing) {
+    struct Expected {
+        const char* chain;
+        std::string hook;  // in the chain's type line
+        std::string rule;  // in its one rule, as every nft version prints it
+    };
+    const std::vector<Expected> expected = {
+        {"out", "hook output", "@marks"},
+        {"post", "hook postrouting", "masquerade"},
+        {"done", "hook postrouting", "meta mark set " + path_mark_text(kPathMarkBase)},
+    };
+    struct Block {
+        std::string type_line;
+        std::vector<std::string> rules;
+    };
+    std::map<std::string, Block> chains;
+    std::string map_text;
+    bool has_map = false;
+    enum class In { Table, Map, Chain } in = In::Table;
+    Block* chain = nullptr;
+    static const std::regex chain_start(R"(^\s*chain (\S+) \{)"), map_start(R"(^\s*map marks \{)");
+    size_t pos = 0;
+    while (pos <= listing.size()) {
+        size_t end = listing.find('\n', pos);
+        if (end == std::string_view::npos) end = listing.size();
+        const std::string line(trim_spaces(listing.substr(pos, end - pos)));
+        pos = end + 1;
+        std::smatch m;
+        if (line.empty()) continue;
+        if (in == In::Table) {
+            if (std::regex_search(line, m, chain_start)) {
+                chain = &chains[m[1].str()];
+                in = In::Chain;
+            } else if (std::regex_search(line, m, map_start)) {
+                has_map = true;
+                in = In::Map;
+            }
+        } else if (line == "}") {
+            in = In::Table;
+        } else if (in == In::Map) {
+            map_text += line + "\n";
+        } else if (line.find("hook ") != std::string::npos && line.rfind("type ", 0) == 0) {
+            chain->type_line = line;
+        } else {
+            chain->rules.push_back(line);
+        }
+    }
+    PathNftListing out;
+    static const std::regex element(R"(([0-9a-f]+):([0-9a-f]+)\s*:\s*(0x[0-9a-f]+))");
+    for (std::sregex_iterator it(map_text.begin(), map_text.end(), element), e; it != e; ++it) {
+        const uint32_t major = static_cast<uint32_t>(std::stoul((*it)[1].str(), nullptr, 16));
+        const uint32_t minor = static_cast<uint32_t>(std::stoul((*it)[2].str(), nullptr, 16));
+        out.elements[(major << 16) | minor] = static_cast<uint32_t>(std::stoul((*it)[3].str(), nullptr, 16));
+    }
+    std::vector<std::string> wrong;
+    if (!has_map) wrong.push_back("map marks missing");
+    for (const auto& x : expected) {
+        auto c = chains.find(x.chain);
+        const std::string name = std::string("chain ") + x.chain;
+        if (c == chains.end()) {
+            wrong.push_back(name + " missing");
+        } else if (c->second.type_line.find(x.hook) == std::string::npos) {
+            wrong.push_back(name + " not on its hook");
+        } else if (c->second.rules.size() != 1 || c->second.rules[0].find(x.rule) == std::string::npos) {
+            wrong.push_back(name + " has " + std::to_string(c->second.rules.size()) + " rule" +
+                            (c->second.rules.size() == 1 ? " (not Lanes')" : "s") + " instead of Lanes' one");
+        }
+    }
+    for (const auto& [name, block] : chains)
+        if (std::none_of(expected.begin(), expected.end(), [&](const Expected& x) { return name == x.chain; })) {
+            wrong.push_back("chain " + name + " is not Lanes'");
+            out.foreign_chains.push_back(name);
+        }
+    out.damage = join(wrong, ", ");
+    return out;
+}
+
+std::string path_nft_repair_script(const PathNftListing& listing) {
+    std::string s = path_nft_base_script();
+    const std::string t = std::string("inet ") + kPathNftTable;
+    for (const auto& name : listing.foreign_chains)
+        s += "flush chain " + t + " " + name + "\ndelete chain " + t + " " + name + "\n";
     return s;
 }
 

@@ -129,7 +129,24 @@ struct PathRepairs {
 PathRepairs plan_path_repairs(const PathObjects& desired, const PathObjects& observed);
 
 // The `inet lanes_paths` table, its map and chains, rewritten in one transaction.
+// Idempotent: the map and its elements stay, each chain is flushed and gets its
+// one rule again.
 std::string path_nft_base_script();
+
+// The table as `nft list table inet lanes_paths` prints it: the map's elements
+// (priority -> mark), and what differs from the base script ("" when the map
+// and the three chains are there, each with its hook and only its own rule).
+// Damage is what a firewall reload, an admin's `nft delete chain` or a rule
+// added to one of the chains leaves; the base script repairs all of it.
+struct PathNftListing {
+    std::map<uint32_t, uint32_t> elements;
+    std::string damage;
+    std::vector<std::string> foreign_chains;  // chains not Lanes' (in the damage)
+};
+PathNftListing parse_path_nft_listing(std::string_view listing);
+// The base script, and the deletion of chains that are not Lanes': the repair
+// of the damage `parse_path_nft_listing` found.
+std::string path_nft_repair_script(const PathNftListing& listing);
 std::string path_mark_text(uint32_t mark);  // "0x4c4e12ab"
 
 }  // namespace lanes

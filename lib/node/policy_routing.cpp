@@ -21,7 +21,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <regex>
 #include <sstream>
 
 #include "node/netlink_socket.hpp"
@@ -377,19 +376,15 @@ struct PathRouter::Impl {
         return std::string(nft_ctx_get_output_buffer(nft));
     }
 
-    Result<std::map<uint32_t, uint32_t>> observed_elements(bool* table_exists) {
-        std::map<uint32_t, uint32_t> out;
+    // The table's map elements; `listing` also says what differs from the base.
+    Result<std::map<uint32_t, uint32_t>> observed_elements(bool* table_exists, PathNftListing* listing) {
         *table_exists = false;
-        auto listed = nft_run(std::string("list map inet ") + kPathNftTable + " marks");
-        if (!listed) return out;  // no table (or no map): no elements
+        *listing = {};
+        auto listed = nft_run(std::string("list table inet ") + kPathNftTable);
+        if (!listed) return std::map<uint32_t, uint32_t>{};  // no table: no elements
         *table_exists = true;
-        static const std::regex element(R"(([0-9a-f]+):([0-9a-f]+)\s*:\s*(0x[0-9a-f]+))");
-        for (std::sregex_iterator it(listed->begin(), listed->end(), element), end; it != end; ++it) {
-            const uint32_t major = static_cast<uint32_t>(std::stoul((*it)[1].str(), nullptr, 16));
-            const uint32_t minor = static_cast<uint32_t>(std::stoul((*it)[2].str(), nullptr, 16));
-            out[(major << 16) | minor] = static_cast<uint32_t>(std::stoul((*it)[3].str(), nullptr, 16));
-        }
-        return out;
+        *listing = parse_path_nft_listing(*listed);
+        return listing->elements;
     }
 
     static std::string classid_text(uint32_t prio) {
@@ -399,7 +394,7 @@ struct PathRouter::Impl {
     }
 
     // ---- the one reconciler ----
-    Result<PathObjects> observe(bool* table_exists) {
+    Result<PathObjects> observe(bool* table_exists, PathNftListing* listing) {
         PathObjects seen;
         auto rules = dump_rules();
         if (!rules) return fail(rules.error());
@@ -410,7 +405,7 @@ struct PathRouter::Impl {
             if (is_path_mark(r.table) && r.is_default)
                 seen.routes.push_back(PathRoute{r.family, r.table, r.ifindex, r.src});
         std::sort(seen.routes.begin(), seen.routes.end());
-        auto elems = observed_elements(table_exists);
+        auto elems = observed_elements(table_exists, listing);
         if (!elems) return fail(elems.error());
         seen.elements = *elems;
         return seen;
@@ -419,7 +414,8 @@ struct PathRouter::Impl {
     // Brings the kernel to what `jobs` want; every change is a line of `done`.
     Result<void> converge_to(const std::vector<PathJob>& jobs, bool dry_run, std::vector<std::string>& done) {
         bool table_exists = false;
-        auto seen = observe(&table_exists);
+        PathNftListing listing;
+        auto seen = observe(&table_exists, &listing);
         if (!seen) return fail(seen.error());
         PathObjects want = desired_path_objects(jobs);
         // A path's device that went away since the prolog (its routes went with
@@ -434,8 +430,12 @@ struct PathRouter::Impl {
             return true;
         });
         const PathRepairs rep = plan_path_repairs(want, *seen);
-        const bool need_base = !jobs.empty() && !table_exists;
-        if (need_base) done.push_back("nft table inet " + std::string(kPathNftTable) + ": missing, added");
+        // A chain deleted, flushed or added to (a firewall reload, an admin):
+        // the base script again, which keeps the map's elements.
+        const bool need_base = !jobs.empty() && (!table_exists || !listing.damage.empty());
+        if (need_base)
+            done.push_back("nft table inet " + std::string(kPathNftTable) + ": " +
+                           (table_exists ? listing.damage + ", rewritten" : std::string("missing, added")));
         for (const auto& r : rep.add_rules)
             done.push_back("ip rule fwmark " + path_mark_text(r.mark) + " lookup " + std::to_string(r.table) + " (" +
                            family_name(r.family) + "): added");
@@ -452,7 +452,7 @@ struct PathRouter::Impl {
         // elements last (no packet is marked before its rule exists); removal in
         // the opposite order.
         if (need_base) {
-            auto r = nft_run(path_nft_base_script());
+            auto r = nft_run(path_nft_repair_script(listing));
             if (!r) return fail(r.error());
         }
         if (!rep.delete_elements.empty() && !jobs.empty()) {

@@ -157,6 +157,29 @@ echo "$out" | grep -q "ip rule fwmark .*(IPv4): added" || fail "the deleted rule
 $NA ip -6 route show table "$TABLE" | grep -q "default dev $BULK" || fail "the flushed route is not back"
 [ "$(ptool paths-converge | tail -1)" = "path repairs 0" ] || fail "a second converge still repairs"
 
+# Damage to the lanes_paths chains (a firewall reload, an admin's nft) is put
+# back by the same converge, and the jobs' map elements stay: a deleted chain,
+# a flushed one, a rule added to one, a chain that is not Lanes'.
+marks() { $NA nft list map inet lanes_paths marks | grep -o '[0-9a-f]*:[0-9a-f]* : 0x4c4e[0-9a-f]*' | sort; }
+marks_before=$(marks)
+$NA nft delete chain inet lanes_paths post || fail "nft delete chain"
+$NA nft flush chain inet lanes_paths out || fail "nft flush chain"
+$NA nft add rule inet lanes_paths done counter || fail "nft add rule"
+$NA nft add chain inet lanes_paths mine || fail "nft add chain"
+out=$(ptool paths-converge) || fail "paths-converge (chains): $out"
+echo "$out"
+echo "$out" | grep -q "nft table inet lanes_paths: chain out has 0 rules instead of Lanes' one, chain post missing, chain done has 2 rules instead of Lanes' one, chain mine is not Lanes', rewritten" ||
+  fail "the damage was not reported: $out"
+listing=$($NA nft list table inet lanes_paths)
+for want in "meta priority map @marks" "masquerade" "meta mark set 0x4c4e0000"; do
+  [ "$(grep -c -- "$want" <<<"$listing")" -eq 1 ] || fail "after the repair, not one \"$want\": $listing"
+done
+grep -q "chain mine" <<<"$listing" && fail "the chain that is not Lanes' stayed: $listing"
+grep -q "counter" <<<"$listing" && fail "the rule added to chain done stayed: $listing"
+[ "$(marks)" = "$marks_before" ] || fail "the map's elements changed: $(marks) (were $marks_before)"
+[ "$(ptool paths-converge | tail -1)" = "path repairs 0" ] || fail "a second converge still repairs (chains)"
+on_uplink "training after the chains' repair" 11 4 5405 "$BULK" "$DEV"
+
 # A job whose state went without its epilog (slurmd's start-up reconcile):
 # the next converge drops its path record, and the rules of its class when it
 # was the class's last job.

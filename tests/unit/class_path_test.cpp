@@ -230,3 +230,74 @@ TEST(ClassPathPlan, NodesNicSaysWhereTheDeviceIs) {
 }
 
 }  // namespace
+
+namespace {
+// `nft list table inet lanes_paths` as nft 1.0.6 prints the base script with
+// one element.
+const char* kIntactListing = R"(table inet lanes_paths {
+	map marks {
+		type classid : mark
+		elements = { 1a4e:10 : 0x4c4e12ab,
+			     1a4e:1f : 0x4c4e0001 }
+	}
+
+	chain out {
+		type route hook output priority mangle + 1; policy accept;
+		meta mark != 0x4c4e0000 meta mark set meta priority map @marks
+	}
+
+	chain post {
+		type nat hook postrouting priority srcnat; policy accept;
+		meta mark 0x4c4e0000/16 meta mark != 0x4c4e0000 oifname != "lo" masquerade
+	}
+
+	chain done {
+		type filter hook postrouting priority srcnat + 1; policy accept;
+		meta mark 0x4c4e0000/16 meta mark set 0x4c4e0000
+	}
+}
+)";
+std::string without(std::string text, const std::string& what) {
+    auto at = text.find(what);
+    if (at != std::string::npos) text.erase(at, what.size());
+    return text;
+}
+}  // namespace
+
+TEST(ClassPathNftListing, IntactTableHasNoDamageAndItsElements) {
+    const PathNftListing l = parse_path_nft_listing(kIntactListing);
+    EXPECT_EQ(l.damage, "");
+    EXPECT_EQ(l.elements, (std::map<uint32_t, uint32_t>{{0x1a4e0010, 0x4c4e12ab}, {0x1a4e001f, 0x4c4e0001}}));
+}
+
+TEST(ClassPathNftListing, DeletedChainIsDamage) {
+    const std::string gone = without(kIntactListing,
+                                     "\tchain post {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
+                                     "\t\tmeta mark 0x4c4e0000/16 meta mark != 0x4c4e0000 oifname != \"lo\" "
+                                     "masquerade\n\t}\n");
+    const PathNftListing l = parse_path_nft_listing(gone);
+    EXPECT_EQ(l.damage, "chain post missing");
+    EXPECT_EQ(l.elements.size(), 2u);
+}
+
+TEST(ClassPathNftListing, FlushedOrAddedRulesAreDamage) {
+    const std::string flushed =
+        without(kIntactListing, "\t\tmeta mark != 0x4c4e0000 meta mark set meta priority map @marks\n");
+    EXPECT_EQ(parse_path_nft_listing(flushed).damage, "chain out has 0 rules instead of Lanes' one");
+    std::string added = kIntactListing;
+    added.insert(added.find("\t}\n\n\tchain done"), "\t\tip daddr 10.0.0.1 accept\n");
+    EXPECT_EQ(parse_path_nft_listing(added).damage, "chain post has 2 rules instead of Lanes' one");
+    std::string replaced = kIntactListing;
+    replaced.replace(replaced.find("meta mark set 0x4c4e0000\n"), 25, "counter");
+    EXPECT_EQ(parse_path_nft_listing(replaced).damage, "chain done has 1 rule (not Lanes') instead of Lanes' one");
+}
+
+TEST(ClassPathNftListing, MissingMapAndForeignChainAreDamage) {
+    std::string text = kIntactListing;
+    const auto map_at = text.find("\tmap marks {");
+    text.erase(map_at, text.find("\tchain out") - map_at);
+    text.insert(text.rfind("}"), "\tchain mine {\n\t\ttype filter hook input priority 0; policy accept;\n\t}\n");
+    const PathNftListing l = parse_path_nft_listing(text);
+    EXPECT_EQ(l.damage, "map marks missing, chain mine is not Lanes'");
+    EXPECT_TRUE(l.elements.empty());
+}
