@@ -112,7 +112,11 @@ public:
             }
             auto in = run("list chain " + t + " in_" + tag);
             auto eg = run("list chain " + t + " eg_" + tag);
-            if (in && eg && in->find("fwd to \"" + ifb_device_name(*nic) + "\"") != std::string::npos &&
+            // Bound to the devices there are now (not to a NIC or IFB since made
+            // again): see IngressBinding.
+            const IngressBinding now = binding_now(*nic);
+            const bool bound = in && eg && ingress_chain_binding(*in) == now && ingress_chain_binding(*eg) == now;
+            if (bound && in->find("fwd to \"" + ifb_device_name(*nic) + "\"") != std::string::npos &&
                 eg->find("@flows4") != std::string::npos && eg->find("@flows6") != std::string::npos)
                 o.nics.insert(*nic);
             else o.nics.insert("?" + tag);
@@ -128,7 +132,9 @@ public:
                 else if constexpr (std::is_same_v<T, DeleteIfb>) return delete_ifb(o);
                 else if constexpr (std::is_same_v<T, NftIngressBase>) {
                     auto seen = run("list set netdev " + std::string(kIngressTable) + " jobs");
-                    auto r = run(nft_ingress_base_script(o.nics, seen.has_value()));
+                    std::map<std::string, IngressBinding> bindings;
+                    for (const auto& nic : o.nics) bindings[nic] = binding_now(nic);
+                    auto r = run(nft_ingress_base_script(o.nics, seen.has_value(), bindings));
                     if (!r) return std::unexpected(r.error());
                     return {};
                 } else if constexpr (std::is_same_v<T, NftIngressJobs>) {
@@ -149,6 +155,10 @@ public:
     }
 
 private:
+    static IngressBinding binding_now(const std::string& nic) {
+        return IngressBinding{if_nametoindex(nic.c_str()), if_nametoindex(ifb_device_name(nic).c_str())};
+    }
+
     Result<std::string> run(const std::string& script) {
         int rc = nft_run_cmd_from_buffer(ctx_, script.c_str());
         std::string out = nft_ctx_get_output_buffer(ctx_);

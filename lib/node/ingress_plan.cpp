@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <regex>
 
 namespace lanes {
 namespace {
@@ -182,7 +183,20 @@ IngressPlan plan_ingress(const std::vector<JobState>& jobs, const std::vector<Ni
     return plan;
 }
 
-std::string nft_ingress_base_script(const std::vector<std::string>& nics, bool table_exists) {
+static std::string binding_comment(const IngressBinding& b) {
+    return " comment \"lanes: NIC ifindex " + std::to_string(b.nic_ifindex) + ", IFB ifindex " +
+           std::to_string(b.ifb_ifindex) + "\"";
+}
+
+std::optional<IngressBinding> ingress_chain_binding(std::string_view chain_listing) {
+    static const std::regex comment(R"re(comment "lanes: NIC ifindex ([0-9]{1,9}), IFB ifindex ([0-9]{1,9})")re");
+    std::match_results<std::string_view::const_iterator> m;
+    if (!std::regex_search(chain_listing.begin(), chain_listing.end(), m, comment)) return std::nullopt;
+    return IngressBinding{static_cast<unsigned>(std::stoul(m[1].str())), static_cast<unsigned>(std::stoul(m[2].str()))};
+}
+
+std::string nft_ingress_base_script(const std::vector<std::string>& nics, bool table_exists,
+                                    const std::map<std::string, IngressBinding>& bindings) {
     const std::string t = std::string("netdev ") + kIngressTable;
     std::string s;
     // Deleting the table drops every chain; a new one is made whole, in the same
@@ -202,15 +216,19 @@ std::string nft_ingress_base_script(const std::vector<std::string>& nics, bool t
          timeout + "\n    size 262144\n  }\n";
     for (const auto& nic : nics) {
         const std::string tag = ingress_device_tag(nic), ifb = ifb_device_name(nic);
+        auto b = bindings.find(nic);
+        const std::string comment = b == bindings.end() ? "" : binding_comment(b->second);
         s +=
             "  chain eg_" + tag + " {\n    type filter hook egress device \"" + nic + "\" priority 0; policy accept;\n";
-        s += "    meta priority @jobs update @flows4 { ip daddr . th dport . ip saddr . th sport : meta priority }\n";
+        s += "    meta priority @jobs update @flows4 { ip daddr . th dport . ip saddr . th sport : meta priority }" +
+             comment + "\n";
         s += "    meta protocol ip6 meta priority @jobs update @flows6 { th dport . th sport . @nh,256,64 : meta "
              "priority }\n";
         s += "  }\n";
         s += "  chain in_" + tag + " {\n    type filter hook ingress device \"" + nic +
              "\" priority 0; policy accept;\n";
-        s += "    meta priority set ip saddr . th sport . ip daddr . th dport map @flows4 fwd to \"" + ifb + "\"\n";
+        s += "    meta priority set ip saddr . th sport . ip daddr . th dport map @flows4 fwd to \"" + ifb + "\"" +
+             comment + "\n";
         s += "    meta protocol ip6 meta priority set th sport . th dport . @nh,128,64 map @flows6 fwd to \"" + ifb +
              "\"\n";
         s += "  }\n";

@@ -53,8 +53,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -131,9 +134,30 @@ IngressPlan plan_ingress(const std::vector<JobState>& jobs, const std::vector<Ni
                          const std::vector<IfbObserved>& ifbs, const IngressNftObserved& nft,
                          const std::string& leaf_kind);
 
+// The interface indexes a NIC's chains were bound to when they were made. The
+// kernel binds a netdev chain's hook to a device once, and nft resolves
+// `fwd to "NAME"` to an index when it loads the rule: a NIC deleted and made
+// again (a driver reload, a VF reset) leaves chains that `nft list` still shows
+// on it but that see no packet (a counter in such a chain stays at 0: the job's
+// flows are no longer learnt, its stream no longer capped), and an IFB made
+// again between two converges leaves `fwd` pointing at an index that is gone.
+// So the index of each is written in the chain's first rule as a comment
+// ("lanes: NIC ifindex 5, IFB ifindex 9"), and a chain whose indexes are not
+// the devices' now is rebuilt.
+struct IngressBinding {
+    unsigned nic_ifindex = 0;
+    unsigned ifb_ifindex = 0;
+    bool operator==(const IngressBinding&) const = default;
+};
+// The comment's indexes in a chain's listing (`nft list chain`); nullopt
+// without one (a chain made by an older Lanes: rebuilt once).
+std::optional<IngressBinding> ingress_chain_binding(std::string_view chain_listing);
+
 // The libnftables script of NftIngressBase (pure; unit-tested), and of a
-// job element change.
-std::string nft_ingress_base_script(const std::vector<std::string>& nics, bool table_exists);
+// job element change. `bindings`: the NICs' and IFBs' indexes now (a NIC
+// without one gets no comment).
+std::string nft_ingress_base_script(const std::vector<std::string>& nics, bool table_exists,
+                                    const std::map<std::string, IngressBinding>& bindings = {});
 std::string nft_ingress_jobs_script(const NftIngressJobs& op);
 
 }  // namespace lanes

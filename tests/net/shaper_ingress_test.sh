@@ -6,7 +6,9 @@
 #      the job's IFB class counts the stream's bytes and its ceil in the kernel
 #      is the job's ingress ceil; job 42 on the same NIC keeps its own class
 #      (and none of 41's bytes); an IPv6 stream into job 42 is counted in 42's;
-#   2. a deleted IFB class is put back by converge, and reported;
+#   2. a deleted IFB class is put back by converge, and reported; an IFB or a
+#      NIC deleted and made again gets chains bound to the new device (the
+#      stream reaches job 41's class again);
 #   3. teardown: 41's class goes, 42's stays; after 42 no IFB, no netdev
 #      table, nothing of Lanes in nftables' ingress path; a NIC absent at a
 #      job's prolog gets the job's ingress class once converge finds it;
@@ -136,6 +138,30 @@ echo "$out" | grep -qx "ifb_class missing 41 $DEV" || fail "converge did not rep
 out=$(tool converge) || fail "second converge: $out"
 echo "$out" | grep -qx "repairs 0 jobs 2" || fail "second converge repaired again: $out"
 
+# ---- 2b. An IFB deleted and made again: converge rebuilds the chains bound
+# to the new IFB (the index in the in chain's comment), and job 41's stream
+# reaches its class again.
+ifindex_of() { $NA ip -o link show dev "$1" | cut -d: -f1; }
+TAG=${IFB#lanes-ifb}
+$NA ip link del "$IFB" || fail "ip link del $IFB"
+out=$(tool converge) || fail "converge after $IFB went: $out"
+echo "$out"
+echo "$out" | grep -q "^nft_ingress " || fail "converge did not rebuild the netdev chains for the new $IFB: $out"
+$NA nft list chain netdev lanes_in "in_$TAG" | grep -q "IFB ifindex $(ifindex_of "$IFB")\"" ||
+  fail "in_$TAG is not bound to the new $IFB ($(ifindex_of "$IFB")): $($NA nft list chain netdev lanes_in "in_$TAG")"
+[ "$(ifb_ceil "$m41")" = 50Mbit ] || fail "job 41's class on the new $IFB: '$(ifb_ceil "$m41")'"
+start_server 5403
+before41=$(ifb_bytes "$m41")
+tool run 41 -- timeout 30 iperf3 -c 10.77.0.2 -p 5403 -R -t 2 -J >"$STATE_ROOT/iperf-rebound.json" ||
+  fail "iperf3 -R in job 41 after $IFB was made again: $(tail -5 "$STATE_ROOT/iperf-rebound.json")"
+received=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["end"]["sum_received"]["bytes"]))' "$STATE_ROOT/iperf-rebound.json")
+got41=$(( $(ifb_bytes "$m41") - before41 ))
+echo "after $IFB was made again: job 41 received $received bytes, its class counted $got41"
+[ "$received" -gt 1000000 ] && [ "$got41" -ge "$received" ] ||
+  fail "after $IFB was made again job 41's class counted $got41 bytes of a $received-byte stream"
+out=$(tool converge) || fail "converge after the rebuild: $out"
+echo "$out" | grep -qx "repairs 0 jobs 2" || fail "a converge after the rebuild repaired again: $out"
+
 # ---- 3. teardown.
 tool remove 41 || fail "remove 41"
 [ -z "$(ifb_class "$m41")" ] || fail "job 41's IFB class left after its epilog"
@@ -164,6 +190,20 @@ IFB2=$(ifb_of "$DEV2")
 grep -q "^ingress_device=$DEV2 " "$STATE/job_44" || fail "job 44's state lacks $DEV2"
 out=$(both converge) || fail "second converge: $out"
 echo "$out" | grep -qx "repairs 0 jobs 1" || fail "second converge after $DEV2 came repaired again: $out"
+# The NIC deleted and made again (a driver reload): the chains still list it,
+# but their hooks went with the old device; converge binds them to the new one.
+$NA ip link del "$DEV2" || fail "ip link del $DEV2"
+$NA ip link add "$DEV2" type veth peer name "${P}zp" || fail "ip link add $DEV2 again"
+$NA ip link set "${P}zp" up
+$NA ip link set "$DEV2" up
+out=$(both converge) || fail "converge after $DEV2 was made again: $out"
+echo "$out"
+echo "$out" | grep -q "^nft_ingress " || fail "converge did not rebuild the chains of the new $DEV2: $out"
+TAG2=${IFB2#lanes-ifb}
+$NA nft list chain netdev lanes_in "eg_$TAG2" | grep -q "NIC ifindex $(ifindex_of "$DEV2")," ||
+  fail "eg_$TAG2 is not bound to the new $DEV2 ($(ifindex_of "$DEV2")): $($NA nft list chain netdev lanes_in "eg_$TAG2")"
+out=$(both converge) || fail "converge after the rebuild: $out"
+echo "$out" | grep -qx "repairs 0 jobs 1" || fail "a converge after $DEV2's rebuild repaired again: $out"
 both remove 44 || fail "remove 44"
 [ -z "$(ifb_of_dev)" ] || fail "IFB left after job 44: $(ifb_of_dev)"
 $NA ip link del "$DEV2"

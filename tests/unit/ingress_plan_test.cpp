@@ -173,5 +173,22 @@ TEST(IngressPlan, StateFileKeepsIngressCaps) {
     EXPECT_EQ(back->net.ingress_ceil, st.net.ingress_ceil);
 }
 
+TEST(IngressPlan, ChainsCarryTheIndexesTheyWereBoundTo) {
+    const std::string base = nft_ingress_base_script({"eth0"}, false, {{"eth0", IngressBinding{5, 9}}});
+    EXPECT_NE(base.find("fwd to \"" + ifb_device_name("eth0") + "\" comment \"lanes: NIC ifindex 5, IFB ifindex 9\""),
+              std::string::npos)
+        << base;
+    EXPECT_NE(base.find("sport : meta priority } comment \"lanes: NIC ifindex 5, IFB ifindex 9\""), std::string::npos)
+        << base;
+    // As `nft list chain` prints a rule with a comment.
+    const std::string listed =
+        "table netdev lanes_in {\n\tchain in_abcdef {\n\t\ttype filter hook ingress device \"eth0\" priority filter; "
+        "policy accept;\n\t\tmeta priority set ip saddr . th sport . ip daddr . th dport map @flows4 fwd to "
+        "\"lanes-ifbabcdef\" comment \"lanes: NIC ifindex 5, IFB ifindex 9\"\n\t}\n}\n";
+    EXPECT_EQ(ingress_chain_binding(listed), (IngressBinding{5, 9}));
+    EXPECT_EQ(ingress_chain_binding("chain in_abcdef { fwd to \"lanes-ifbabcdef\" }"), std::nullopt);
+    EXPECT_EQ(ingress_chain_binding("comment \"lanes: NIC ifindex 99999999999, IFB ifindex 9\""), std::nullopt);
+}
+
 }  // namespace
 }  // namespace lanes
