@@ -26,18 +26,33 @@
 #            submitted through Slurm (job_submit/lanes picks the class,
 #            spank_lanes caps and marks: AF41 inference, CS1 training)
 # Printed per scenario: inference p99 over both replicas with a bootstrap
-# 95 % CI, its ratio to noload, requests lost, training aggregate (iperf3
-# goodput) and its share of the capacity the other traffic leaves on the
-# leaf uplinks (uplink rate x time minus the bytes of the other classes),
-# Jain's index between the two jobs, ECMP (packets on each of leaf 1's
-# uplinks), and the queueing delay the inference class met in the switches:
-# the backlog of its class (priority with Lanes, best effort otherwise) at
-# every uplink end, sampled from the qdiscs' counters (every ~0.1-0.3 s, as
-# fast as tc answers), over the uplink rate. In the lanes scenario the client
-# marks its requests AF41 (an inference gateway's job; it is not a Slurm job).
+# 95 % CI, its ratio to noload (with a bootstrap CI), requests lost, each
+# training job's goodput (iperf3) and Jain's index between the two, ECMP
+# (packets on each of leaf 1's uplinks), and the queueing delay the inference
+# class met in the switches while the probe ran: the backlog of its class
+# (priority with Lanes, best effort otherwise) at every uplink end, sampled
+# from the qdiscs' counters (every ~0.1-0.3 s, as fast as tc answers), over
+# the uplink rate. In the lanes scenario the client marks its requests AF41
+# (an inference gateway's job; it is not a Slurm job).
 #
-# Environment: LANES_BUILD_DIR (default ./build). Needs root. Exit: 0 done
-# (whatever the figures), 1 error, 77 not root.
+# Training's share (lanes): the same sampler records every class's sent
+# bytes at every uplink end for the whole scenario. The steady window is
+# the seconds in which every ring and storage stream ran (from iperf3's start
+# timestamps and durations), less each ring's first 2 s and the last 1 s.
+# Training crosses the fabric on 4 paths (leaf 1 -> leaf 2 and back, each
+# over either spine), each two 100 Mbit/s links (leaf upS, then spine dnM):
+# the capacity a path leaves training is uplink rate x window minus the
+# bytes of the higher classes (priority: inference; best effort: storage) on
+# the busier of its two links; the share is the scavenger (training) bytes
+# the spines delivered over the sum of the 4 paths' capacity left. Also per
+# second of the window (lowest and highest). Written with everything else
+# to OUT/summary.json (bench/fabric_scale_runs.sh tabulates runs).
+#
+# Environment: LANES_BUILD_DIR (default ./build); FS_TRAIN_RATE and
+# FS_TRAIN_CEIL, the training class's per-node rate and ceil (default 2/5
+# and 2x the uplink rate: 40Mbit and 200Mbit with 100mbit uplinks); FS_MTU
+# (9000). Needs root. Exit: 0 done (whatever the figures), 1 error, 77 not
+# root.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -59,6 +74,15 @@ say() { printf 'fabric_scale: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 6 && nodes % 2 == 0)) || die "--nodes must be even and >= 6 (4 training + 2 inference)"
 [[ $seconds =~ ^[1-9][0-9]*$ && $rate =~ ^[1-9][0-9]*$ ]] || die "--seconds and --rate must be positive numbers"
+[[ ${uplink,,} =~ ^([1-9][0-9]*)(kbit|mbit|gbit)$ ]] || die "--uplink must be a rate such as 100mbit"
+# The training class's defaults: guaranteed 2/5 of an uplink per node (8
+# nodes x 40 = 320 Mbit/s, what the fabric leaves after storage), and a ceil
+# of a leaf's uplink capacity (2 x the uplink rate), so that training can
+# take whatever inference and storage leave: the switches' DSCP classes, not
+# the ceil, keep it behind them. Below the NIC's 1 Gbit/s, so the job stays
+# "capped" and spank_lanes' GSO burst bound applies.
+train_rate=${FS_TRAIN_RATE:-$((BASH_REMATCH[1] * 2 / 5))${BASH_REMATCH[2]}}
+train_ceil=${FS_TRAIN_CEIL:-$((BASH_REMATCH[1] * 2))${BASH_REMATCH[2]}}
 ((EUID == 0)) || { echo "SKIP: fabric_scale needs root"; exit 77; }
 for t in iperf3 nsenter ethtool jq python3 sbatch; do
     command -v "$t" >/dev/null || { echo "SKIP: fabric_scale needs $t"; exit 77; }
@@ -85,6 +109,8 @@ spec="" train=()
 for ((k = 1; k <= ntrain; k++)); do spec+="t$k:training:train "; train+=("t$k"); done
 spec+="i1:inference:lowlat i2:inference:lowlat"
 jobA=$(IFS=,; echo "${train[*]:0:half}") jobB=$(IFS=,; echo "${train[*]:half}")
+printf 'seconds=%s\nuplink=%s\njob_a=%s\njob_b=%s\ntrain_rate=%s\ntrain_ceil=%s\n' \
+    "$seconds" "$uplink" "$jobA" "$jobB" "$train_rate" "$train_ceil" >"$out/params" || exit 1
 tag=fs$$
 state_root=/run/lanes-$tag
 cg_root=/sys/fs/cgroup/unified/lanes-$tag
@@ -110,7 +136,7 @@ trap 'exit 143' TERM
 # lanes.toml: the demo's classes; every node shapes its fabric NIC fab0.
 hhmm() { date -u -d "@$(($(date +%s) + $1 * 60))" +%H:%M; }
 sed -e "s|@PEAK_START@|$(hhmm 180)|" -e "s|@PEAK_END@|$(hhmm 360)|" \
-    -e "s|@TRAIN_RATE@|${FS_TRAIN_RATE:-40Mbit}|" -e "s|@TRAIN_CEIL@|${FS_TRAIN_CEIL:-45Mbit}|" \
+    -e "s|@TRAIN_RATE@|$train_rate|" -e "s|@TRAIN_CEIL@|$train_ceil|" \
     -e "s|@STATE_ROOT@|$state_root|" -e "s|@CGROUP_ROOT@|$cg_root|" \
     -e '/^\[\[nodes.nic\]\]/,$d' "$src/contrib/demo/lanes.toml.in" >"$conf/lanes.toml" || exit 1
 cat >>"$conf/lanes.toml" <<'TOML'
@@ -131,7 +157,7 @@ cluster_hook_pre_start() {
 }
 t0=$SECONDS
 cluster_start >"$out/cluster-start.log" 2>&1 || { cluster_dump_logs >>"$out/cluster-start.log" 2>&1; die "the cluster did not start ($out/cluster-start.log)"; }
-say "cluster: slurmctld + $nodes slurmd up in $((SECONDS - t0)) s"
+say "cluster: slurmctld + $nodes slurmd up in $((SECONDS - t0)) s; training class rate $train_rate ceil $train_ceil per node"
 
 LS_LEAVES=3 LS_SPINES=2 LS_UPLINK_RATE=$uplink LS_MTU=${FS_MTU:-9000}
 export LS_LEAVES LS_SPINES LS_UPLINK_RATE LS_MTU
@@ -164,8 +190,9 @@ wait
 SH
 chmod 755 "$out/ring_task.sh"
 
-storage_start() {  # storage_start SECONDS LABEL: one 10 Mbit/s stream to each training node
+storage_start() {  # storage_start SECONDS LABEL: one 10 Mbit/s stream to each training node (clients in storage_clients)
     local k
+    storage_clients=()
     for ((k = 1; k <= ntrain; k++)); do
         ls_spawn store "$out/store-s$k.log" timeout $(($1 + 30)) iperf3 -s -1 -p $((5400 + k))
         PIDS+=("$LS_SPAWNED")
@@ -174,6 +201,7 @@ storage_start() {  # storage_start SECONDS LABEL: one 10 Mbit/s stream to each t
     for ((k = 1; k <= ntrain; k++)); do
         ls_spawn "t$k" "$out/$2-store-t$k.json" timeout $(($1 + 20)) iperf3 -c "$store" -p $((5400 + k)) -R -b 10M -t "$1" -J
         PIDS+=("$LS_SPAWNED")
+        storage_clients+=("$LS_SPAWNED")
     done
 }
 ring_port() { [[ $1 == A ]] && echo 5300 || echo 5301; }
@@ -190,18 +218,23 @@ rings_byhand() {  # rings_byhand SECONDS LABEL
         done
     done
 }
-measure() {  # measure LABEL PORT [DSCP]: both replicas, with the switch queues sampled
+sampler_start() {  # sampler_start LABEL: the uplinks' queues and bytes until sampler_stop
+    ls_queue_sample "$out/$1-queues.txt" $((seconds + 120)) 0.05 &
+    sampler=$!
+    PIDS+=("$sampler")
+}
+sampler_stop() { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; }
+measure() {  # measure LABEL PORT [DSCP]: both replicas (the caller samples the switch queues)
     local mark=()
     [[ -n ${3:-} ]] && mark=(--dscp "$3")
-    ls_queue_sample "$out/$1-queues.txt" "$seconds" 0.05 &
-    local qs=$!
+    echo "$EPOCHREALTIME" >"$out/$1-probe.start"
     ls_exec cli timeout $((seconds + 10)) "${rt[@]}" "$probe" load --connect "$i1:$2" --rate $((rate / 2)) --duration "$seconds" \
         "${mark[@]}" --congestion cubic --json --samples "$out/$1-i1.samples" >"$out/$1-i1.json" 2>"$out/$1-i1.err" &
     local a=$!
     ls_exec cli timeout $((seconds + 10)) "${rt[@]}" "$probe" load --connect "$i2:$2" --rate $((rate / 2)) --duration "$seconds" \
         "${mark[@]}" --congestion cubic --json --samples "$out/$1-i2.samples" >"$out/$1-i2.json" 2>"$out/$1-i2.err"
     wait "$a"
-    wait "$qs"
+    echo "$EPOCHREALTIME" >"$out/$1-probe.end"
 }
 
 # noload and nolanes: inference servers by hand.
@@ -213,18 +246,22 @@ sleep 0.5
 ls_qos
 stats() { ls_uplink_stats >"$out/$1.txt"; echo "$EPOCHREALTIME" >"$out/$1.time"; }
 stats noload-before
+sampler_start noload
 measure noload 7001
+sampler_stop
 stats noload-after
 say "noload: done"
 
 ls_qos
 stats nolanes-before
+sampler_start nolanes
 storage_start $((seconds + 6)) nolanes
 rings_byhand $((seconds + 6)) nolanes
 sleep 4
 measure nolanes 7001
 sleep 4
 stats nolanes-after
+sampler_stop
 say "nolanes: done"
 
 # lanes: everything that is a job goes through Slurm.
@@ -241,7 +278,10 @@ s1=$(submit -J serve-a -p inference --exclusive -o /dev/null "$out/serve.sh")
 s2=$(submit -J serve-b -p inference --exclusive -o /dev/null "$out/serve.sh")
 ls_qos
 stats lanes-before
-storage_start $((seconds + 8)) lanes
+sampler_start lanes
+# Storage outlasts the rings (they start once Slurm has run the jobs), so
+# that the steady window is every ring's, not cut short by storage's end.
+storage_start $((seconds + 14)) lanes
 jids=()
 for j in A B; do
     list=$([[ $j == A ]] && echo "$jobA" || echo "$jobB")
@@ -268,106 +308,10 @@ sleep 4
 measure lanes 7000 AF41
 cluster_run_node t1 tc -s class show dev fab0 >"$out/lanes-t1-classes.txt" 2>&1
 for id in "${jids[@]}"; do cluster_wait_job "$id" COMPLETED $((seconds + 60)) >/dev/null; done
+for p in "${storage_clients[@]}"; do wait "$p"; done  # their JSON: when each stream ran
 stats lanes-after
+sampler_stop
 cluster_run_ctl scancel "$s1" "$s2"
 say "lanes: done"
 
-python3 - "$out" "$seconds" "$(cluster_run_ctl true >/dev/null 2>&1; echo "$uplink")" "$jobA" "$jobB" <<'PY'
-import json, random, re, sys
-out, seconds, uplink, job_a, job_b = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-m = re.match(r"(\d+)(k|m|g)bit", uplink.lower())
-rate_bits = int(m.group(1)) * {"k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
-def samples(label):
-    v = []
-    for r in ("i1", "i2"):
-        try:
-            v += [float(x) for x in open(f"{out}/{label}-{r}.samples")]
-        except OSError:
-            pass
-    return v
-def p99(v):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(0.99 * (len(v) - 1) + 0.5))] if v else float("nan")
-def ci(v, n=1000):
-    if not v:
-        return (float("nan"),) * 2
-    rnd = random.Random(24)
-    b = sorted(p99([rnd.choice(v) for _ in v]) for _ in range(n))
-    return b[int(0.025 * n)], b[int(0.975 * n)]
-def lost(label):
-    t = 0
-    for r in ("i1", "i2"):
-        try:
-            j = json.load(open(f"{out}/{label}-{r}.json"))
-            t += j["errors"] + j["timeouts"] + max(0, j["scheduled"] - j["ok"] - j["errors"] - j["timeouts"])
-        except Exception:
-            t += 10**9
-    return t
-def late(label):
-    m = 0.0
-    for r in ("i1", "i2"):
-        try:
-            m = max(m, json.load(open(f"{out}/{label}-{r}.json"))["max_send_lag_ms"])
-        except Exception:
-            pass
-    return m
-def counters(label):
-    c = {}
-    for when in ("before", "after"):
-        try:
-            for line in open(f"{out}/{label}-{when}.txt"):
-                f = line.split()
-                c.setdefault((f[0], f[1]), {})[when] = [int(x) for x in f[2:]]
-        except OSError:
-            pass
-    return {k: [a - b for a, b in zip(v["after"], v["before"])] for k, v in c.items() if len(v) == 2}
-def goodput(label, job):
-    tot = 0.0
-    for n in job.split(","):
-        try:
-            tot += json.load(open(f"{out}/{label}-{'A' if job == job_a else 'B'}-{n}.json"))["end"]["sum_received"]["bits_per_second"]
-        except Exception:
-            pass
-    return tot / 1e6
-def queue_delay(label, cls):
-    # every uplink end: requests cross leaf 3's uplinks and the spines' ports to
-    # leaves 1-2, replies the leaf 1-2 uplinks and the spines' ports to leaf 3
-    col = {"10": 2, "20": 3}[cls]
-    d = []
-    try:
-        for line in open(f"{out}/{label}-queues.txt"):
-            f = line.split()
-            if re.match(r"(lf\d/up|sp\d/dn)\d", f[1]):
-                d.append(int(f[col]) * 8 / rate_bits * 1000)
-    except OSError:
-        pass
-    if not d:
-        return "n/a"
-    d.sort()
-    return f"mean {sum(d) / len(d):.2f} ms, p99 {d[min(len(d) - 1, int(0.99 * len(d)))]:.2f} ms, max {d[-1]:.2f} ms ({len(d)} samples)"
-base = p99(samples("noload"))
-print(f"\nfabric_scale: {len(job_a.split(',')) * 2 + 2} nodes, uplinks {uplink} (2 per leaf), {seconds:.0f} s per scenario")
-for label in ("noload", "nolanes", "lanes"):
-    v = samples(label)
-    p, (lo, hi) = p99(v), ci(v)
-    c = counters(label)
-    leaf_up = {k: v for k, v in c.items() if re.match(r"lf[12]$", k[0])}
-    cap_bytes = rate_bits / 8 * seconds * len(leaf_up)
-    other = sum(v[1] for v in leaf_up.values()) + (sum(v[2] for v in leaf_up.values()) if label == "lanes" else 0)
-    train_class = sum(v[3] for v in leaf_up.values()) if label == "lanes" else sum(v[2] for v in leaf_up.values())
-    ga, gb = goodput(label, job_a), goodput(label, job_b)
-    jain = (ga + gb) ** 2 / (2 * (ga * ga + gb * gb)) if ga + gb > 0 else float("nan")
-    ecmp = " ".join(f"{k[1]}={v[0]}" for k, v in sorted(c.items()) if k[0] == "lf1")
-    print(f"\n  {label}: inference p99 {p:.2f} ms (95 % CI {lo:.2f}-{hi:.2f}, {len(v)} requests), x{p / base:.2f} of noload; lost {lost(label)}; client late by up to {late(label):.1f} ms")
-    if label != "noload":
-        try:
-            dt = float(open(f"{out}/{label}-after.time").read()) - float(open(f"{out}/{label}-before.time").read())
-        except (OSError, ValueError):
-            dt = seconds
-        left = max(1.0, rate_bits / 8 * dt * len(leaf_up) - other)
-        print(f"    training: job A {ga:.1f} Mbit/s, job B {gb:.1f} Mbit/s, aggregate {ga + gb:.1f}; Jain {jain:.3f}; "
-              f"training class bytes / capacity the others left on the leaf uplinks over the {dt:.0f} s window: {100 * train_class / left:.1f} %")
-        print(f"    leaf uplinks: {len(leaf_up)} x {uplink}; bytes priority {sum(v[1] for v in leaf_up.values())}, best effort {sum(v[2] for v in leaf_up.values())}, scavenger {sum(v[3] for v in leaf_up.values())}")
-    print(f"    ECMP, packets on leaf 1's uplinks: {ecmp}")
-    print(f"    switch queueing delay of the inference class ({'priority' if label == 'lanes' else 'best effort'}): {queue_delay(label, '10' if label == 'lanes' else '20')}")
-PY
+python3 "$here/fabric_scale_report.py" "$out"

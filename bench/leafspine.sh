@@ -185,9 +185,11 @@ ls_uplink_stats() {
 }
 
 # ls_queue_sample FILE SECONDS [INTERVAL]: every INTERVAL s (default 0.05) for
-# SECONDS, the backlog in bytes of the three classes at every uplink end, one
-# line per sample: "time ns/dev backlog10 backlog20 backlog30". The
-# queueing delay a packet met is its class's backlog over the uplink rate.
+# SECONDS, the backlog in bytes of the three classes at every uplink end, and
+# the bytes each class has sent since ls_qos, one line per sample:
+# "time ns/dev backlog10 backlog20 backlog30 sent10 sent20 sent30". The
+# queueing delay a packet met is its class's backlog over the uplink rate;
+# the difference of two samples' sent columns is what a class got between them.
 ls_queue_sample() {
     local file=$1 seconds=$2 interval=${3:-0.05} end L S ns dev
     end=$(($(date +%s) + seconds))
@@ -198,10 +200,10 @@ ls_queue_sample() {
                 for ns_dev in "lf$L up$S" "sp$S dn$L"; do
                     read -r ns dev <<<"$ns_dev"
                     ls__in "${LS_PREFIX}$ns" tc -s qdisc show dev "$dev" | awk -v t="$EPOCHREALTIME" -v d="$ns/$dev" '
-                        $1 == "qdisc" { h = $3 } $1 == "backlog" { b = $2; sub(/b$/, "", b)
+                        $1 == "qdisc" { h = $3 } $1 == "Sent" { s[h] = $2 } $1 == "backlog" { b = $2; sub(/b$/, "", b)
                             if (b ~ /K$/) { sub(/K$/, "", b); b *= 1000 } else if (b ~ /M$/) { sub(/M$/, "", b); b *= 1000000 }
                             q[h] = b }
-                        END { printf "%s %s %d %d %d\n", t, d, q["10:"], q["20:"], q["30:"] }' >>"$file"
+                        END { printf "%s %s %d %d %d %.0f %.0f %.0f\n", t, d, q["10:"], q["20:"], q["30:"], s["10:"], s["20:"], s["30:"] }' >>"$file"
                 done
             done
         done

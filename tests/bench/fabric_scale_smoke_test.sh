@@ -11,7 +11,9 @@
 #     and both spines' ports) and its bytes went through the uplinks'
 #     scavenger class (CS1 marks);
 #   - the inference replies (AF41, spank_lanes' marks on i1 and i2) went
-#     through the priority class of the leaf 1-2 uplinks.
+#     through the priority class of the leaf 1-2 uplinks;
+#   - the report found the rings' steady window and counted training's bytes
+#     in it (the share of the capacity left is computed, whatever its value).
 set -uo pipefail
 if (($(id -u) != 0)); then
     echo "SKIP: needs root (Slurm cluster, network namespaces, tc)"
@@ -69,4 +71,6 @@ for l in lf1 lf2; do
 done
 ((scav > 1000000)) || fail "training's CS1 bytes did not reach the scavenger class ($scav bytes)"
 ((prio > 10000)) || fail "the inference replies' AF41 did not reach the priority class ($prio bytes)"
-echo "PASS: jobs classified through Slurm, no request lost, ECMP over both spines, CS1 $scav bytes in scavenger, AF41 $prio bytes in priority"
+jq -e '.lanes.share.window_len_s >= 1 and .lanes.share.train_mbit > 0 and .lanes.share.left_mbit > 0' "$out/summary.json" >/dev/null ||
+    fail "no share of the capacity left: $(jq -c '.lanes.share' "$out/summary.json" 2>&1)"
+echo "PASS: jobs classified through Slurm, no request lost, ECMP over both spines, CS1 $scav bytes in scavenger, AF41 $prio bytes in priority, training's share $(jq -r '.lanes.share.share * 100 | floor' "$out/summary.json") % of the capacity left"

@@ -8,7 +8,8 @@
 #   - DSCP: the streams, sent as CS1, went through the uplinks' scavenger
 #     class and not the others'; UDP datagrams sent as AF41 went through the priority
 #     class; every one of those datagrams arrived (iperf3 UDP, no loss);
-#   - the queue sampler saw the scavenger class's backlog on the uplinks.
+#   - the queue sampler saw the scavenger class's backlog on the uplinks, and
+#     the bytes it sent (what fabric_scale.sh's share is computed from).
 set -uo pipefail
 if (($(id -u) != 0)); then
     echo "SKIP: needs root (network namespaces, tc)"
@@ -72,4 +73,8 @@ read -r sent lost < <(jq -r '"\(.end.sum.packets // 0) \(.end.sum.lost_packets /
 ((udp_rc == 0 && ${sent:-0} > 100 && ${lost:--1} == 0)) || fail "AF41 datagrams: sent ${sent:-?}, lost ${lost:-?} (iperf3 exit $udp_rc)"
 [[ -s $work/queues.txt ]] && awk '$5 > 0 { n++ } END { exit !(n > 0) }' "$work/queues.txt" ||
     fail "the queue sampler saw no backlog on any uplink"
+# Column 8: the scavenger class's sent bytes; it must grow by the CS1 streams'.
+awk 'NF >= 8 { if (!($2 in first)) first[$2] = $8; last[$2] = $8 }
+    END { for (e in first) if (last[e] - first[e] > 1000000) ok = 1; exit !ok }' "$work/queues.txt" ||
+    fail "the queue sampler's sent bytes did not grow with the CS1 streams: $(tail -2 "$work/queues.txt")"
 echo "PASS: ECMP over both spines, CS1 in scavenger ($sum30 bytes), AF41 in priority ($sum10 bytes), $sent datagrams none lost"
