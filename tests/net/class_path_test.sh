@@ -144,6 +144,8 @@ lanesctl "$CONF" status --node testnode --json | python3 -c '
 import json, sys
 jobs = {j["job_id"]: j for j in json.load(sys.stdin)["jobs"]}
 assert jobs[11]["path"]["device"] == sys.argv[1] and jobs[11]["path"]["src4"] == "10.78.0.1", jobs[11]
+assert {"dst": "10.99.0.0/24", "src": "10.78.0.1"} in jobs[11]["path"]["routes"], jobs[11]
+assert "0.0.0.0/0" not in [r["dst"] for r in jobs[11]["path"]["routes"]], jobs[11]
 assert "path" not in jobs[12], jobs[12]
 ' "$BULK" || fail "status --json"
 

@@ -328,6 +328,10 @@ TEST(ClassPathStatus, StatusShowsTheJobsPath) {
     const std::string json = json::write(ctl::status_json(report));
     EXPECT_NE(json.find("\"path\":{\"device\":\"bulk0\""), std::string::npos) << json;
     EXPECT_NE(json.find("\"src4\":\"10.1.0.1\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"routes\":[{\"dst\":\"10.1.0.0/24\",\"src\":\"10.1.0.1\"},"
+                        "{\"dst\":\"10.20.0.0/16\",\"src\":\"10.1.0.1\"}"),
+              std::string::npos)
+        << json;
 }
 
 TEST(ClassPathPlan, NodesNicSaysWhereTheDeviceIs) {
