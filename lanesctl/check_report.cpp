@@ -3,6 +3,7 @@
 #include "ctld/windows.hpp"
 #include "ctld/windows_config.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -83,7 +84,11 @@ void summarize(const Config& config, CheckReport& report) {
             line += (p.vlan ? "vlan " + p.link() : "egress_device " + p.device) + ": its subnets";
             for (size_t i = 0; i < p.egress_prefixes.size(); ++i)
                 line += (i ? ", " : " and egress_prefixes ") + p.egress_prefixes[i];
-            line += "; other destinations by the main table";
+            const auto has = [&p](const char* cidr) {
+                return std::find(p.egress_prefixes.begin(), p.egress_prefixes.end(), cidr) != p.egress_prefixes.end();
+            };
+            line += has("0.0.0.0/0") && has("::/0") ? "; every destination (slurmctld included) takes the path"
+                                                    : "; other destinations by the main table";
         } else continue;  // only RDMA/NCCL overrides
         report.paths.push_back(std::move(line));
     }

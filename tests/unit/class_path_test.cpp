@@ -366,7 +366,9 @@ TEST(ClassPathCheck, CheckSaysWhatTakesEachPath) {
                                  "egress_device = \"bulk0\"\n"
                                  "egress_prefixes = [\"10.20.0.0/16\", \"fd00:20::/48\"]\n"
                                  "[classes.b]\nrate = \"1Gbit\"\negress_device = \"eth1\"\nvlan = 200\n"
-                                 "[classes.c]\nrate = \"1Gbit\"\nroute_table = 100\n",
+                                 "[classes.c]\nrate = \"1Gbit\"\nroute_table = 100\n"
+                                 "[classes.d]\nrate = \"1Gbit\"\negress_device = \"eth2\"\n"
+                                 "egress_prefixes = [\"0.0.0.0/0\", \"::/0\"]\n",
                                  "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     lanes::ctl::CheckReport report;
@@ -382,6 +384,10 @@ TEST(ClassPathCheck, CheckSaysWhatTakesEachPath) {
               std::string::npos)
         << text;
     EXPECT_NE(text.find("path: class c: route_table 100\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("path: class d: egress_device eth2: its subnets and egress_prefixes 0.0.0.0/0, ::/0; every "
+                        "destination (slurmctld included) takes the path\n"),
+              std::string::npos)
+        << text;
     EXPECT_NE(lanes::json::write(lanes::ctl::check_json(report)).find("\"paths\":[\"class a: egress_device bulk0"),
               std::string::npos);
 }
