@@ -356,7 +356,8 @@ if [[ -n ${DEMO_PATHS:-} ]]; then
     # The admin's routing table 100 on the training nodes: the far side (the
     # training peers) over the bulk fabric. Nothing else is in it, so the rest of
     # a marked job's traffic (its srun talking to slurmctld) falls through to
-    # the main table; egress_device would send all of it to the bulk fabric.
+    # the main table (as with egress_device = "bulk0" and egress_prefixes for
+    # the far side).
     for node in train1 train2; do
         cluster_run_node "$node" ip route add "$far/32" dev bulk0 src "$(fabric_bulk_ip "$node")" table 100 &&
             cluster_run_node "$node" ip -6 route add "$(fabric_ip6 far)/128" dev bulk0 table 100 ||

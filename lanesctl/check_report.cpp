@@ -3,6 +3,7 @@
 #include "ctld/windows.hpp"
 #include "ctld/windows_config.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -72,6 +73,25 @@ void summarize(const Config& config, CheckReport& report) {
     report.windows.clear();
     for (const auto& [name, w] : windows_of(config).all()) report.windows.push_back(name);
     report.rules = config.rules.size();
+    report.paths.clear();
+    for (const auto& [name, c] : config.classes) {
+        if (!c.path) continue;
+        const ClassPath& p = *c.path;
+        std::string line = "class " + name + ": ";
+        if (p.table) line += "route_table " + std::to_string(*p.table);
+        else if (!p.table_name.empty()) line += "route_table " + p.table_name;
+        else if (!p.device.empty()) {
+            line += (p.vlan ? "vlan " + p.link() : "egress_device " + p.device) + ": its subnets";
+            for (size_t i = 0; i < p.egress_prefixes.size(); ++i)
+                line += (i ? ", " : " and egress_prefixes ") + p.egress_prefixes[i];
+            const auto has = [&p](const char* cidr) {
+                return std::find(p.egress_prefixes.begin(), p.egress_prefixes.end(), cidr) != p.egress_prefixes.end();
+            };
+            line += has("0.0.0.0/0") && has("::/0") ? "; every destination (slurmctld included) takes the path"
+                                                    : "; other destinations by the main table";
+        } else continue;  // only RDMA/NCCL overrides
+        report.paths.push_back(std::move(line));
+    }
     report.signal_windows.clear();
     for (const auto& [name, w] : config.signal_windows) {
         CheckReport::SignalWindow sw;
@@ -113,6 +133,7 @@ std::string format_check_human(const CheckReport& report) {
     out += report.policy.empty() ? std::to_string(report.rules) + " built-in rules" : "policy " + report.policy;
     out += "\n";
     for (const auto& w : report.signal_windows) out += describe_when_unknown(w) + "\n";
+    for (const auto& p : report.paths) out += "path: " + p + "\n";
     for (const auto& line : report.log_errors) out += "warning: " + line + "\n";
     return out;
 }
@@ -157,6 +178,9 @@ json::Value check_json(const CheckReport& report) {
                 {"applies", describe_when_unknown(w)},
             });
         out.emplace_back("signal_windows", std::move(signal_windows));
+        json::Array paths;
+        for (const auto& p : report.paths) paths.push_back(p);
+        out.emplace_back("paths", std::move(paths));
     }
     return out;
 }

@@ -51,6 +51,9 @@ struct CheckReport {
         std::optional<double> fallback;  // the signal's: used instead while unknown
     };
     std::vector<SignalWindow> signal_windows;
+    // Each class with a path: "class training: egress_device bulk0: its subnets
+    // and egress_prefixes 10.20.0.0/16; other destinations by the main table".
+    std::vector<std::string> paths;
 };
 
 // "window busy follows signal demand; while demand is unknown (...): busy (the

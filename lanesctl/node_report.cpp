@@ -218,12 +218,15 @@ json::Value status_json(const StatusReport& report) {
         };
         if (job.path) {
             const ResolvedPath& p = job.path->path;
+            json::Array routes;  // Lanes' table: what it routes via the device
+            for (const auto& d : p.destinations) routes.push_back(json::Object{{"dst", d.dst}, {"src", d.src}});
             entry.emplace_back("path", json::Object{{"device", p.device},
                                                     {"table", static_cast<int64_t>(p.table)},
                                                     {"mark", path_mark_text(p.mark)},
                                                     {"owned_table", p.owned_table},
                                                     {"src4", p.src4},
-                                                    {"src6", p.src6}});
+                                                    {"src6", p.src6},
+                                                    {"routes", std::move(routes)}});
         }
         jobs.push_back(std::move(entry));
     }

@@ -49,8 +49,11 @@ enum class ForeignQdiscAction { Refuse, Adopt };
 struct ClassPath {
     std::optional<uint32_t> table;  // route_table as a number (1..4294967295, not 253..255)
     std::string table_name;         // route_table as a name of rt_tables(5), resolved on the node
-    std::string device;             // egress_device: Lanes' own table, default route via it
+    std::string device;             // egress_device: Lanes' own table, the device's subnets via it
     std::optional<uint16_t> vlan;   // with device: the 802.1Q interface "<device>.<vlan>"
+    // With device: further destinations (CIDRs, canonical "10.20.0.0/16",
+    // "fd00:20::/48") routed via it; all others take the main table.
+    std::vector<std::string> egress_prefixes;
     // The task environment (task_env.hpp); empty: derived from the path's device.
     std::string nccl_socket_ifname;
     std::string nccl_ib_hca;

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/toml_paths.hpp"
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <string>
@@ -29,6 +33,35 @@ bool valid_ifname(std::string_view s) {
 }
 
 }  // namespace
+
+Result<std::string> canonical_cidr(std::string_view text) {
+    const std::size_t slash = text.find('/');
+    if (slash == std::string_view::npos) return fail("no prefix length (write e.g. \"10.20.0.0/16\")");
+    const std::string addr(text.substr(0, slash)), len_text(text.substr(slash + 1));
+    if (len_text.empty() || len_text.size() > 3 ||
+        !std::all_of(len_text.begin(), len_text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return fail("the prefix length " + quote(len_text) + " is not a number");
+    unsigned char bin[16] = {};
+    int family = AF_INET, bits = 32;
+    if (inet_pton(AF_INET, addr.c_str(), bin) != 1) {
+        if (inet_pton(AF_INET6, addr.c_str(), bin) != 1) return fail(quote(addr) + " is not an IPv4 or IPv6 address");
+        family = AF_INET6;
+        bits = 128;
+    }
+    const int len = std::stoi(len_text);
+    if (len > bits) return fail("prefix length " + len_text + " is longer than " + std::to_string(bits));
+    unsigned char net[16] = {};
+    for (int i = 0; i < bits / 8; ++i) {
+        const int keep = std::clamp(len - 8 * i, 0, 8);
+        net[i] = static_cast<unsigned char>(bin[i] & (0xff00 >> keep));
+    }
+    char buf[INET6_ADDRSTRLEN] = {};
+    inet_ntop(family, net, buf, sizeof buf);
+    const std::string canonical = std::string(buf) + "/" + std::to_string(len);
+    if (!std::equal(bin, bin + bits / 8, net))
+        return fail("host bits set past /" + std::to_string(len) + " (did you mean " + quote(canonical) + "?)");
+    return canonical;
+}
 
 void parse_class_path(TableReader& r, const toml::table& t, ClassConfig& c) {
     ClassPath p;
@@ -73,6 +106,25 @@ void parse_class_path(TableReader& r, const toml::table& t, ClassConfig& c) {
     if (t.get("route_table") && t.get("egress_device"))
         r.error(*t.get("egress_device"), "egress_device",
                 "give either \"route_table\" (a table you fill) or \"egress_device\" (Lanes fills one), not both");
+    if (r.strings("egress_prefixes")) {
+        // Each element checked where it is, so that the error names its line.
+        const toml::node& n = *t.get("egress_prefixes");
+        std::vector<const toml::node*> items;
+        if (const toml::array* a = n.as_array())
+            for (const toml::node& e : *a) items.push_back(&e);
+        else items.push_back(&n);
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const std::string key = "egress_prefixes" + (n.is_array() ? "[" + std::to_string(i) + "]" : "");
+            auto cidr = canonical_cidr(items[i]->as_string()->get());
+            if (!cidr) r.error(*items[i], key, "not a CIDR: " + cidr.error().message);
+            else if (std::find(p.egress_prefixes.begin(), p.egress_prefixes.end(), *cidr) == p.egress_prefixes.end())
+                p.egress_prefixes.push_back(*cidr);
+        }
+        if (!t.get("egress_device"))
+            r.error(n, "egress_prefixes",
+                    "needs \"egress_device\" (the destinations Lanes routes via that device; a route_table path "
+                    "routes what its table holds)");
+    }
     if (t.get("vlan") && !t.get("egress_device"))
         r.error(*t.get("vlan"), "vlan", "needs \"egress_device\" (the NIC the VLAN is on)");
     if (p.vlan && p.device.size() + 1 + std::to_string(*p.vlan).size() > 15)

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/path_plan.hpp"
 
+#include <arpa/inet.h>
 #include <fnmatch.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <regex>
 #include <set>
 
@@ -89,6 +91,44 @@ std::string path_mark_text(uint32_t mark) {
     return buf;
 }
 
+std::string subnet_of(std::string_view address, int prefix_len) {
+    const std::string a(address);
+    unsigned char bin[16] = {};
+    int family = AF_INET, bits = 32;
+    if (inet_pton(AF_INET, a.c_str(), bin) != 1) {
+        if (inet_pton(AF_INET6, a.c_str(), bin) != 1) return "";
+        family = AF_INET6;
+        bits = 128;
+    }
+    if (prefix_len < 0 || prefix_len > bits) return "";
+    for (int i = 0; i < bits / 8; ++i) {
+        const int keep = std::clamp(prefix_len - 8 * i, 0, 8);
+        bin[i] = static_cast<unsigned char>(bin[i] & (0xff00 >> keep));
+    }
+    char buf[INET6_ADDRSTRLEN] = {};
+    inet_ntop(family, bin, buf, sizeof buf);
+    return std::string(buf) + "/" + std::to_string(prefix_len);
+}
+
+std::vector<PathDestination> path_destinations(const std::vector<DeviceAddress>& addresses,
+                                               const std::vector<std::string>& egress_prefixes) {
+    std::map<std::pair<int, std::string>, std::string> routes;  // (family, dst) -> src
+    std::map<int, std::string> first;                           // family -> the device's first address
+    for (const auto& a : addresses) {
+        if (a.address.empty()) continue;
+        first.emplace(a.family, a.address);
+        if (!a.subnet.empty()) routes.emplace(std::make_pair(a.family, a.subnet), a.address);
+    }
+    for (const auto& p : egress_prefixes) {
+        const int family = p.find(':') != std::string::npos ? AF_INET6 : AF_INET;
+        if (auto it = first.find(family); it != first.end()) routes.emplace(std::make_pair(family, p), it->second);
+    }
+    std::vector<PathDestination> out;
+    for (const auto& [key, src] : routes) out.push_back(PathDestination{key.first, key.second, src});
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 std::string ResolvedPath::describe() const {
     if (!owned_table) return "table " + std::to_string(table);
     return device + " (table " + path_mark_text(table) + ")";
@@ -107,12 +147,17 @@ std::string encode_path_job(const PathJob& job) {
     s += "ifindex=" + std::to_string(p.ifindex) + "\n";
     s += "src4=" + p.src4 + "\n";
     s += "src6=" + p.src6 + "\n";
+    // The table's routes, explicitly (a record without them is an older one:
+    // decode_path_job reads it as the default routes it meant).
+    s += "routes=" + std::to_string(p.destinations.size()) + "\n";
+    for (const auto& d : p.destinations) s += "route=" + d.dst + " " + d.src + "\n";
     return s;
 }
 
 Result<PathJob> decode_path_job(std::string_view text) {
     PathJob job;
     std::set<std::string> seen;
+    std::optional<uint64_t> routes;
     std::size_t pos = 0;
     auto number = [](const std::string& v, uint64_t max) -> std::optional<uint64_t> {
         if (v.empty() || v.size() > 10 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
@@ -142,7 +187,18 @@ Result<PathJob> decode_path_job(std::string_view text) {
         else if (k == "ifindex" && (n = number(v, 0x7fffffff))) job.path.ifindex = static_cast<int>(*n);
         else if (k == "src4") job.path.src4 = v;
         else if (k == "src6") job.path.src6 = v;
-        else if (k == "job" || k == "priority" || k == "mark" || k == "table" || k == "owned_table" || k == "ifindex")
+        else if (k == "routes" && (n = number(v, 0xffffffffu))) routes = *n;
+        else if (k == "route") {
+            const std::size_t sp = v.find(' ');
+            const std::string dst = v.substr(0, sp), src = sp == std::string::npos ? "" : v.substr(sp + 1);
+            const int family = dst.find(':') != std::string::npos ? AF_INET6 : AF_INET;
+            const std::size_t slash = dst.find('/');
+            if (sp == std::string::npos || slash == std::string::npos || src.empty() ||
+                subnet_of(dst.substr(0, slash), std::atoi(dst.c_str() + slash + 1)) != dst)
+                return fail("path record: bad value for route: " + v);
+            job.path.destinations.push_back(PathDestination{family, dst, src});
+        } else if (k == "job" || k == "priority" || k == "mark" || k == "table" || k == "owned_table" ||
+                   k == "ifindex" || k == "routes")
             return fail("path record: bad value for " + k + ": " + v);
         // unknown keys: a newer version's, ignored
     }
@@ -150,6 +206,16 @@ Result<PathJob> decode_path_job(std::string_view text) {
         if (!seen.count(k)) return fail(std::string("path record: missing ") + k);
     if (!is_path_mark(job.path.mark))
         return fail("path record: mark " + path_mark_text(job.path.mark) + " is not Lanes'");
+    if (routes && *routes != job.path.destinations.size())
+        return fail("path record: routes=" + std::to_string(*routes) + " but " +
+                    std::to_string(job.path.destinations.size()) + " route lines");
+    if (!routes && job.path.owned_table) {
+        // Written before egress_prefixes: the table held a default route per
+        // family via the device, and the job keeps it until it ends.
+        if (!job.path.src4.empty())
+            job.path.destinations.push_back(PathDestination{AF_INET, "0.0.0.0/0", job.path.src4});
+        if (!job.path.src6.empty()) job.path.destinations.push_back(PathDestination{AF_INET6, "::/0", job.path.src6});
+    }
     return job;
 }
 
@@ -160,10 +226,8 @@ PathObjects desired_path_objects(const std::vector<PathJob>& jobs) {
     for (const auto& j : jobs) {
         const ResolvedPath& p = j.path;
         for (int family : {AF_INET, AF_INET6}) rules.insert(PathRule{family, p.mark, p.table});
-        if (p.owned_table) {
-            if (!p.src4.empty()) routes.insert(PathRoute{AF_INET, p.table, p.ifindex, p.src4});
-            if (!p.src6.empty()) routes.insert(PathRoute{AF_INET6, p.table, p.ifindex, p.src6});
-        }
+        if (p.owned_table)
+            for (const auto& d : p.destinations) routes.insert(PathRoute{d.family, p.table, d.dst, p.ifindex, d.src});
         if (j.priority) out.elements[j.priority] = p.mark;
     }
     out.rules.assign(rules.begin(), rules.end());

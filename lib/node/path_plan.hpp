@@ -10,8 +10,13 @@
 //      priority to the class's fwmark: one map element per job on a path. A type
 //      route chain that changes the mark makes the kernel route the packet again.
 //   3. `ip rule pref 14000 fwmark MARK lookup TABLE` (IPv4 and IPv6) sends it to the
-//      class's table: the admin's (route_table) or Lanes' own (egress_device, vlan),
-//      which holds one default route via the device with `src` its address.
+//      class's table: the admin's (route_table) or Lanes' own (egress_device, vlan).
+//      Lanes' own holds the device's connected subnets (one on-link route per
+//      global address, `src` that address) and the class's egress_prefixes (on-link
+//      via the device, `src` its first address of the family); nothing else. A
+//      destination the table does not route is a miss: the rule lookup goes on to
+//      the next rules, i.e. the main table, so the job's own traffic to the
+//      controller, DNS or storage leaves as it would without the path.
 //   4. `inet lanes_paths` chain post (nat, srcnat) masquerades marked packets to
 //      the address of the device they leave on: a socket chooses its source
 //      address before the mark exists (from the main table), and replies must come
@@ -66,15 +71,46 @@ Result<bool> path_declared_on(const NodeConfig& node, const ClassPath& path, con
 // The table `name` in rt_tables(5) text (the last line naming it wins).
 std::optional<uint32_t> rt_tables_lookup(std::string_view text, std::string_view name);
 
+// "10.1.0.0/24" for `address` (an IPv4 or IPv6 address) and `prefix_len`: the
+// subnet a kernel connected route covers. "" for a bad address or length.
+std::string subnet_of(std::string_view address, int prefix_len);
+
+// A destination routed via the device of a table Lanes owns.
+struct PathDestination {
+    int family = 0;   // AF_INET, AF_INET6
+    std::string dst;  // canonical CIDR: "10.1.0.0/24", "::/0"
+    std::string src;  // the device's address the route gives as source
+    bool operator==(const PathDestination&) const = default;
+    auto operator<=>(const PathDestination&) const = default;
+};
+
+// One address on the path's device, as the kernel lists it.
+struct DeviceAddress {
+    int family = 0;
+    std::string address;  // IFA_LOCAL (the source)
+    std::string subnet;   // the connected subnet, "10.1.0.0/24" (subnet_of IFA_ADDRESS)
+};
+
+// What Lanes' table for a device routes: each address's subnet (with that
+// address as source), then `egress_prefixes` (with the first address of the
+// prefix's family; a family the device has no address of is left to the main
+// table). Sorted, one route per (family, dst), the first source wins.
+std::vector<PathDestination> path_destinations(const std::vector<DeviceAddress>& addresses,
+                                               const std::vector<std::string>& egress_prefixes);
+
 // One class's path on this node, resolved against the kernel (policy_routing.hpp).
 struct ResolvedPath {
     std::string class_name;
     uint32_t mark = 0;
     uint32_t table = 0;
-    bool owned_table = false;  // Lanes fills it: one default route per family via `device`
+    bool owned_table = false;  // Lanes fills it: `destinations` via `device`
     std::string device;        // the interface packets leave on ("" for a route_table path)
     int ifindex = 0;
-    std::string src4, src6;  // the device's addresses ("" = none of that family)
+    std::string src4, src6;  // the device's first addresses ("" = none of that family)
+    // owned_table: the routes of the table. A record written before
+    // egress_prefixes (no "routes=" line) meant a default route per family
+    // via the device, and reads back as that.
+    std::vector<PathDestination> destinations;
     bool operator==(const ResolvedPath&) const = default;
     // "table 100", "eth1 (table 0x4c4e12ab)", "eth0.200 (table ...)" for logs and status.
     std::string describe() const;
@@ -98,9 +134,10 @@ struct PathRule {
     bool operator==(const PathRule&) const = default;
     auto operator<=>(const PathRule&) const = default;
 };
-struct PathRoute {  // the default route in a table Lanes owns
+struct PathRoute {  // an on-link route in a table Lanes owns
     int family = 0;
     uint32_t table = 0;
+    std::string dst;  // canonical CIDR, "0.0.0.0/0" for a default route
     int ifindex = 0;
     std::string src;
     bool operator==(const PathRoute&) const = default;

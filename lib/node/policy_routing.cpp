@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -235,12 +236,21 @@ struct PathRouter::Impl {
         rtmsg rt{};
         rt.rtm_family = static_cast<uint8_t>(r.family);
         rt.rtm_table = RT_TABLE_UNSPEC;
-        rt.rtm_protocol = RTPROT_STATIC;
+        // A delete matches any protocol: a route someone added by hand
+        // (`ip route add`, proto boot) to Lanes' table goes as well.
+        rt.rtm_protocol = type == RTM_DELROUTE ? RTPROT_UNSPEC : RTPROT_STATIC;
         rt.rtm_scope = r.family == AF_INET ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE;
         rt.rtm_type = RTN_UNICAST;
+        // dst: a canonical CIDR (path_destinations); a default route has no RTA_DST.
+        const std::size_t slash = r.dst.find('/');
+        unsigned char dst[16] = {};
+        if (slash != std::string::npos && inet_pton(r.family, r.dst.substr(0, slash).c_str(), dst) == 1)
+            rt.rtm_dst_len = static_cast<uint8_t>(std::atoi(r.dst.c_str() + slash + 1));
+        const bool has_dst = rt.rtm_dst_len > 0;
         nlmsg_append(m.get(), &rt, sizeof rt, NLMSG_ALIGNTO);
         nla_put_u32(m.get(), RTA_TABLE, r.table);
         nla_put_u32(m.get(), RTA_OIF, static_cast<uint32_t>(r.ifindex));
+        if (has_dst) nla_put(m.get(), RTA_DST, r.family == AF_INET ? 4 : 16, dst);
         unsigned char bin[16];
         if (!r.src.empty() && inet_pton(r.family, r.src.c_str(), bin) == 1)
             nla_put(m.get(), RTA_PREFSRC, r.family == AF_INET ? 4 : 16, bin);
@@ -250,8 +260,7 @@ struct PathRouter::Impl {
     std::string route_text(const PathRoute& r) {
         char name[IF_NAMESIZE] = "?";
         if_indextoname(static_cast<unsigned>(r.ifindex), name);
-        return std::string(r.family == AF_INET ? "default" : "default (IPv6)") + " dev " + name + " src " + r.src +
-               " table " + path_mark_text(r.table);
+        return r.dst + " dev " + name + " src " + r.src + " table " + path_mark_text(r.table);
     }
 
     Result<void> add_route(const PathRoute& r) {
@@ -275,7 +284,8 @@ struct PathRouter::Impl {
         uint32_t table = 0;
         int ifindex = 0;
         std::string src;
-        bool is_default = false;
+        std::string dst;  // "10.1.0.0/24", "::/0"
+        bool unicast = false;
     };
     Result<std::vector<SeenRoute>> dump_routes() {
         std::vector<SeenRoute> out;
@@ -294,7 +304,10 @@ struct PathRouter::Impl {
                 s.table = tb[RTA_TABLE] ? nla_get_u32(tb[RTA_TABLE]) : r->rtm_table;
                 s.ifindex = tb[RTA_OIF] ? static_cast<int>(nla_get_u32(tb[RTA_OIF])) : 0;
                 if (tb[RTA_PREFSRC]) s.src = addr_text(family, nla_data(tb[RTA_PREFSRC]));
-                s.is_default = r->rtm_dst_len == 0;
+                unsigned char zero[16] = {};
+                s.dst = addr_text(family, tb[RTA_DST] ? nla_data(tb[RTA_DST]) : zero) + "/" +
+                        std::to_string(r->rtm_dst_len);
+                s.unicast = r->rtm_type == RTN_UNICAST;
                 out.push_back(std::move(s));
             });
             if (!o) return fail("dump " + family_name(family) + " routes: " + error_text(o));
@@ -342,9 +355,9 @@ struct PathRouter::Impl {
         return info;
     }
 
-    // The first global address of each family on `ifindex`.
-    Result<std::pair<std::string, std::string>> addresses(int ifindex) {
-        std::string v4, v6;
+    // The global addresses on `ifindex`, in the kernel's order, with their subnets.
+    Result<std::vector<DeviceAddress>> addresses(int ifindex) {
+        std::vector<DeviceAddress> out;
         MsgPtr m(nlmsg_alloc_simple(RTM_GETADDR, 0));
         ifaddrmsg ifa{};
         ifa.ifa_family = AF_UNSPEC;
@@ -357,13 +370,18 @@ struct PathRouter::Impl {
             nlattr* tb[IFA_MAX + 1];
             if (nlmsg_parse(nh, sizeof(ifaddrmsg), tb, IFA_MAX, nullptr) != 0) return;
             nlattr* at = tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
-            if (!at) return;
-            std::string text = addr_text(a->ifa_family, nla_data(at));
-            if (a->ifa_family == AF_INET && v4.empty()) v4 = text;
-            if (a->ifa_family == AF_INET6 && v6.empty()) v6 = text;
+            if (!at || (a->ifa_family != AF_INET && a->ifa_family != AF_INET6)) return;
+            // The connected subnet: IFA_ADDRESS (the peer on a point-to-point
+            // link) under the prefix length, as the kernel's own prefix route.
+            nlattr* peer = tb[IFA_ADDRESS] ? tb[IFA_ADDRESS] : at;
+            DeviceAddress d;
+            d.family = a->ifa_family;
+            d.address = addr_text(a->ifa_family, nla_data(at));
+            d.subnet = subnet_of(addr_text(a->ifa_family, nla_data(peer)), a->ifa_prefixlen);
+            out.push_back(std::move(d));
         });
         if (!o) return fail("dump addresses: " + error_text(o));
-        return std::make_pair(v4, v6);
+        return out;
     }
 
     // ---- nftables ----
@@ -402,8 +420,8 @@ struct PathRouter::Impl {
         auto routes = dump_routes();
         if (!routes) return fail(routes.error());
         for (const auto& r : *routes)
-            if (is_path_mark(r.table) && r.is_default)
-                seen.routes.push_back(PathRoute{r.family, r.table, r.ifindex, r.src});
+            if (is_path_mark(r.table) && r.unicast)
+                seen.routes.push_back(PathRoute{r.family, r.table, r.dst, r.ifindex, r.src});
         std::sort(seen.routes.begin(), seen.routes.end());
         auto elems = observed_elements(table_exists, listing);
         if (!elems) return fail(elems.error());
@@ -553,14 +571,17 @@ Result<ResolvedPath> PathRouter::resolve(const ClassConfig& c) {
     if (!l) return fail(key + which + ": \"" + dev + "\": " + l.error().message);
     auto a = impl_->addresses(l->ifindex);
     if (!a) return fail(key + which + ": \"" + dev + "\": " + a.error().message);
-    if (a->first.empty() && a->second.empty())
+    if (a->empty())
         return fail(key + which + ": \"" + dev + "\" has no global IPv4 or IPv6 address (the path's source address)");
     out.owned_table = true;
     out.table = out.mark;
     out.device = dev;
     out.ifindex = l->ifindex;
-    out.src4 = a->first;
-    out.src6 = a->second;
+    for (const auto& d : *a) {
+        std::string& src = d.family == AF_INET ? out.src4 : out.src6;
+        if (src.empty()) src = d.address;
+    }
+    out.destinations = path_destinations(*a, p.egress_prefixes);
     return out;
 }
 

@@ -4,7 +4,10 @@
 # two uplinks to the peer, the fabric ($DEV) and a bulk fabric (${P}u), and a
 # VXLAN segment over the fabric. A training job's flows leave on the bulk uplink,
 # an inference job's on the fabric, IPv4 and IPv6, shown by each uplink's byte
-# counters; replies come back on the path taken. A deleted rule is put back by
+# counters; replies come back on the path taken. Lanes' table for a device holds
+# the device's subnets and the class's egress_prefixes only: a job's flow to a
+# destination outside both (the controller's network, 10.98.0.2 / fd98::2)
+# leaves by the main table, on the fabric. A deleted rule or route is put back by
 # the paths' converge; after the jobs end no rule, route, map element or table is
 # left. A class whose device, VLAN or table is missing fails the job's apply with
 # a message naming the key, and leaves nothing behind.
@@ -30,11 +33,18 @@ $NA ip addr add 10.79.0.1/24 dev "$VX"
 $NB ip addr add 10.79.0.2/24 dev "$VX"
 # The service the jobs talk to: 10.99.0.2 / fd99::2 on the peer, reached through
 # the fabric by the main table; present on every uplink of the peer (each is one
-# L2 segment with the node) so that a path's on-link default route finds it.
+# L2 segment with the node) so that a path's on-link prefix route finds it.
 $NB ip addr add 10.99.0.2/32 dev lo
 for d in "$PEER" "$BULKPEER" "$VX"; do $NB ip -6 addr add fd99::2/128 dev "$d" nodad; done
 $NA ip route add 10.99.0.0/24 via 10.77.0.2 dev "$DEV"
 $NA ip -6 route add fd99::/64 via fd77::2 dev "$DEV"
+# The controller's network: 10.98.0.2 / fd98::2 on the peer, reached through the
+# fabric by the main table and not in any class's egress_prefixes (the bulk
+# fabric does not reach it: the peer has it on lo only).
+$NB ip addr add 10.98.0.2/32 dev lo
+$NB ip -6 addr add fd98::2/128 dev lo
+$NA ip route add 10.98.0.0/24 via 10.77.0.2 dev "$DEV"
+$NA ip -6 route add fd98::/64 via fd77::2 dev "$DEV"
 
 CONF=$STATE_ROOT/lanes.toml
 cat >"$CONF" <<TOML
@@ -48,11 +58,13 @@ dscp = "CS1"
 rate = "100Mbit"
 ceil = "10Gbit"
 egress_device = "$BULK"
+egress_prefixes = ["10.99.0.0/24", "fd99::/64"]
 [classes.segment]
 dscp = "CS1"
 rate = "100Mbit"
 ceil = "10Gbit"
 egress_device = "$VX"
+egress_prefixes = ["10.99.0.0/24"]
 [nodes]
 state_dir = "$STATE"
 cgroup_root = "$CGROOT"
@@ -64,6 +76,8 @@ LANESCTL=$BUILDDIR/lanesctl/lanesctl
 [ -x "$LANESCTL" ] || fail "$LANESCTL not built"
 lanesctl() { $NA "$LANESCTL" --config "$1" "${@:2}"; }
 out=$(lanesctl "$CONF" check --node testnode 2>&1) || fail "lanesctl check --node: $out"
+echo "$out" | grep -qF "path: class training: egress_device $BULK: its subnets and egress_prefixes 10.99.0.0/24, fd99::/64; other destinations by the main table" ||
+  fail "lanesctl check does not show the path's prefixes: $out"
 
 ptool() { tool --config "$CONF" "$@"; }
 # tx_bytes DEV: bytes sent on DEV in ${P}a.
@@ -79,15 +93,23 @@ ptool apply 13 --class training --rate 100Mbit --ceil 10Gbit --dscp CS1 >/dev/nu
 [ "$(rules -6 | wc -l)" -eq 1 ] || fail "IPv6 rules: $(rules -6)"
 rules -4 | grep -q "fwmark 0x4c4e[0-9a-f]* lookup" || fail "rule: $(rules -4)"
 TABLE=$(rules -4 | sed -n 's/.* lookup \([0-9a-fx]*\).*/\1/p')
-$NA ip route show table "$TABLE" | grep -q "default dev $BULK .*src 10.78.0.1" ||
+# The device's subnet and the class's egress_prefixes, on-link with the
+# device's address as source; no default route.
+$NA ip route show table "$TABLE" | grep -q "^10.78.0.0/24 dev $BULK .*scope link src 10.78.0.1" ||
   fail "table $TABLE: $($NA ip route show table "$TABLE")"
-$NA ip -6 route show table "$TABLE" | grep -q "default dev $BULK .*src fd78::1" ||
+$NA ip route show table "$TABLE" | grep -q "^10.99.0.0/24 dev $BULK .*scope link src 10.78.0.1" ||
+  fail "table $TABLE: $($NA ip route show table "$TABLE")"
+$NA ip -6 route show table "$TABLE" | grep -q "^fd78::/64 dev $BULK .*src fd78::1" ||
   fail "IPv6 table $TABLE: $($NA ip -6 route show table "$TABLE")"
+$NA ip -6 route show table "$TABLE" | grep -q "^fd99::/64 dev $BULK .*src fd78::1" ||
+  fail "IPv6 table $TABLE: $($NA ip -6 route show table "$TABLE")"
+$NA ip route show table "$TABLE" | grep -q default && fail "a default route in $TABLE: $($NA ip route show table "$TABLE")"
+$NA ip -6 route show table "$TABLE" | grep -q default && fail "an IPv6 default route in $TABLE"
 
 # flow JOB FAMILY PORT: 2 s of 20 Mbit/s TCP from the job to the service.
 flow() {
   start_server "$3"
-  if [ "$2" = 4 ]; then dst=10.99.0.2; else dst=fd99::2; fi
+  if [ "$2" = 4 ]; then dst=${DST4:-10.99.0.2}; else dst=${DST6:-fd99::2}; fi
   tool run "$1" -- timeout 20 iperf3 "-$2" -c "$dst" -p "$3" -t 2 -b 20M >"$STATE_ROOT/iperf$3" 2>&1 ||
     fail "job $1 IPv$2 flow: $(tail -3 "$STATE_ROOT/iperf$3")"
 }
@@ -105,6 +127,12 @@ on_uplink training 11 4 5401 "$BULK" "$DEV"
 on_uplink training 11 6 5402 "$BULK" "$DEV"
 on_uplink inference 12 4 5403 "$DEV" "$BULK"
 on_uplink inference 12 6 5404 "$DEV" "$BULK"
+# A destination outside the bulk device's subnets and the class's
+# egress_prefixes (slurmctld's network, which the bulk fabric does not reach):
+# a miss in the class's table, so the rule lookup goes on to the main table and
+# the training job's flow leaves on the fabric.
+DST4=10.98.0.2 DST6=fd98::2 on_uplink "training to the controller" 11 4 5409 "$DEV" "$BULK"
+DST4=10.98.0.2 DST6=fd98::2 on_uplink "training to the controller" 11 6 5410 "$DEV" "$BULK"
 # The replies came back on the bulk fabric: the peer saw the node's bulk address.
 $NB ip -j -s link show dev "$BULKPEER" >/dev/null
 
@@ -116,6 +144,8 @@ lanesctl "$CONF" status --node testnode --json | python3 -c '
 import json, sys
 jobs = {j["job_id"]: j for j in json.load(sys.stdin)["jobs"]}
 assert jobs[11]["path"]["device"] == sys.argv[1] and jobs[11]["path"]["src4"] == "10.78.0.1", jobs[11]
+assert {"dst": "10.99.0.0/24", "src": "10.78.0.1"} in jobs[11]["path"]["routes"], jobs[11]
+assert "0.0.0.0/0" not in [r["dst"] for r in jobs[11]["path"]["routes"]], jobs[11]
 assert "path" not in jobs[12], jobs[12]
 ' "$BULK" || fail "status --json"
 
@@ -141,20 +171,30 @@ for _ in $(seq 200); do [ "$(rules -4 | wc -l)" -eq 1 ] && break; sleep 0.1; don
 grep -q "repaired path: ip rule fwmark .*(IPv4): added (event)" "$STATE_ROOT/agent.log" ||
   fail "the agent did not log the repair on an event: $(tail -5 "$STATE_ROOT/agent.log")"
 $NA ip -6 route flush table "$TABLE" || fail "ip -6 route flush (agent)"
-for _ in $(seq 200); do $NA ip -6 route show table "$TABLE" | grep -q default && break; sleep 0.1; done
-$NA ip -6 route show table "$TABLE" | grep -q "default dev $BULK" ||
+for _ in $(seq 200); do $NA ip -6 route show table "$TABLE" | grep -q "^fd99::/64" && break; sleep 0.1; done
+$NA ip -6 route show table "$TABLE" | grep -q "^fd99::/64 dev $BULK" ||
   fail "lanes-agent did not put the route back: $(tail -5 "$STATE_ROOT/agent.log")"
 kill "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
 echo "lanes-agent put the deleted rule and route back on the kernel's events"
 
-# A deleted rule and route are put back by the paths' converge.
+# A deleted rule and routes are put back by the paths' converge; a default
+# route someone added to Lanes' table goes (it would take the job's controller
+# traffic to the bulk fabric).
 $NA ip -4 rule del pref 14000 || fail "ip rule del"
 $NA ip -6 route flush table "$TABLE"
+$NA ip route del 10.99.0.0/24 table "$TABLE" || fail "ip route del 10.99.0.0/24"
+$NA ip route add default dev "$BULK" table "$TABLE" || fail "ip route add default"
 out=$(ptool paths-converge) || fail "paths-converge: $out"
 echo "$out"
 echo "$out" | grep -q "ip rule fwmark .*(IPv4): added" || fail "the deleted rule was not reported"
+echo "$out" | grep -q "route 10.99.0.0/24 dev $BULK src 10.78.0.1 table 0x4c4e[0-9a-f]*: added" ||
+  fail "the deleted prefix route was not reported"
+echo "$out" | grep -q "route 0.0.0.0/0 dev $BULK src  table 0x4c4e[0-9a-f]*: not wanted, deleted" ||
+  fail "the foreign default route was not reported"
 [ "$(rules -4 | wc -l)" -eq 1 ] || fail "the deleted rule is not back"
-$NA ip -6 route show table "$TABLE" | grep -q "default dev $BULK" || fail "the flushed route is not back"
+$NA ip -6 route show table "$TABLE" | grep -q "^fd99::/64 dev $BULK" || fail "the flushed route is not back"
+$NA ip route show table "$TABLE" | grep -q "^10.99.0.0/24 dev $BULK" || fail "the deleted route is not back"
+$NA ip route show table "$TABLE" | grep -q default && fail "the foreign default route is still in $TABLE"
 [ "$(ptool paths-converge | tail -1)" = "path repairs 0" ] || fail "a second converge still repairs"
 
 # Damage to the lanes_paths chains (a firewall reload, an admin's nft) is put
@@ -235,6 +275,10 @@ bad() {
 EXPECT='classes.x.egress_device: "nosuch0": no such interface' bad "missing device" 'egress_device = "nosuch0"'
 EXPECT='classes.x.vlan: the VLAN interface "'$BULK'.7": no such interface' bad "missing VLAN" "egress_device = \"$BULK\"" 'vlan = 7'
 EXPECT='classes.x.route_table: table 4242 has no routes on this node' bad "empty table" 'route_table = 4242'
+EXPECT='bad.toml:6:33: classes.x.egress_prefixes\[1\]: not a CIDR: host bits set past /24 (did you mean "10.99.0.0/24"?)' \
+  bad "bad CIDR" "egress_device = \"$BULK\"" 'egress_prefixes = ["fd99::/64", "10.99.0.1/24"]'
+EXPECT='bad.toml:6:19: classes.x.egress_prefixes: needs "egress_device"' \
+  bad "egress_prefixes without egress_device" 'route_table = 4243' 'egress_prefixes = ["10.99.0.0/24"]'
 # With classify_failure = "warn" the job runs on the default path, and says so.
 printf 'default_class = "x"\n[classes.x]\ndscp = "CS1"\nrate = "100Mbit"\negress_device = "nosuch0"\n[nodes]\nclassify_failure = "warn"\n' >"$STATE_ROOT/warn.toml"
 out=$(tool --config "$STATE_ROOT/warn.toml" apply 25 --class x --rate 100Mbit --dscp CS1 2>&1) ||

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "core/lanes_toml.hpp"
+#include "core/toml_paths.hpp"
+#include "lanesctl/check_report.hpp"
 #include "lanesctl/node_report.hpp"
 #include "node/path_plan.hpp"
 #include "node/task_env.hpp"
@@ -103,6 +105,8 @@ PathJob job(uint32_t id, uint32_t prio, const std::string& cls, bool owned) {
         j.path.ifindex = 7;
         j.path.src4 = "10.1.0.1";
         j.path.src6 = "fd01::1";
+        j.path.destinations = path_destinations(
+            {{AF_INET, "10.1.0.1", "10.1.0.0/24"}, {AF_INET6, "fd01::1", "fd01::/64"}}, {"10.20.0.0/16"});
     }
     return j;
 }
@@ -120,7 +124,7 @@ TEST(ClassPathPlan, RulesAreSharedByTheClassJobs) {
     const auto want = desired_path_objects({job(1, 0x1a4e0002, "training", true), job(2, 0x1a4e0003, "training", true),
                                             job(3, 0x1a4e0004, "batch", false)});
     EXPECT_EQ(want.rules.size(), 4u);   // two classes x IPv4, IPv6
-    EXPECT_EQ(want.routes.size(), 2u);  // training's own table, IPv4 and IPv6; batch's table is the admin's
+    EXPECT_EQ(want.routes.size(), 3u);  // training's own table: 2 subnets, 1 prefix; batch's table is the admin's
     EXPECT_EQ(want.elements.size(), 3u);
     EXPECT_EQ(want.elements.at(0x1a4e0004), path_mark("batch"));
 }
@@ -141,8 +145,128 @@ TEST(ClassPathPlan, RepairsAddWhatIsMissingAndDeleteWhatNoJobWants) {
     // The last job gone: everything goes.
     auto none = plan_path_repairs(desired_path_objects({}), want);
     EXPECT_EQ(none.delete_rules.size(), 2u);
-    EXPECT_EQ(none.delete_routes.size(), 2u);
+    EXPECT_EQ(none.delete_routes.size(), 3u);
     EXPECT_EQ(none.delete_elements.size(), 1u);
+}
+
+TEST(ClassPathConfig, EgressPrefixesAreCanonicalCidrs) {
+    auto c = parse_config(HEAD
+                          "egress_device = \"bulk0\"\n"
+                          "egress_prefixes = [\"10.20.0.0/16\", \"FD00:20:0::/48\", \"0.0.0.0/0\", \"10.20.0.0/16\"]\n"
+                          "[classes.b]\nrate = \"1Gbit\"\negress_device = \"bulk0\"\n",
+                          "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->classes.at("a").path->egress_prefixes,
+              (std::vector<std::string>{"10.20.0.0/16", "fd00:20::/48", "0.0.0.0/0"}));
+    EXPECT_TRUE(c->classes.at("b").path->egress_prefixes.empty());
+    EXPECT_EQ(config_parse::canonical_cidr("::/0").value(), "::/0");
+    EXPECT_EQ(config_parse::canonical_cidr("192.168.7.0/24").value(), "192.168.7.0/24");
+    EXPECT_FALSE(config_parse::canonical_cidr("192.168.7.0"));
+    EXPECT_FALSE(config_parse::canonical_cidr("192.168.7.0/33"));
+    EXPECT_FALSE(config_parse::canonical_cidr("fd00::/129"));
+    EXPECT_FALSE(config_parse::canonical_cidr("10.0.0.0/x"));
+}
+
+TEST(ClassPathConfig, EgressPrefixMistakesNameTheKey) {
+    struct Case {
+        std::string toml, message;
+    };
+    const Case cases[] = {
+        {HEAD "egress_device = \"bulk0\"\negress_prefixes = [\"10.20.0.0/16\", \"10.20.0.0\"]\n",
+         "lanes.toml:5:36: classes.a.egress_prefixes[1]: not a CIDR: no prefix length"},
+        {HEAD "egress_device = \"bulk0\"\negress_prefixes = \"10.20.1.0/16\"\n",
+         "lanes.toml:5:19: classes.a.egress_prefixes: not a CIDR: host bits set past /16 (did you mean "
+         "\"10.20.0.0/16\"?)"},
+        {HEAD "egress_device = \"bulk0\"\negress_prefixes = [\"bulk.example/8\"]\n",
+         "classes.a.egress_prefixes[0]: not a CIDR: \"bulk.example\" is not an IPv4 or IPv6 address"},
+        {HEAD "egress_device = \"bulk0\"\negress_prefixes = [\"fd00::/200\"]\n",
+         "classes.a.egress_prefixes[0]: not a CIDR: prefix length 200 is longer than 128"},
+        {HEAD "egress_device = \"bulk0\"\negress_prefixes = [10]\n", "classes.a.egress_prefixes[0]: expected a string"},
+        {HEAD "route_table = 100\negress_prefixes = [\"10.20.0.0/16\"]\n",
+         "lanes.toml:5:19: classes.a.egress_prefixes: needs \"egress_device\""},
+        {HEAD "egress_prefixes = [\"10.20.0.0/16\"]\n", "classes.a.egress_prefixes: needs \"egress_device\""},
+    };
+    for (const auto& c : cases)
+        EXPECT_NE(first_error(c.toml).find(c.message), std::string::npos) << c.toml << "\n" << first_error(c.toml);
+}
+
+TEST(ClassPathPlan, TheTableRoutesTheDeviceSubnetsAndTheEgressPrefixes) {
+    EXPECT_EQ(subnet_of("10.1.2.3", 24), "10.1.2.0/24");
+    EXPECT_EQ(subnet_of("10.1.2.3", 32), "10.1.2.3/32");
+    EXPECT_EQ(subnet_of("fd01::7:1", 64), "fd01::/64");
+    EXPECT_EQ(subnet_of("10.1.2.3", 33), "");
+    EXPECT_EQ(subnet_of("bulk0", 8), "");
+    const std::vector<DeviceAddress> addrs = {
+        {AF_INET, "10.1.0.1", "10.1.0.0/24"},
+        {AF_INET, "10.9.0.1", "10.9.0.0/16"},  // a second address: its subnet, itself as source
+        {AF_INET6, "fd01::1", "fd01::/64"},
+    };
+    // No egress_prefixes: the subnets only (no default route: the rest goes by main).
+    EXPECT_EQ(path_destinations(addrs, {}), (std::vector<PathDestination>{
+                                                {AF_INET, "10.1.0.0/24", "10.1.0.1"},
+                                                {AF_INET, "10.9.0.0/16", "10.9.0.1"},
+                                                {AF_INET6, "fd01::/64", "fd01::1"},
+                                            }));
+    // Prefixes take the first address of their family; one already a subnet is not doubled.
+    EXPECT_EQ(path_destinations(addrs, {"10.20.0.0/16", "10.9.0.0/16", "::/0", "0.0.0.0/0"}),
+              (std::vector<PathDestination>{
+                  {AF_INET, "0.0.0.0/0", "10.1.0.1"},
+                  {AF_INET, "10.1.0.0/24", "10.1.0.1"},
+                  {AF_INET, "10.20.0.0/16", "10.1.0.1"},
+                  {AF_INET, "10.9.0.0/16", "10.9.0.1"},
+                  {AF_INET6, "::/0", "fd01::1"},
+                  {AF_INET6, "fd01::/64", "fd01::1"},
+              }));
+    // An IPv4-only device: an IPv6 prefix has no source there; IPv6 keeps the main table.
+    EXPECT_EQ(path_destinations({addrs[0]}, {"fd00:20::/48"}),
+              (std::vector<PathDestination>{{AF_INET, "10.1.0.0/24", "10.1.0.1"}}));
+
+    const auto want = desired_path_objects({job(1, 0x1a4e0002, "training", true)});
+    const uint32_t t = path_mark("training");
+    EXPECT_EQ(want.routes, (std::vector<PathRoute>{
+                               {AF_INET, t, "10.1.0.0/24", 7, "10.1.0.1"},
+                               {AF_INET, t, "10.20.0.0/16", 7, "10.1.0.1"},
+                               {AF_INET6, t, "fd01::/64", 7, "fd01::1"},
+                           }));
+    // Drift: a prefix route deleted comes back; a default route someone added
+    // to Lanes' table goes (it would take the job's controller traffic).
+    PathObjects seen = want;
+    seen.routes.erase(seen.routes.begin() + 1);
+    seen.routes.push_back(PathRoute{AF_INET, t, "0.0.0.0/0", 7, "10.1.0.1"});
+    auto rep = plan_path_repairs(want, seen);
+    EXPECT_EQ(rep.add_routes, (std::vector<PathRoute>{{AF_INET, t, "10.20.0.0/16", 7, "10.1.0.1"}}));
+    EXPECT_EQ(rep.delete_routes, (std::vector<PathRoute>{{AF_INET, t, "0.0.0.0/0", 7, "10.1.0.1"}}));
+}
+
+TEST(ClassPathPlan, RecordsKeepTheirRoutesAndOldOnesMeanDefaultRoutes) {
+    const PathJob j = job(42, 0x1a4e0007, "training", true);
+    const std::string text = encode_path_job(j);
+    EXPECT_NE(text.find("routes=3\nroute=10.1.0.0/24 10.1.0.1\nroute=10.20.0.0/16 10.1.0.1\nroute=fd01::/64 fd01::1\n"),
+              std::string::npos)
+        << text;
+    // A record written before egress_prefixes: its table held a default route
+    // per family via the device, and reconcile keeps that until the job ends.
+    const std::string old_record =
+        "job=42\npriority=441319431\nclass=training\nmark=" + std::to_string(path_mark("training")) +
+        "\ntable=" + std::to_string(path_mark("training")) +
+        "\nowned_table=1\ndevice=bulk0\nifindex=7\nsrc4=10.1.0.1\nsrc6=fd01::1\n";
+    auto old = decode_path_job(old_record);
+    ASSERT_TRUE(old) << old.error().message;
+    EXPECT_EQ(old->path.destinations,
+              (std::vector<PathDestination>{{AF_INET, "0.0.0.0/0", "10.1.0.1"}, {AF_INET6, "::/0", "fd01::1"}}));
+    EXPECT_EQ(desired_path_objects({*old}).routes.size(), 2u);
+    // A new record with no route of a family routes none of it (no default added).
+    auto none = decode_path_job(old_record + "routes=1\nroute=10.1.0.0/24 10.1.0.1\n");
+    ASSERT_TRUE(none) << none.error().message;
+    EXPECT_EQ(none->path.destinations, (std::vector<PathDestination>{{AF_INET, "10.1.0.0/24", "10.1.0.1"}}));
+    // Truncated or garbled: refused (the record is logged and ignored, not half-read).
+    EXPECT_FALSE(decode_path_job(old_record + "routes=2\nroute=10.1.0.0/24 10.1.0.1\n"));
+    EXPECT_FALSE(decode_path_job(old_record + "routes=1\nroute=10.1.0.1/24 10.1.0.1\n"));
+    EXPECT_FALSE(decode_path_job(old_record + "routes=1\nroute=10.1.0.0/24\n"));
+    // A route_table path's record has no routes of its own, old or new.
+    auto admin = decode_path_job(encode_path_job(job(3, 0x1a4e0004, "batch", false)));
+    ASSERT_TRUE(admin);
+    EXPECT_TRUE(admin->path.destinations.empty());
 }
 
 TEST(ClassPathPlan, TwoClassesWithOneMarkAreRefused) {
@@ -204,6 +328,10 @@ TEST(ClassPathStatus, StatusShowsTheJobsPath) {
     const std::string json = json::write(ctl::status_json(report));
     EXPECT_NE(json.find("\"path\":{\"device\":\"bulk0\""), std::string::npos) << json;
     EXPECT_NE(json.find("\"src4\":\"10.1.0.1\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"routes\":[{\"dst\":\"10.1.0.0/24\",\"src\":\"10.1.0.1\"},"
+                        "{\"dst\":\"10.20.0.0/16\",\"src\":\"10.1.0.1\"}"),
+              std::string::npos)
+        << json;
 }
 
 TEST(ClassPathPlan, NodesNicSaysWhereTheDeviceIs) {
@@ -301,3 +429,38 @@ TEST(ClassPathNftListing, MissingMapAndForeignChainAreDamage) {
     EXPECT_EQ(l.damage, "map marks missing, chain mine is not Lanes'");
     EXPECT_TRUE(l.elements.empty());
 }
+
+namespace {
+
+TEST(ClassPathCheck, CheckSaysWhatTakesEachPath) {
+    auto c = lanes::parse_config(HEAD
+                                 "egress_device = \"bulk0\"\n"
+                                 "egress_prefixes = [\"10.20.0.0/16\", \"fd00:20::/48\"]\n"
+                                 "[classes.b]\nrate = \"1Gbit\"\negress_device = \"eth1\"\nvlan = 200\n"
+                                 "[classes.c]\nrate = \"1Gbit\"\nroute_table = 100\n"
+                                 "[classes.d]\nrate = \"1Gbit\"\negress_device = \"eth2\"\n"
+                                 "egress_prefixes = [\"0.0.0.0/0\", \"::/0\"]\n",
+                                 "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    lanes::ctl::CheckReport report;
+    report.ok = true;
+    report.config_path = "lanes.toml";
+    lanes::ctl::summarize(*c, report);
+    const std::string text = lanes::ctl::format_check_human(report);
+    EXPECT_NE(text.find("path: class a: egress_device bulk0: its subnets and egress_prefixes 10.20.0.0/16, "
+                        "fd00:20::/48; other destinations by the main table\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("path: class b: vlan eth1.200: its subnets; other destinations by the main table\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("path: class c: route_table 100\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("path: class d: egress_device eth2: its subnets and egress_prefixes 0.0.0.0/0, ::/0; every "
+                        "destination (slurmctld included) takes the path\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(lanes::json::write(lanes::ctl::check_json(report)).find("\"paths\":[\"class a: egress_device bulk0"),
+              std::string::npos);
+}
+
+}  // namespace

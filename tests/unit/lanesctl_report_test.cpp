@@ -109,7 +109,7 @@ TEST(LanesctlCheck, HumanAndJson) {
     EXPECT_EQ(lanes::json::write(lanes::ctl::check_json(good)),
               R"({"config":"lanes.toml","ok":true,"errors":[],"warnings":[],)"
               R"("policy":"/etc/slurm/lanes/policy.lua","default_class":"training",)"
-              R"("classes":["inference","training"],"windows":["peak"],"rules":0,"signal_windows":[]})");
+              R"("classes":["inference","training"],"windows":["peak"],"rules":0,"signal_windows":[],"paths":[]})");
 }
 
 TEST(LanesctlReport, CheckSaysWhatASignalWindowDoesWhileItsSignalIsUnknown) {
