@@ -51,7 +51,11 @@
 # Environment: LANES_BUILD_DIR (default ./build); FS_TRAIN_RATE and
 # FS_TRAIN_CEIL, the training class's per-node rate and ceil (default 2/5
 # and 2x the uplink rate: 40Mbit and 200Mbit with 100mbit uplinks); FS_MTU
-# (9000). Needs root. Exit: 0 done (whatever the figures), 1 error, 77 not
+# (9000); FS_QUEUE_FRAMES (100), the switch ports' queue per DSCP class in
+# frames (bench/leafspine.sh's LS_LIMIT: 100 frames of 9000 bytes are 72 ms at
+# 100 Mbit/s, already far deeper in time than a data-centre switch's per-port
+# buffer; 1000 made TCP's losses come in bursts that left a path idle for
+# seconds, see docs/benchmark.md). Needs root. Exit: 0 done (whatever the figures), 1 error, 77 not
 # root.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -159,8 +163,8 @@ t0=$SECONDS
 cluster_start >"$out/cluster-start.log" 2>&1 || { cluster_dump_logs >>"$out/cluster-start.log" 2>&1; die "the cluster did not start ($out/cluster-start.log)"; }
 say "cluster: slurmctld + $nodes slurmd up in $((SECONDS - t0)) s; training class rate $train_rate ceil $train_ceil per node"
 
-LS_LEAVES=3 LS_SPINES=2 LS_UPLINK_RATE=$uplink LS_MTU=${FS_MTU:-9000}
-export LS_LEAVES LS_SPINES LS_UPLINK_RATE LS_MTU
+LS_LEAVES=3 LS_SPINES=2 LS_UPLINK_RATE=$uplink LS_MTU=${FS_MTU:-9000} LS_LIMIT=${FS_QUEUE_FRAMES:-100}
+export LS_LEAVES LS_SPINES LS_UPLINK_RATE LS_MTU LS_LIMIT
 ls_create 2>>"$out/fabric.log" || die "leaf-spine fabric"
 : >"$out/ips"
 for ((k = 1; k <= ntrain; k++)); do
@@ -169,7 +173,7 @@ for ((k = 1; k <= ntrain; k++)); do
 done
 ls_attach "$(cluster_netns i1)" 1 101 i1 && ls_attach "$(cluster_netns i2)" 2 102 i2 || die "attach inference"
 ls_host store 3 9 && ls_host cli 3 10 || die "storage and client hosts"
-say "fabric: leaves 1-2 hold t1..t$ntrain alternately, i1 on leaf 1, i2 on leaf 2; leaf 3 storage + client; uplinks $uplink, MTU $LS_MTU"
+say "fabric: leaves 1-2 hold t1..t$ntrain alternately, i1 on leaf 1, i2 on leaf 2; leaf 3 storage + client; uplinks $uplink, MTU $LS_MTU, $LS_LIMIT frames a class"
 i1=$(ls_ip i1) i2=$(ls_ip i2) store=$(ls_ip store)
 
 # Job and by-hand scripts.
@@ -185,7 +189,14 @@ env | grep '^LANES_' >"$out/$RING_LABEL-${ring[$me]}.env"  # what spank_lanes to
 nextip=$(awk -v n="$next" '$1 == n { print $2 }' "$out/ips")
 timeout $((seconds + 30)) iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
 sleep 2
-timeout $((seconds + 20)) iperf3 -c "$nextip" -p "$port" -P 4 -C cubic -t "$seconds" -J >"$out/$RING_LABEL-${ring[$me]}.json" 2>/dev/null
+# The next node's task may start later than this one (srun launches them one
+# by one; on a busy host seconds apart): a refused connection is tried again,
+# every 0.5 s for up to 10 s, never a stream that ran.
+for try in $(seq 20); do
+    timeout $((seconds + 20)) iperf3 -c "$nextip" -p "$port" -P 4 -C cubic -t "$seconds" -J >"$out/$RING_LABEL-${ring[$me]}.json" 2>/dev/null && break
+    grep -q '"error":.*Connection refused' "$out/$RING_LABEL-${ring[$me]}.json" || break
+    sleep 0.5
+done
 wait
 SH
 chmod 755 "$out/ring_task.sh"
