@@ -435,7 +435,23 @@ struct PathRouter::Impl {
         PathNftListing listing;
         auto seen = observe(&table_exists, &listing);
         if (!seen) return fail(seen.error());
-        PathObjects want = desired_path_objects(jobs);
+        // A path's device made again since the prolog (a driver reload, a VF
+        // reset) has a new index, and its routes went with the old one: the
+        // job's routes follow the device's name, and its record is written
+        // with the new index (so that the next converge has nothing to do).
+        std::vector<PathJob> current = jobs;
+        for (auto& j : current) {
+            if (!j.path.owned_table || j.path.device.empty()) continue;
+            const int now = static_cast<int>(if_nametoindex(j.path.device.c_str()));
+            if (now == 0 || now == j.path.ifindex) continue;
+            done.push_back("path device " + j.path.device + " of JobId=" + std::to_string(j.job_id) +
+                           ": made again (ifindex " + std::to_string(j.path.ifindex) + " -> " + std::to_string(now) +
+                           "), its routes follow it");
+            j.path.ifindex = now;
+            if (!dry_run)
+                if (auto w = write_record(j); !w) return fail(w.error());
+        }
+        PathObjects want = desired_path_objects(current);
         // A path's device that went away since the prolog (its routes went with
         // it): nothing to route through; the class's rule finds an empty table and
         // its packets take the main table. Logged, never an error that would hold

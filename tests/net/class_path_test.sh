@@ -17,13 +17,17 @@ command -v iperf3 >/dev/null || fail "iperf3 not found"
 BULK=${P}u
 BULKPEER=${P}v
 VX=${P}q
-$NA ip link add "$BULK" type veth peer name "$BULKPEER" netns ${P}b || fail "bulk veth"
-$NA ip link set "$BULK" up
-$NB ip link set "$BULKPEER" up
-$NA ip addr add 10.78.0.1/24 dev "$BULK"
-$NB ip addr add 10.78.0.2/24 dev "$BULKPEER"
-$NA ip -6 addr add fd78::1/64 dev "$BULK" nodad
-$NB ip -6 addr add fd78::2/64 dev "$BULKPEER" nodad
+# bulk_link: the bulk NIC and its peer, up, with their addresses.
+bulk_link() {
+  $NA ip link add "$BULK" type veth peer name "$BULKPEER" netns ${P}b || fail "bulk veth"
+  $NA ip link set "$BULK" up
+  $NB ip link set "$BULKPEER" up
+  $NA ip addr add 10.78.0.1/24 dev "$BULK"
+  $NB ip addr add 10.78.0.2/24 dev "$BULKPEER"
+  $NA ip -6 addr add fd78::1/64 dev "$BULK" nodad
+  $NB ip -6 addr add fd78::2/64 dev "$BULKPEER" nodad
+}
+bulk_link
 # A VXLAN segment over the fabric (VNI 42).
 $NA ip link add "$VX" type vxlan id 42 local 10.77.0.1 remote 10.77.0.2 dstport 4789 dev "$DEV" || fail "vxlan"
 $NB ip link add "$VX" type vxlan id 42 local 10.77.0.2 remote 10.77.0.1 dstport 4789 dev "$PEER" || fail "vxlan"
@@ -235,6 +239,21 @@ echo "$out" | grep -q "JobId=15: path record of an ended job, removed" || fail "
 ptool remove 11 || fail "remove 11"
 [ "$(rules -4 | wc -l)" -eq 1 ] || fail "rules went with the first of two jobs"
 on_uplink training 13 4 5405 "$BULK" "$DEV"
+
+# The bulk NIC deleted and made again (a driver reload, a VF reset): its routes
+# in the path's table went with the old device; converge puts them on the new
+# one (same name, new index), and job 13's traffic takes the path again.
+$NA ip link del "$BULK" || fail "ip link del $BULK"
+bulk_link
+$NB ip -6 addr add fd99::2/128 dev "$BULKPEER" nodad
+out=$(ptool paths-converge 2>&1) || fail "paths-converge after $BULK was made again: $out"
+echo "$out"
+echo "$out" | grep -q "path device $BULK of JobId=13: made again (ifindex [0-9]* -> [0-9]*), its routes follow it" ||
+  fail "converge did not follow the new $BULK: $out"
+$NA ip route show table "$TABLE" | grep -q "^10.99.0.0/24 dev $BULK .*src 10.78.0.1" ||
+  fail "table $TABLE after $BULK was made again: $($NA ip route show table "$TABLE")"
+[ "$(ptool paths-converge | tail -1)" = "path repairs 0" ] || fail "a second converge still repairs (new $BULK)"
+on_uplink "training after $BULK was made again" 13 4 5407 "$BULK" "$DEV"
 
 # The VXLAN segment as a path.
 ptool apply 14 --class segment --rate 100Mbit --ceil 10Gbit --dscp CS1 >/dev/null || fail "apply segment job"
