@@ -323,10 +323,12 @@ marks=$(nft list map inet lanes_paths marks 2>&1)
 status=$(lanesctl --config /etc/slurm/lanes.toml status --node lanesvm 2>&1)
 if [ -n "$mark" ] && grep -q "fwmark $mark lookup $table" <<<"$rules4" &&
   grep -q "fwmark $mark lookup $table" <<<"$rules6" &&
-  grep -q "^default dev lv0.42 .*src 10.98.0.1" <<<"$route" &&
+  grep -q "^10.98.0.0/24 dev lv0.42 .*src 10.98.0.1" <<<"$route" &&
+  grep -q "^10.99.0.0/24 dev lv0.42 .*src 10.98.0.1" <<<"$route" &&
+  ! grep -q "^default" <<<"$route" &&
   grep -q "1a4e:$minor : $mark" <<<"$marks" &&
   grep -q "^path: JobId=$jid bulk: lv0.42 (table $mark" <<<"$status"; then
-  pass "vlan-objects: ip rule (v4, v6) fwmark $mark lookup $table, its default route via lv0.42, the lanes_paths element and lanesctl status"
+  pass "vlan-objects: ip rule (v4, v6) fwmark $mark lookup $table, its routes via lv0.42 (the VLAN's subnet and egress_prefixes, no default), the lanes_paths element and lanesctl status"
 else
   fail vlan-objects "$(echo "rules: $rules4 / $rules6; table $table: $route; map: $marks; status: $(grep '^path' <<<"$status")" | tr -s '\n\t' '  ')"
 fi
