@@ -139,6 +139,16 @@ failing_epilog() {
     e2e_wait_until 60 e2e_queue_empty -j "$id"
     e2e_restore_config
     [[ -f $state_root/train1/job_$id ]] || e2e_fail "job $id's state went before gc ran"
+    # gc keeps a job whose cgroup still has processes (status_gc_test checks
+    # that). Slurm has ended the job, but once in a CI run its `sleep` outlived
+    # the queue entry (and the test): wait for the cgroup to empty, and end a
+    # task Slurm left behind, printed as a figure, before asking gc.
+    local procs=$E2E_CGROUP_ROOT/train1/job_$id/cgroup.procs
+    if ! e2e_wait_until 30 eval "[[ ! -s $procs ]]"; then
+        echo "figure: job $id's cgroup still held pid(s) $(tr '\n' ' ' <"$procs" 2>/dev/null)30 s after Slurm ended it; ended by the test"
+        xargs -r kill -KILL <"$procs" 2>/dev/null
+        e2e_wait_until 10 eval "[[ ! -s $procs ]]"
+    fi
     out=$(cluster_run_node train1 "$lanesctl" gc --config "$conf" --node train1 2>&1)
     grep -qE "^removed job $id " <<<"$out" || e2e_fail "gc did not remove job $id after its failed epilog ($out)"
     [[ -f $state_root/train1/job_$id ]] && e2e_fail "job $id's state left after gc"
