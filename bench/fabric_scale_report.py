@@ -25,39 +25,14 @@ Ethernet header), the unit HTB's rate is in.
 """
 import json
 import os
-import random
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from latency_ci import bootstrap_p99, interval95, p99, read_samples  # noqa: E402
+
 RAMP_S = 2.0  # a ring's first seconds, left out (TCP's start, all four streams up)
 TAIL_S = 1.0  # the last second before the first flow ended, left out
-RESAMPLES = 1000
-
-
-def read_floats(path):
-    try:
-        return [float(x) for x in open(path)]
-    except (OSError, ValueError):
-        return []
-
-
-def p99(v):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(0.99 * (len(v) - 1) + 0.5))] if v else float("nan")
-
-
-def bootstrap_p99(v, seed=24):
-    if not v:
-        return []
-    rnd = random.Random(seed)
-    return [p99([rnd.choice(v) for _ in v]) for _ in range(RESAMPLES)]
-
-
-def interval95(b):
-    if not b:
-        return (float("nan"), float("nan"))
-    b = sorted(b)
-    return b[int(0.025 * len(b))], b[min(len(b) - 1, int(0.975 * len(b)))]
 
 
 def rate_bits(text):
@@ -98,7 +73,7 @@ class Run:
             return None
 
     def samples(self, label):
-        return read_floats(self.path(f"{label}-i1.samples")) + read_floats(self.path(f"{label}-i2.samples"))
+        return read_samples(self.path(f"{label}-i1.samples")) + read_samples(self.path(f"{label}-i2.samples"))
 
     def lost(self, label):
         t = 0
