@@ -48,6 +48,9 @@
 #                                      FABRIC_SPAWNED
 #   fabric_ns/fabric_ip/fabric_ip6/fabric_dev/fabric_role NAME, fabric_members [ROLE]
 #   fabric_uplink_stats [sw|far]       bytes, packets, drops per uplink class
+#   fabric_queue_sample FILE SECONDS [INTERVAL]
+#                                      the uplink classes' backlog at both ends,
+#                                      sampled (the switch's queueing delay)
 #   fabric_add_host NAME ROLE N        a new namespace as member NAME at .N
 #   fabric_port_cap NAME RATE|off [BURST]  a FIFO at RATE on the switch's
 #                                      port toward NAME (that member's downlink)
@@ -473,6 +476,32 @@ fabric_uplink_stats() {
     fabric__in "${FABRIC__NS[$side]}" tc -s class show dev up0 | awk '
         /^class htb/ { cls = $3; leaf = ($0 ~ / leaf /) }
         /Sent/ && leaf { gsub(/[(),]/, " "); printf "%s %s %s %s\n", cls, $2, $4, $7 }'
+}
+
+# fabric_queue_sample FILE SECONDS [INTERVAL]: every INTERVAL s (default 0.05)
+# for at most SECONDS, the backlog in bytes of the uplink's three classes at
+# both ends, one line per end and sample: "TIME END BACKLOG10 BACKLOG20
+# BACKLOG30" (END sw/up0: toward the far side, where the nodes' replies and
+# training's bulk queue; far/up0: toward the nodes, the requests). With
+# fabric_qos none everything is in 20. A packet that arrives at an end waits
+# its class's backlog over FABRIC_RATE (the higher classes' backlog too, when
+# it is not the priority class). Run it in the background; it stops by itself.
+fabric_queue_sample() {
+    local file=$1 seconds=$2 interval=${3:-0.05} end side
+    [[ -n $FABRIC_PREFIX ]] || { fabric__fail "fabric_queue_sample: no fabric"; return 1; }
+    end=$(($(date +%s) + seconds))
+    : >"$file" || return 1
+    while (($(date +%s) < end)); do
+        for side in sw far; do
+            fabric__in "${FABRIC__NS[$side]}" tc -s qdisc show dev up0 | awk -v t="$EPOCHREALTIME" -v d="$side/up0" '
+                $1 == "qdisc" { h = $3 }
+                $1 == "backlog" { b = $2; sub(/b$/, "", b)
+                    if (b ~ /K$/) { sub(/K$/, "", b); b *= 1000 } else if (b ~ /M$/) { sub(/M$/, "", b); b *= 1000000 }
+                    q[h] = b }
+                END { printf "%s %s %d %d %d\n", t, d, q["10:"], q["20:"], q["30:"] }' >>"$file"
+        done
+        sleep "$interval"
+    done
 }
 
 # fabric_pids: processes running in the namespaces this fabric made.

@@ -18,7 +18,9 @@
 # default cubic, Linux's default), DEMO_RT=0 (the probe without SCHED_FIFO),
 # DEMO_FABRIC_MTU (default 9000, jumbo frames as on AI fabrics; 1500 makes the
 # 2 vCPUs forward six times the packets, see docs/benchmark.md),
-# DEMO_JSON=FILE (the results as JSON, for bench/demo_runs.sh),
+# DEMO_JSON=FILE (the results as JSON, for bench/demo_runs.sh), DEMO_QUEUES=0
+# (no sampling of the switch's queues while the probe runs; by default their
+# backlog is read every 50 ms and printed as the queueing delay inference met),
 # LANES_BUILD_DIR (default ./build), DEMO_NO_BUILD=1, DEMO_DEBUG=1 (kernel and
 # TCP counters of the inference path after the "with Lanes" phase),
 # DEMO_CLOSED_LOOP=1 (then the closed loop of docs/signals.md,
@@ -130,10 +132,26 @@ for port in 5201 5202 5211 5212; do
 done
 sleep 0.3
 
-measure() {  # measure PORT LABEL -> inference_probe JSON in $CLUSTER_WORK_DIR/LABEL.json (+ .samples)
+# measure PORT LABEL -> inference_probe JSON in $CLUSTER_WORK_DIR/LABEL.json
+# (+ .samples), and the switch's queues while the probe ran (LABEL.queues, with
+# the probe's start and end times in LABEL.window) unless DEMO_QUEUES=0.
+measure() {
+    local sampler=""
+    if [[ ${DEMO_QUEUES:-1} != 0 ]]; then
+        fabric_queue_sample "$CLUSTER_WORK_DIR/$2.queues" $((seconds + 20)) 0.05 &
+        sampler=$!
+    fi
+    local t0=$EPOCHREALTIME
     fabric_exec far timeout $((seconds + 10)) "${rt[@]}" "$probe" load --connect "$infer:$1" --rate "$rate" \
         --duration "$seconds" --connections "$connections" --congestion "$cc" --json \
         --samples "$CLUSTER_WORK_DIR/$2.samples" >"$CLUSTER_WORK_DIR/$2.json" 2>"$CLUSTER_WORK_DIR/$2.err"
+    local rc=$?
+    echo "$t0 $EPOCHREALTIME" >"$CLUSTER_WORK_DIR/$2.window"
+    if [[ -n $sampler ]]; then
+        kill "$sampler" 2>/dev/null
+        wait "$sampler" 2>/dev/null
+    fi
+    return "$rc"
 }
 training_mbit() {  # sum of the received rate in the iperf3 JSON files given
     python3 - "$@" <<'PY'
@@ -261,8 +279,9 @@ lanes_toml() {
 # CI, ratio to no load with its CI) from NAME-floor/-nolanes/-lanes samples, and
 # $CLUSTER_WORK_DIR/scenario-NAME.json with it all for DEMO_JSON.
 scenario_results() {
-    python3 - "$CLUSTER_WORK_DIR" "$1" "$2" "${3:-}" "${4:-}" <<'PY'
-import json, random, sys
+    PYTHONPATH=$src/bench python3 - "$CLUSTER_WORK_DIR" "$1" "$2" "${3:-}" "${4:-}" <<'PY'
+import json, sys
+from latency_ci import bootstrap_p99, interval95, p99, read_samples
 work, name, title, train_plain, train_lanes = sys.argv[1:6]
 def load(label):
     try:
@@ -270,19 +289,12 @@ def load(label):
     except Exception:
         return None
 def samples(label):
-    try:
-        return [float(x) for x in open(f"{work}/{name}-{label}.samples")]
-    except Exception:
-        return []
-def p99(v):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(0.99 * (len(v) - 1) + 0.5))] if v else None
-rnd = random.Random(21)
-def resample(v, n=1000):
-    return [p99([rnd.choice(v) for _ in v]) for _ in range(n)] if v else []
+    return read_samples(f"{work}/{name}-{label}.samples")
+def resample(v):
+    return bootstrap_p99(v)
 def ci(b):
-    b = sorted(x for x in b if x is not None)
-    return [b[int(0.025 * len(b))], b[int(0.975 * len(b)) - 1]] if b else None
+    lo, hi = interval95(b)
+    return [lo, hi] if lo == lo else None
 out = {"title": title}
 base = samples("floor")
 base_b = resample(base)
@@ -484,7 +496,7 @@ if [[ -n ${DEMO_INGRESS:-} ]]; then
 fi
 
 step "Results (inference: $rate req/s open-loop, 1 KB replies; training: 2 nodes x 4 TCP streams)"
-python3 - "$CLUSTER_WORK_DIR" "$seconds" "$(fabric__tc_rate_bits "$FABRIC__RATE")" "$FABRIC__MTU" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
+PYTHONPATH=$src/bench python3 - "$CLUSTER_WORK_DIR" "$seconds" "$(fabric__tc_rate_bits "$FABRIC__RATE")" "$FABRIC__MTU" "$(training_mbit "$CLUSTER_WORK_DIR"/plain-train1.json "$CLUSTER_WORK_DIR"/plain-train2.json)" \
     "$(training_mbit "$CLUSTER_WORK_DIR"/lanes-train1.json "$CLUSTER_WORK_DIR"/lanes-train2.json)" \
     "${DEMO_JSON:-}" <<'PY'
 import json, sys
@@ -530,6 +542,66 @@ for name, label, got in (("nolanes", "training without Lanes", received("plain-t
                          ("lanes", "training with Lanes", received("lanes-train1", "lanes-train2"))):
     c = uplink(name)
     print(f"   {label:<24} {c.get('1:10', 0):>12} {c.get('1:20', 0):>12} {c.get('1:30', 0):>12} {got:>13}")
+# The p99s with a bootstrap 95 % CI (resampling each phase's latencies).
+from latency_ci import bootstrap_p99, interval95, p99, read_samples
+def samples(label):
+    return read_samples(f"{work}/{label}.samples")
+def ci(b):
+    lo, hi = interval95(b)
+    return [lo, hi] if lo == lo else None
+boots = {label: bootstrap_p99(samples(label)) for label in ("floor", "nolanes", "lanes")}
+p99_ci = {label: ci(b) for label, b in boots.items()}
+ratio_ci = {label: ci([x / y for x, y in zip(boots[label], boots["floor"]) if y])
+            for label in ("nolanes", "lanes") if boots[label] and boots["floor"]}
+# The queueing delay inference met in the switch while the probe ran: its
+# class's backlog (and any class served before it) over the uplink rate, at
+# the uplink's two ends. Replies leave the switch (sw/up0) in best effort
+# (class 20) unmarked, in priority (10) as AF41 with Lanes; the far side's
+# requests are unmarked (20) in every phase.
+def queue_delay(label, end, cls):
+    try:
+        t0, t1 = (float(x) for x in open(f"{work}/{label}.window").read().split()[:2])
+        rows = [l.split() for l in open(f"{work}/{label}.queues")]
+    except Exception:
+        return None
+    d = []
+    for f in rows:
+        if len(f) < 5 or f[1] != end:
+            continue
+        try:
+            t, b10, b20 = float(f[0]), int(f[2]), int(f[3])
+        except ValueError:
+            continue
+        if t0 <= t <= t1:
+            d.append((b10 if cls == 10 else b10 + b20) * 8 / link_bits * 1000)
+    if not d:
+        return None
+    d.sort()
+    return {"end": end, "class": cls, "mean_ms": sum(d) / len(d), "p99_ms": d[min(len(d) - 1, int(0.99 * len(d)))],
+            "max_ms": d[-1], "samples": len(d), "interval_ms": 1000 * (t1 - t0) / max(1, len(d))}
+queues = {}
+for label, cls in (("floor", 20), ("nolanes", 20), ("lanes", 10)):
+    queues[label] = {"replies": queue_delay(label, "sw/up0", cls), "requests": queue_delay(label, "far/up0", 20)}
+print(f"\n   {'inference p99, 95 % CI':<24} {'p99 ms (CI)':>22} {'p99 / no load (CI)':>22}")
+for name, label in (("no load", "floor"), ("training without Lanes", "nolanes"), ("training with Lanes", "lanes")):
+    c, r = p99_ci.get(label), ratio_ci.get(label)
+    v = samples(label)
+    if not v or not c:
+        continue
+    rs = f"x{p99(v) / p99(samples('floor')):.2f} ({r[0]:.2f}-{r[1]:.2f})" if r else "-"
+    print(f"   {name:<24} {f'{p99(v):.2f} ({c[0]:.2f}-{c[1]:.2f})':>22} {rs:>22}")
+if any(q["replies"] for q in queues.values()):
+    print(f"\n   {'switch queueing delay':<24} {'replies: class':>15} {'mean ms':>8} {'p99 ms':>8} {'max ms':>8}"
+          f" {'requests: mean':>15} {'max ms':>8} {'samples':>8}")
+    for name, label in (("no load", "floor"), ("training without Lanes", "nolanes"), ("training with Lanes", "lanes")):
+        rq, qq = queues[label]["replies"], queues[label]["requests"]
+        if not rq:
+            continue
+        cls = "priority" if rq["class"] == 10 else "best effort"
+        print(f"   {name:<24} {cls:>15} {rq['mean_ms']:>8.3f} {rq['p99_ms']:>8.3f} {rq['max_ms']:>8.3f}"
+              f" {qq['mean_ms'] if qq else float('nan'):>15.3f} {qq['max_ms'] if qq else float('nan'):>8.3f} {rq['samples']:>8}")
+    print("   (the backlog ahead of inference in its class and any served before it, over the uplink rate,"
+          " read every ~%.0f ms while the probe ran)" % max(q["replies"]["interval_ms"] for q in queues.values() if q["replies"]))
 if floor and without and with_:
     print(f"\n   inference p99 vs no load: without Lanes x{without['p99_ms'] / floor['p99_ms']:.1f}, "
           f"with Lanes x{with_['p99_ms'] / floor['p99_ms']:.2f}  (goal <= 1.5)")
@@ -566,7 +638,8 @@ if json_out:
     json.dump({"seconds": seconds, "link_mbit": link_bits / 1e6, "mtu": mtu, "floor": floor, "nolanes": without,
                "lanes": with_, "train_mbit_nolanes": num(plain_mbit), "train_mbit_lanes": num(lanes_mbit),
                "leftover_mbit": leftover, "uplink_nolanes": uplink("nolanes"), "uplink_lanes": uplink("lanes"),
-               "gso_max_size_train1": gso_train1(), **scenarios()},
+               "gso_max_size_train1": gso_train1(), "p99_ci": p99_ci, "ratio_ci": ratio_ci, "queues": queues,
+               **scenarios()},
               open(json_out, "w"), indent=1)
 PY
 say "total demo time: $(($(date +%s) - t_start)) s"

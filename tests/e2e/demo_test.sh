@@ -43,6 +43,16 @@ check "spank_lanes bounded the training NIC's GSO size (gso_max_size ${gso:-not 
     test "${gso:-65536}" -lt 65536
 check "the training job is an element of the nft prio map on train1" \
     grep -qE 'nft: .*job_[0-9]+"? : 1a4e:[0-9a-f]+' <<<"$out"
+# Beside each p99: its bootstrap CI, and the queueing delay inference met in the
+# switch, sampled from the uplink's qdiscs while the probe ran (the replies in
+# best effort without Lanes, in the priority class as AF41 with Lanes).
+check "each p99 with a bootstrap CI" grep -qE '^ +training with Lanes +[0-9.]+ \([0-9.]+-[0-9.]+\) +x[0-9.]+ \(' <<<"$out"
+qrow() { grep -E "^ +$1 +$2 +[0-9.]+ +[0-9.]+ +[0-9.]+ " <<<"$out" | head -1; }
+for q in "no load|best effort" "training without Lanes|best effort" "training with Lanes|priority"; do
+    r=$(qrow "${q%%|*}" "${q#*|}")
+    check "switch queue sampled while the probe ran, ${q%%|*}: the replies' class ${q#*|} ($(awk '{print $NF}' <<<"$r") samples)" \
+        test -n "$r" -a "$(awk '{print $NF}' <<<"${r:-x 0}")" -gt 0
+done
 check "the summary prints the p99 ratios" grep -qE 'inference p99 vs no load: without Lanes x[0-9.]+, with Lanes x[0-9.]+' <<<"$out"
 # Other work on the machine may create namespaces meanwhile: look only for the
 # demo's own (fabric lfPID..., cluster lcPID...; both printed or derived from
