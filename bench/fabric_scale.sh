@@ -187,12 +187,12 @@ me=${RING_INDEX:-$SLURM_PROCID}
 next=${ring[$(((me + 1) % ${#ring[@]}))]}
 env | grep '^LANES_' >"$out/$RING_LABEL-${ring[$me]}.env"  # what spank_lanes told the task
 nextip=$(awk -v n="$next" '$1 == n { print $2 }' "$out/ips")
-timeout $((seconds + 30)) iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
+timeout $((seconds + 60)) iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
 sleep 2
 # The next node's task may start later than this one (srun launches them one
 # by one; on a busy host seconds apart): a refused connection is tried again,
-# every 0.5 s for up to 10 s, never a stream that ran.
-for try in $(seq 20); do
+# every 0.5 s for up to 30 s, never a stream that ran.
+for try in $(seq 60); do
     timeout $((seconds + 20)) iperf3 -c "$nextip" -p "$port" -P 4 -C cubic -t "$seconds" -J >"$out/$RING_LABEL-${ring[$me]}.json" 2>/dev/null && break
     grep -q '"error":.*Connection refused' "$out/$RING_LABEL-${ring[$me]}.json" || break
     sleep 0.5

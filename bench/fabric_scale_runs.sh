@@ -49,7 +49,7 @@ python3 - "${dirs[@]}" <<'PY'
 import json, sys
 def f(x, spec=".2f"):
     return "n/a" if x is None else format(x, spec)
-rows, goals = [], {"p99": 0, "share": 0, "jain": 0, "lost": 0}
+rows, goals, floors, withs = [], {"p99": 0, "share": 0, "jain": 0, "lost": 0}, [], []
 print("| run | noload p99 ms (95 % CI) | nolanes p99 ms | lost | lanes p99 ms (95 % CI) | lanes / noload (95 % CI) | lost "
       "| switch queue, inference class, nolanes: mean / max ms | lanes: mean / max ms | training A / B Mbit/s (lanes) | Jain "
       "| training's share of the capacity left (window; per second) | client late by (lanes) |")
@@ -76,10 +76,23 @@ for k, d in enumerate(sys.argv[1:], 1):
           f"| {la['lost']} | {q(no.get('queue_inference'))} | {q(la.get('queue_inference'))} "
           f"| {la['train_a_mbit']:.1f} / {la['train_b_mbit']:.1f} | {la['jain']:.3f} | {share} | {la['client_late_ms']:.1f} ms |")
     goals["p99"] += la["ratio"] <= 1.5
+    if nl.get("p99_ms"):
+        floors.append(nl["p99_ms"])
+    withs.append(la.get("p99_ms"))
     goals["share"] += bool(sh) and sh["share"] >= 0.95
     goals["jain"] += la["jain"] >= 0.95
     goals["lost"] += la["lost"] == 0
 print(f"\nfabric_scale_runs: {n} runs; inference p99 with Lanes <= 1.5x no load: {goals['p99']} of {n} (goal: 9 of 10); "
       f"training's share of the capacity left >= 95 %: {goals['share']} of {n}; Jain >= 0.95: {goals['jain']} of {n}; "
       f"no request lost with Lanes: {goals['lost']} of {n}")
+# How much the no-load p99 itself moves between runs (issue 24 asks < 20 %).
+if len(floors) > 1:
+    import statistics
+    med = statistics.median(floors)
+    within = sum(abs(x / med - 1) <= 0.2 for x in floors)
+    cv = statistics.pstdev(floors) / statistics.mean(floors)
+    print(f"fabric_scale_runs: no-load p99 between runs: median {med:.2f} ms, {min(floors):.2f}-{max(floors):.2f} ms "
+          f"(max / min {max(floors) / min(floors):.2f}x, coefficient of variation {100 * cv:.0f} %); within 20 % of "
+          f"the median in {within} of {len(floors)} runs; with Lanes <= 1.5x that median in "
+          f"{sum(1 for w in withs if w is not None and w <= 1.5 * med)} of {n}")
 PY

@@ -77,4 +77,10 @@ cat "$out/table.txt"
 grep -q '| 2 | failed' "$out/table.txt" || fail "a run without a summary was not listed as failed"
 grep -q 'p99 with Lanes <= 1.5x no load: 1 of 2 .*share of the capacity left >= 95 %: 0 of 2; Jain >= 0.95: 0 of 2; no request lost with Lanes: 1 of 2' \
     "$out/table.txt" || fail "goal counts"
-echo "PASS: steady window 7-18 s, 87.5 % of the capacity left, queue only while the probe ran, goals counted"
+# A second run whose no-load p99 is twice the first's: the spread line says so.
+mkdir -p "$out/run2"
+jq '.noload.p99_ms *= 2' "$s" >"$out/run2/summary.json" || fail "jq"
+bash "$src/bench/fabric_scale_runs.sh" --report "$out/run" "$out/run2" >"$out/table2.txt" 2>&1 || fail "runs --report: $(cat "$out/table2.txt")"
+grep -q 'no-load p99 between runs: .*(max / min 2.00x, .*within 20 % of the median in 0 of 2 runs' "$out/table2.txt" ||
+    fail "the no-load spread: $(grep 'between runs' "$out/table2.txt")"
+echo "PASS: steady window 7-18 s, 87.5 % of the capacity left, queue only while the probe ran, goals counted, no-load spread"
