@@ -394,15 +394,15 @@ struct PathRouter::Impl {
         return std::string(nft_ctx_get_output_buffer(nft));
     }
 
-    // The table's map elements; `listing` also says what differs from the base.
-    Result<std::map<uint32_t, uint32_t>> observed_elements(bool* table_exists, PathNftListing* listing) {
+    // The table as listed (its map's elements, and what differs from the base
+    // script); `table_exists` is false, and the listing empty, without it.
+    void observe_table(bool* table_exists, PathNftListing* listing) {
         *table_exists = false;
         *listing = {};
         auto listed = nft_run(std::string("list table inet ") + kPathNftTable);
-        if (!listed) return std::map<uint32_t, uint32_t>{};  // no table: no elements
+        if (!listed) return;
         *table_exists = true;
         *listing = parse_path_nft_listing(*listed);
-        return listing->elements;
     }
 
     static std::string classid_text(uint32_t prio) {
@@ -423,9 +423,8 @@ struct PathRouter::Impl {
             if (is_path_mark(r.table) && r.unicast)
                 seen.routes.push_back(PathRoute{r.family, r.table, r.dst, r.ifindex, r.src});
         std::sort(seen.routes.begin(), seen.routes.end());
-        auto elems = observed_elements(table_exists, listing);
-        if (!elems) return fail(elems.error());
-        seen.elements = *elems;
+        observe_table(table_exists, listing);
+        seen.elements = listing->elements;
         return seen;
     }
 
