@@ -29,7 +29,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from latency_ci import bootstrap_p99, interval95, p99, read_samples  # noqa: E402
+from latency_ci import bootstrap_p99, interval95, p99, ratio_interval95, read_samples  # noqa: E402
 
 RAMP_S = 2.0  # a ring's first seconds, left out (TCP's start, all four streams up)
 TAIL_S = 1.0  # the last second before the first flow ended, left out
@@ -267,7 +267,7 @@ def main():
         boot = base_boot if label == "noload" else bootstrap_p99(v)
         p, (lo, hi) = p99(v), interval95(boot)
         ratio = p / base_p99 if base_p99 > 0 else float("nan")
-        rlo, rhi = interval95([a / b for a, b in zip(boot, base_boot) if b > 0]) if label != "noload" else (1.0, 1.0)
+        rlo, rhi = ratio_interval95(boot, base_boot) if label != "noload" else (1.0, 1.0)
         lost = run.lost(label)
         c = run.counters(label)
         ecmp = " ".join(f"{k[1]}={v[0]}" for k, v in sorted(c.items()) if k[0] == "lf1")

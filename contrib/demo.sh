@@ -281,7 +281,7 @@ lanes_toml() {
 scenario_results() {
     PYTHONPATH=$src/bench python3 - "$CLUSTER_WORK_DIR" "$1" "$2" "${3:-}" "${4:-}" <<'PY'
 import json, sys
-from latency_ci import bootstrap_p99, interval95, p99, read_samples
+from latency_ci import bootstrap_p99, interval95, p99, ratio_interval95, read_samples
 work, name, title, train_plain, train_lanes = sys.argv[1:6]
 def load(label):
     try:
@@ -290,14 +290,12 @@ def load(label):
         return None
 def samples(label):
     return read_samples(f"{work}/{name}-{label}.samples")
-def resample(v):
-    return bootstrap_p99(v)
 def ci(b):
     lo, hi = interval95(b)
     return [lo, hi] if lo == lo else None
 out = {"title": title}
 base = samples("floor")
-base_b = resample(base)
+base_b = bootstrap_p99(base)
 print(f"   {title}")
 print(f"   {'phase':<24} {'p50 ms':>8} {'p99 ms (95 % CI)':>24} {'lost':>5} {'p99 / no load (95 % CI)':>26}")
 for label, shown in (("floor", "no load"), ("nolanes", "training without Lanes"), ("lanes", "training with Lanes")):
@@ -306,14 +304,14 @@ for label, shown in (("floor", "no load"), ("nolanes", "training without Lanes")
     if not r or not v:
         print(f"   {shown:<24} {'(no result)':>33}")
         continue
-    b = resample(v) if label != "floor" else base_b
+    b = bootstrap_p99(v) if label != "floor" else base_b
     lo_hi = ci(b)
     out[label + "_p99"], out[label + "_p99_ci"] = p99(v), lo_hi
     lost = r.get("errors", 0) + r.get("timeouts", 0)
     ratio = ""
     if label != "floor" and base:
         q = p99(v) / p99(base)
-        rci = ci([x / y for x, y in zip(b, base_b) if y])
+        rci = list(ratio_interval95(b, base_b))
         out[label + "_ratio"], out[label + "_ratio_ci"] = q, rci
         ratio = f"x{q:.2f} ({rci[0]:.2f}-{rci[1]:.2f})"
     shown_p99 = f"{p99(v):.2f} ({lo_hi[0]:.2f}-{lo_hi[1]:.2f})"
@@ -543,15 +541,13 @@ for name, label, got in (("nolanes", "training without Lanes", received("plain-t
     c = uplink(name)
     print(f"   {label:<24} {c.get('1:10', 0):>12} {c.get('1:20', 0):>12} {c.get('1:30', 0):>12} {got:>13}")
 # The p99s with a bootstrap 95 % CI (resampling each phase's latencies).
-from latency_ci import bootstrap_p99, interval95, p99, read_samples
-def samples(label):
-    return read_samples(f"{work}/{label}.samples")
-def ci(b):
-    lo, hi = interval95(b)
-    return [lo, hi] if lo == lo else None
-boots = {label: bootstrap_p99(samples(label)) for label in ("floor", "nolanes", "lanes")}
-p99_ci = {label: ci(b) for label, b in boots.items()}
-ratio_ci = {label: ci([x / y for x, y in zip(boots[label], boots["floor"]) if y])
+from latency_ci import bootstrap_p99, interval95, p99, ratio_interval95, read_samples
+def ci(lo_hi):
+    return list(lo_hi) if lo_hi[0] == lo_hi[0] else None
+lat = {label: read_samples(f"{work}/{label}.samples") for label in ("floor", "nolanes", "lanes")}
+boots = {label: bootstrap_p99(v) for label, v in lat.items()}
+p99_ci = {label: ci(interval95(b)) for label, b in boots.items()}
+ratio_ci = {label: ci(ratio_interval95(boots[label], boots["floor"]))
             for label in ("nolanes", "lanes") if boots[label] and boots["floor"]}
 # The queueing delay inference met in the switch while the probe ran: its
 # class's backlog (and any class served before it) over the uplink rate, at
@@ -576,19 +572,16 @@ def queue_delay(label, end, cls):
             d.append((b10 if cls == 10 else b10 + b20) * 8 / link_bits * 1000)
     if not d:
         return None
-    d.sort()
-    return {"end": end, "class": cls, "mean_ms": sum(d) / len(d), "p99_ms": d[min(len(d) - 1, int(0.99 * len(d)))],
-            "max_ms": d[-1], "samples": len(d), "interval_ms": 1000 * (t1 - t0) / max(1, len(d))}
+    return {"end": end, "class": cls, "mean_ms": sum(d) / len(d), "p99_ms": p99(d), "max_ms": max(d), "samples": len(d), "interval_ms": 1000 * (t1 - t0) / max(1, len(d))}
 queues = {}
 for label, cls in (("floor", 20), ("nolanes", 20), ("lanes", 10)):
     queues[label] = {"replies": queue_delay(label, "sw/up0", cls), "requests": queue_delay(label, "far/up0", 20)}
 print(f"\n   {'inference p99, 95 % CI':<24} {'p99 ms (CI)':>22} {'p99 / no load (CI)':>22}")
 for name, label in (("no load", "floor"), ("training without Lanes", "nolanes"), ("training with Lanes", "lanes")):
-    c, r = p99_ci.get(label), ratio_ci.get(label)
-    v = samples(label)
+    c, r, v = p99_ci.get(label), ratio_ci.get(label), lat[label]
     if not v or not c:
         continue
-    rs = f"x{p99(v) / p99(samples('floor')):.2f} ({r[0]:.2f}-{r[1]:.2f})" if r else "-"
+    rs = f"x{p99(v) / p99(lat['floor']):.2f} ({r[0]:.2f}-{r[1]:.2f})" if r else "-"
     print(f"   {name:<24} {f'{p99(v):.2f} ({c[0]:.2f}-{c[1]:.2f})':>22} {rs:>22}")
 if any(q["replies"] for q in queues.values()):
     print(f"\n   {'switch queueing delay':<24} {'replies: class':>15} {'mean ms':>8} {'p99 ms':>8} {'max ms':>8}"
