@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The hostile-policy corpus (tests/hostile/*.lua) live in a real slurmctld:
-# each policy is pushed as the running policy; then a user submits a job with a
+# each policy is pushed as the running policy (its `-- policy:` lines added to
+# lanes.toml's [policy] first); then a user submits a job with a
 # 1000-character comment (which triggers the attacks that pass the load-time
 # self-check) while another user submits ordinary jobs and sinfo/squeue are
 # called. Asserted: every submission is answered, slurmctld keeps serving, and
@@ -10,9 +11,10 @@
 # asserted (generous timeouts only catch hangs).
 source "$LANES_SRCDIR/tests/e2e/e2e.sh"
 e2e_require_root
-E2E_MODE=offpeak e2e_start_cluster
+E2E_POLICY_TIME_BUDGET= E2E_MODE=offpeak e2e_start_cluster
 user=$(cluster_test_user)
 policy=$CLUSTER_CONF_DIR/policy.lua
+toml=$CLUSTER_CONF_DIR/lanes.toml
 ctl_log=$(cluster_log slurmctld)
 comment=$(printf 'a%.0s' $(seq 1000))
 LIMIT=120  # seconds: only a hang gets near it
@@ -23,14 +25,36 @@ killed='policy\.lua: (classify\(\) did not return within the time budget|policy 
 now_us() { local t=${EPOCHREALTIME/[.,]/}; printf '%s\n' "$((10#$t))"; }
 reloads() { grep -cE 'lanes: (reloaded|reload failed)' "$ctl_log"; }
 
-# push FILE: make FILE the running policy; waits for slurmctld's reload verdict.
-push() {
+# replace FILE TARGET: make FILE the content of TARGET; waits for slurmctld's
+# reload verdict.
+replace() {
     local before
     before=$(reloads)
     sleep 1.1  # a rewrite within the same second is still seen (ns mtime), but keep it clear
-    cp "$1" "$policy.new" && mv "$policy.new" "$policy"
+    cp "$1" "$2.new" && mv "$2.new" "$2"
     for _ in $(seq 100); do (($(reloads) > before)) && return 0; sleep 0.1; done
     return 1
+}
+push() { replace "$1" "$policy"; }
+
+# configure_for FILE: the running lanes.toml becomes the test's own, with
+# FILE's `-- policy: key = value` lines added to [policy] (the keys an attack
+# needs to reach the bound it is about, as in lanesctl_hostile_test).
+base_toml=$(mktemp)
+cp "$toml" "$base_toml"
+configure_for() {
+    local want extra
+    want=$(mktemp)
+    extra=$(sed -n 's/^-- policy: //p' "$1")
+    awk -v extra="$extra" '{ print } $0 == "[policy]" && extra != "" { print extra }' "$base_toml" >"$want"
+    if cmp -s "$want" "$toml"; then
+        rm -f "$want"
+        return 0
+    fi
+    replace "$want" "$toml"
+    local rc=$?
+    rm -f "$want"
+    return "$rc"
 }
 
 # victims: VICTIMS held jobs of root, one after the other; prints their
@@ -61,6 +85,10 @@ ran=0
 for hostile in "$LANES_SRCDIR"/tests/hostile/*.lua; do
     name=$(basename "$hostile")
     ran=$((ran + 1))
+    if ! configure_for "$hostile"; then
+        e2e_fail "$name: slurmctld never reported a reload of its [policy] keys"
+        continue
+    fi
     lines_before=$(wc -l <"$ctl_log")
     if ! push "$hostile"; then
         e2e_fail "$name: slurmctld never reported a reload of it"
@@ -93,6 +121,7 @@ for hostile in "$LANES_SRCDIR"/tests/hostile/*.lua; do
     e2e_check "$name: sinfo and squeue kept answering" test "$sinfo_ok$squeue_ok" = 11
     new_log=$(tail -n +"$((lines_before + 1))" "$ctl_log")
     if grep -q 'lanes: reload failed' <<<"$new_log"; then
+        grep -m1 'lanes: reload failed' <<<"$new_log" | cut -c1-300 | sed "s/^/note: $name: /"
         e2e_check "$name: the refused reload names policy.lua:LINE (or the load deadline)" \
             grep -qE "policy\.lua:[0-9]+|$killed" <<<"$new_log"
     elif grep -q 'error:' <<<"$out"; then
@@ -107,7 +136,7 @@ for hostile in "$LANES_SRCDIR"/tests/hostile/*.lua; do
 done
 e2e_check "ran the whole corpus ($ran policies)" test "$ran" -ge 19
 e2e_check "slurmctld is alive after the corpus" cluster_run_ctl scontrol ping
-push "$benign" || true
-rm -f "$benign"
+configure_for "$benign" && push "$benign" || true
+rm -f "$benign" "$base_toml"
 cluster_run_ctl scancel --quiet --user root 2>/dev/null
 e2e_finish

@@ -60,7 +60,7 @@ e2e_check "no forged line reaches the user" bash -c '! grep -q "^sbatch: Submitt
 e2e_check "no escape character reaches the user" bash -c '! grep -q $'"'"'\x1b'"'"' <<<"$1"' _ "$out"
 e2e_check "job_submit/lua's message is kept on a rejection too" grep -q 'note from job_submit/lua' <<<"$out"
 out=$(cluster_run_as "$user" sbatch --parsable -J huge -o /dev/null --wrap true 2>&1)
-e2e_check "a 1 MiB reject message is cut for the user (${#out} bytes)" \
+e2e_check "a 1 MiB reject message is cut for the user (${#out} bytes: ${out:0:300})" \
     bash -c 'test "${#1}" -lt 20000 && grep -q "xxxxxxxx \[cut\]" <<<"$1"' _ "$out"
 e2e_check "and in slurmctld's log" bash -c '! awk "length > 20000" "$1" | grep -q .' _ "$ctl_log"
 e2e_finish

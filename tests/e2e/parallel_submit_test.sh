@@ -34,7 +34,7 @@ LUA
         -e "s|^on_error = \"reject\"\$|on_error = \"reject\"\nworkers = 1\nqueue = 0\noverrun_cooldown = \"0s\"\ntime_budget = \"100ms\"\nmemory_limit = \"64MiB\"\ninstruction_budget = 10000000\nmetrics_file = \"$1/controller.prom\"|" \
         "$1/lanes.toml"
 }
-E2E_MODE=offpeak e2e_start_cluster
+E2E_POLICY_TIME_BUDGET= E2E_MODE=offpeak e2e_start_cluster
 user=$(cluster_test_user)
 out=$(mktemp -d)
 not_sent='Munge encode failed|Unable to contact slurm controller|Protocol authentication error'

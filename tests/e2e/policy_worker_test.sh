@@ -16,15 +16,22 @@ H=$LANES_SRCDIR/tests/hostile
 LIMIT=60  # seconds: only a hang gets near it
 e2e_pre_start() {
     cp -- "$H/long_compare_loop.lua" "$1/policy.lua" &&
-        sed -i "s|^on_error = \"reject\"\$|on_error = \"reject\"\ntime_budget = \"50ms\"\nmemory_limit = \"64MiB\"\ninstruction_budget = 10000000\nmetrics_file = \"$1/controller.prom\"|" \
+        sed -i "s|^on_error = \"reject\"\$|on_error = \"reject\"\ntime_budget = \"100ms\"\nmemory_limit = \"64MiB\"\ninstruction_budget = 10000000\nmetrics_file = \"$1/controller.prom\"|" \
             "$1/lanes.toml"
 }
-E2E_MODE=offpeak e2e_start_cluster
+E2E_POLICY_TIME_BUDGET= E2E_MODE=offpeak e2e_start_cluster
 user=$(cluster_test_user)
 policy=$CLUSTER_CONF_DIR/policy.lua
 ctl_log=$(cluster_log slurmctld)
-e2e_check "the test lanes.toml sets a 50ms time budget" grep -q '^time_budget = "50ms"' "$CLUSTER_CONF_DIR/lanes.toml"
+e2e_check "the test lanes.toml sets a 100ms time budget" grep -q '^time_budget = "100ms"' "$CLUSTER_CONF_DIR/lanes.toml"
 e2e_check "slurmctld started with the hostile policy" cluster_run_ctl scontrol ping
+# slurmctld starts one worker and the second in the background (loading this
+# policy builds two 12 MiB strings): with both up, the attack leaves one free
+# for the other users while its own is replaced. Until then a job that finds
+# no worker within the budget is refused, by design.
+e2e_wait_until 30 grep -qE '^lanes_policy_workers_started_total [1-9]' "$CLUSTER_CONF_DIR/controller.prom"
+e2e_check "both policy workers are up before the attack" \
+    grep -qE '^lanes_policy_workers_started_total [1-9]' "$CLUSTER_CONF_DIR/controller.prom"
 
 submit_as_root() {  # name [sbatch options]: prints the output; status of sbatch (124: hang)
     local name=$1
@@ -39,14 +46,14 @@ out=$(cluster_run_as "$user" timeout "$LIMIT" sbatch --parsable --hold -J attack
 rc=$?
 e2e_check "the attacker's sbatch was answered (exit $rc)" test "$rc" -ne 124
 e2e_check "the attacker's job was refused with the budget named: $out" \
-    grep -q 'did not return within the time budget of 50ms' <<<"$out"
-e2e_check "slurmctld logged why" grep -qE 'policy error: .*policy\.lua: classify\(\) did not return within the time budget of 50ms' "$ctl_log"
+    grep -q 'did not return within the time budget of 100ms' <<<"$out"
+e2e_check "slurmctld logged why" grep -qE 'policy error: .*policy\.lua: classify\(\) did not return within the time budget of 100ms' "$ctl_log"
 # The attacker's next job, an ordinary one, does not reach a worker: its
 # owner cools down (policy.overrun_cooldown, 60s by default).
 out=$(cluster_run_as "$user" timeout "$LIMIT" sbatch --parsable --hold -J attacker-again -o /dev/null \
     --wrap true 2>&1)
 e2e_check "the attacker's next job is refused while they cool down: $out" \
-    grep -qE "a job of uid $(id -u "$user") overran the time budget of 50ms .*policy\.overrun_cooldown" <<<"$out"
+    grep -qE "a job of uid $(id -u "$user") overran the time budget of 100ms .*policy\.overrun_cooldown" <<<"$out"
 victim=$(submit_as_root victim)
 e2e_check "another user's sbatch was accepted ($victim)" grep -qE '^[0-9]+$' <<<"$victim"
 e2e_check "sinfo answers" timeout "$LIMIT" nsenter --net="/run/netns/${CLUSTER_PREFIX}ctl" \
