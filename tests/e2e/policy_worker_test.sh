@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The policy runs in lanes-policy-worker processes, so a policy that runs
-# where the Lua hook cannot see it in time (a loop of comparisons of 12 MiB
-# strings: one VM instruction each, the hook looks every 1000) never stalls
+# where the Lua hook cannot see it in time (a loop of comparisons of 512 KiB
+# strings of NUL bytes: one VM instruction each, some ms long, and the hook
+# looks every 1000) never stalls
 # slurmctld. On a real cluster: slurmctld starts with such a policy; a user
 # whose job triggers it gets the refusal (on_error = "reject") with a message
 # naming the time budget, while another user's sbatch and sinfo are answered;
@@ -25,10 +26,10 @@ policy=$CLUSTER_CONF_DIR/policy.lua
 ctl_log=$(cluster_log slurmctld)
 e2e_check "the test lanes.toml sets a 100ms time budget" grep -q '^time_budget = "100ms"' "$CLUSTER_CONF_DIR/lanes.toml"
 e2e_check "slurmctld started with the hostile policy" cluster_run_ctl scontrol ping
-# slurmctld starts one worker and the second in the background (loading this
-# policy builds two 12 MiB strings): with both up, the attack leaves one free
-# for the other users while its own is replaced. Until then a job that finds
-# no worker within the budget is refused, by design.
+# slurmctld starts one worker and the second in the background: with both
+# up, the attack leaves one free for the other users while its own is
+# replaced. Until then a job that finds no worker within the budget is
+# refused, by design.
 e2e_wait_until 30 grep -qE '^lanes_policy_workers_started_total [1-9]' "$CLUSTER_CONF_DIR/controller.prom"
 e2e_check "both policy workers are up before the attack" \
     grep -qE '^lanes_policy_workers_started_total [1-9]' "$CLUSTER_CONF_DIR/controller.prom"

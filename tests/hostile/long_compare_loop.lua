@@ -1,12 +1,14 @@
--- attack: a loop of `<` over two 12 MiB strings: each comparison is one VM
--- instruction (a long strcoll) and the count hook looks every 1000 of them,
--- some 200-300 ms apart; only the policy worker's deadline stops it in time
+-- attack: a loop of `<` over two 512 KiB strings of NUL bytes: each
+-- comparison is one VM instruction, and Lua compares such strings one
+-- NUL-ended piece at a time (a strcoll and a strlen per byte), 2-4 ms; the
+-- count hook looks every 1000 instructions, about a second apart; only the
+-- policy worker's deadline stops it in time
 -- policy: memory_limit = "64MiB"
 -- policy: instruction_budget = 10000000
 -- check: OK
 -- test: budget
-local a = string.rep("x", 12 * 1024 * 1024)
-local b = a:sub(1, -2) .. "y"
+local a = string.rep("\0", 512 * 1024)
+local b = a .. "y"
 function classify(job)
   if job.comment ~= "" then
     local n = 0
