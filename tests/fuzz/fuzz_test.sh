@@ -5,12 +5,12 @@
 # and UBSan, in the sanitizer build tree (tests/build/sanitized_tree.sh). A
 # crash, a sanitizer report, a failed invariant or a hang (-timeout) fails the
 # test and prints the reproducer (file and bytes) and how to re-run it.
-#   LANES_FUZZ_SECONDS   time per target (default 10)
+#   LANES_FUZZ_SECONDS   time per target (default 6)
 set -uo pipefail
 . "${LANES_SRCDIR:?run through make check}/tests/build/sanitized_tree.sh"
 
 targets=(lanes_toml units dscp hostlist time_spec job_env spank_args text)
-seconds=${LANES_FUZZ_SECONDS:-10}
+seconds=${LANES_FUZZ_SECONDS:-6}
 programs=()
 for t in "${targets[@]}"; do programs+=("tests/fuzz/${t}_fuzz"); done
 sanitized_tree "${programs[@]}"

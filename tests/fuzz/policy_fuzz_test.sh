@@ -5,7 +5,7 @@
 # memory), then lanes-policy-worker processes (lanes.toml text with [policy]
 # worker, as slurmctld and lanesctl read it; --worker, which also writes the
 # attacks only the process bound holds). LANES_POLICY_FUZZ_SECONDS (default
-# 120) is the total, split between the two; arguments are passed to both runs
+# 60) is the total, split between the two; arguments are passed to both runs
 # (make fuzz-policy passes --keep-going). Needs LANES_POLICY_WORKER (make check
 # sets it); the worker run fails, saying so, without it.
 # The in-process run's slack over the bound: the fuzzer judges a call that was
@@ -19,7 +19,7 @@
 # 2 ms slack stays (the variable is not passed to it).
 set -uo pipefail
 fuzz="${LANES_BUILDDIR:?run through make check}/tests/fuzz/policy_fuzz"
-total=${LANES_POLICY_FUZZ_SECONDS:-120}
+total=${LANES_POLICY_FUZZ_SECONDS:-60}
 in_process=$(awk -v t="$total" 'BEGIN { printf "%d", t / 2 }')
 in_worker=$(awk -v t="$total" -v a="$in_process" 'BEGIN { printf "%d", t - a }')
 status=0

@@ -62,6 +62,8 @@ say "configured in $(since)"
 # cluster test starts its own daemons).
 targets=(job_submit/job_submit_lanes.la spank/spank_lanes.la lanesctl/lanesctl policy_worker/lanes-policy-worker
     tests/unit/lanes_unit)
+# A share dir bound in (SLURM_VERSIONS_SHARE_DIR): the VM test's node binaries too.
+[[ -d /lanes/share && -n ${LANES_SHARE_TREE_HASH:-} ]] && targets+=(agent/lanes-agent)
 [[ ${LANES_FULL_BUILD:-0} == 1 ]] && targets=(all tests/unit/lanes_unit)
 if ! make -j"$(nproc)" "${targets[@]}" >make.log 2>&1; then
     grep -E -B2 -A6 'error:' make.log | head -80
@@ -69,6 +71,15 @@ if ! make -j"$(nproc)" "${targets[@]}" >make.log 2>&1; then
     exit 1
 fi
 say "built in $(since) ($(grep -c 'warning:' make.log) compiler warnings)"
+if [[ -d /lanes/share && -n ${LANES_SHARE_TREE_HASH:-} ]]; then
+    if cp spank/.libs/spank_lanes.so job_submit/.libs/job_submit_lanes.so lanesctl/lanesctl agent/lanes-agent \
+        /lanes/share/ && dpkg-query -W -f '${Version}\n' libslurm-dev >/lanes/share/slurm-version &&
+        echo "$LANES_SHARE_TREE_HASH" >/lanes/share/tree-hash && touch /lanes/share/ready; then
+        say "the node's binaries shared for the VM test (tree $LANES_SHARE_TREE_HASH)"
+    else
+        say "could not share the node's binaries (the VM test builds its own)"
+    fi
+fi
 grep -E 'warning:' make.log | sort -u | head -20
 
 make -j1 check-TESTS TESTS="${tests[*]}" >check.log 2>&1

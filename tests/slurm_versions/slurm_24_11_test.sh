@@ -13,4 +13,7 @@ if ((EUID != 0)); then
 fi
 # shellcheck source=slurm_versions.sh
 source "${LANES_SRCDIR:?run through make check}/tests/slurm_versions/slurm_versions.sh"
-slurm_versions_run trixie 24.11
+# Debian 13 is the VM node's release too: its binaries go to the VM test
+# (tests/vm/cgroup_v2_node_test.sh), which then need not build them again.
+SLURM_VERSIONS_SHARE_DIR=${LANES_BUILDDIR:?run through make check}/tests/vm/lanes-trixie \
+    slurm_versions_run trixie 24.11

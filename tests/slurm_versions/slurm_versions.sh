@@ -23,8 +23,30 @@
 #      with LANES_KEEP_ROOT=1).
 # Returns in_root.sh's status; its output (with the failing tests' logs) goes to
 # stdout.
+#
+# SLURM_VERSIONS_SHARE_DIR=DIR (a host dir): once the build succeeds, in_root.sh
+# also puts the node's binaries there (spank_lanes.so, job_submit_lanes.so,
+# lanesctl, lanes-agent), the root's libslurm-dev version and the hash of the
+# source tree (slurm_versions_tree_hash), "ready" last. The VM test uses them
+# instead of building the same tree for the same Debian release again.
 
 slurm_versions__say() { printf 'slurm_versions: %s\n' "$*"; }
+
+# slurm_versions_tree_hash DIR: a hash of the files slurm_versions__copy_source
+# copies out of DIR (their names and contents), to tell whether a build made
+# from one copy is of the same tree as another.
+slurm_versions_tree_hash() {
+    local src=$1
+    if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
+        [[ $(git -C "$src" rev-parse --show-toplevel) == "$src" ]]; then
+        (cd "$src" && git ls-files -z --cached --others --exclude-standard |
+            while IFS= read -r -d '' f; do [[ -f $f ]] && printf '%s\0' "$f"; done |
+            LC_ALL=C sort -z | xargs -0 -r sha256sum) | sha256sum | cut -c1-16
+    else
+        (cd "$src" && find . -type f ! -path './build*' ! -path './_build/*' ! -path './.git/*' -print0 |
+            sed -z 's|^\./||' | LC_ALL=C sort -z | xargs -0 -r sha256sum) | sha256sum | cut -c1-16
+    fi
+}
 
 # slurm_versions__copy_source SRC DEST: the source tree without build output.
 slurm_versions__copy_source() {
@@ -68,13 +90,17 @@ slurm_versions__enter() {
         mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/tmp"
         mkdir -p "$root/lanes/ccache"
         mount --bind "$CCACHE_HOST_DIR" "$root/lanes/ccache"
+        if [[ -n ${SLURM_VERSIONS_SHARE_DIR:-} ]]; then
+            mkdir -p "$root/lanes/share"
+            mount --bind "$SLURM_VERSIONS_SHARE_DIR" "$root/lanes/share"
+        fi
         hostname lanes-root
         # As Debian installs it: the host name resolves from /etc/hosts. Without
         # it slurmctld asks DNS for the client host "lanes-root" (srun steps on
         # 24.11) and, where DNS answers "try again", the step fails.
         grep -qsw lanes-root "$root/etc/hosts" || echo "127.0.1.1 lanes-root" >>"$root/etc/hosts"
         exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root LANES_FULL_BUILD="${LANES_FULL_BUILD:-0}" \
-            LANES_TAG_PREFIX="$LANES_TAG_PREFIX" "$@"
+            LANES_TAG_PREFIX="$LANES_TAG_PREFIX" LANES_SHARE_TREE_HASH="${LANES_SHARE_TREE_HASH:-}" "$@"
     ' slurm-versions "$root" "$@"
 }
 
@@ -104,6 +130,11 @@ slurm_versions_run() {
         return 1
     }
     export CCACHE_HOST_DIR=$cache/ccache/$suite
+    if [[ -n ${SLURM_VERSIONS_SHARE_DIR:-} ]]; then
+        rm -rf "$SLURM_VERSIONS_SHARE_DIR" && mkdir -p "$SLURM_VERSIONS_SHARE_DIR" || return 1
+        LANES_SHARE_TREE_HASH=$(slurm_versions_tree_hash "$src")
+        export SLURM_VERSIONS_SHARE_DIR LANES_SHARE_TREE_HASH
+    fi
     # PIDs inside the root's PID namespace repeat across roots; cgroups are
     # the host's: tag the inner tests' cgroups with this (host) PID.
     export LANES_TAG_PREFIX=v$$-

@@ -14,8 +14,10 @@
 # packets arrive tagged 42, its ip rule, route and lanes_paths element exist
 # while it runs and go with it, its tasks get NCCL_SOCKET_IFNAME==lv0.42, a
 # process outside it sends untagged, and that nothing is left afterwards. This
-# script builds what is missing (cached, see lib.sh), boots the VM, and fails
-# when any guest check fails.
+# script builds what is missing (cached, see lib.sh; the node's binaries come
+# from the Slurm 24.11 test's build when it built this same tree, see
+# tests/slurm_versions/README.md), boots the VM, and fails when any guest
+# check fails.
 #
 # Needs root (mmdebstrap, chroot), qemu-system-x86, mmdebstrap and the network to
 # reach the Debian mirror on a cold cache. LANES_VM_KEEP=1 keeps the run dir.
@@ -35,7 +37,18 @@ trap cleanup EXIT
 share=$run/share
 mkdir -p "$share/out" "$share/lanes" "$share/files" "$run/img"
 t0=$(date +%s)
-bash "$here/build_lanes.sh" "$srcdir" "$share/lanes" || { echo "FAIL: building Lanes for the VM"; exit 1; }
+# The Slurm 24.11 test builds the same tree for the same Debian release and
+# shares the node's binaries (tests/slurm_versions): use them when they are of
+# this very tree, else build here.
+shared=${LANES_BUILDDIR:-$srcdir/build}/tests/vm/lanes-trixie
+# shellcheck source=../slurm_versions/slurm_versions.sh
+. "$srcdir/tests/slurm_versions/slurm_versions.sh"
+if [ -f "$shared/ready" ] && [ "$(cat "$shared/tree-hash")" = "$(slurm_versions_tree_hash "$srcdir")" ] &&
+  cp "$shared"/{spank_lanes.so,job_submit_lanes.so,lanesctl,lanes-agent,slurm-version} "$share/lanes/"; then
+  echo "Lanes for the VM: the Slurm 24.11 test's build of this tree (tree $(cat "$shared/tree-hash"), libslurm-dev $(cat "$shared/slurm-version"))"
+else
+  bash "$here/build_lanes.sh" "$srcdir" "$share/lanes" || { echo "FAIL: building Lanes for the VM"; exit 1; }
+fi
 t1=$(date +%s)
 bash "$here/make_image.sh" "$run/img" || { echo "FAIL: making the VM image"; exit 1; }
 t2=$(date +%s)
