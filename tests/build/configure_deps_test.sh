@@ -10,6 +10,17 @@ trap 'rm -rf "$tmp"' EXIT
 status=0
 pc_dirs=$(pkg-config --variable pc_path pkg-config)
 
+# One full configure fills a cache of the checks that do not depend on what is
+# hidden (compiler, libtool, hardening flags): each run below starts from a
+# copy of it, so it only runs the dependency checks (a cache is only saved by
+# a configure that succeeds). Whatever names a dependency is left out: the
+# pkg-config results, Lanes' own Slurm checks, Slurm's headers, and the
+# precious variables (a changed PKG_CONFIG_LIBDIR would be refused as such).
+(cd "$tmp" && mkdir seed && cd seed && "$src/configure" -q -C >/dev/null 2>&1) ||
+    { echo "FAIL: configure with every dependency present failed (see a plain configure)"; exit 1; }
+grep -vE '^(pkg_cv_|lanes_cv_|ac_cv_env_|ac_cv_header_slurm)' "$tmp/seed/config.cache" >"$tmp/generic.cache"
+rm -rf "$tmp/seed"
+
 # A pkg-config search dir with every .pc file except those matching $1.
 pc_without() {
     local dir=$tmp/pc-$2 d f
@@ -33,7 +44,8 @@ expect_failure() {  # NAME PACKAGE ENV... -- CONFIGURE-ARGS...
     shift
     local build=$tmp/build-$name out
     mkdir -p "$build"
-    if out=$(cd "$build" && env "${env[@]}" "$src/configure" -q "$@" 2>&1); then
+    cp "$tmp/generic.cache" "$build/config.cache"
+    if out=$(cd "$build" && env "${env[@]}" "$src/configure" -q --cache-file=config.cache "$@" 2>&1); then
         echo "FAIL: configure succeeded without $name"
         status=1
     elif grep -q "apt-get install $package" <<<"$out"; then
