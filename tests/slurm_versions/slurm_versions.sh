@@ -36,9 +36,10 @@ slurm_versions__say() { printf 'slurm_versions: %s\n' "$*"; }
 # copies out of DIR (their names and contents), to tell whether a build made
 # from one copy is of the same tree as another.
 slurm_versions_tree_hash() {
-    local src=$1
+    local src
+    src=$(cd "$1" && pwd -P) || return 1  # make check's LANES_SRCDIR may be build/..
     if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
-        [[ $(git -C "$src" rev-parse --show-toplevel) == "$src" ]]; then
+        [[ $(cd "$(git -C "$src" rev-parse --show-toplevel)" && pwd -P) == "$src" ]]; then
         (cd "$src" && git ls-files -z --cached --others --exclude-standard |
             while IFS= read -r -d '' f; do [[ -f $f ]] && printf '%s\0' "$f"; done |
             LC_ALL=C sort -z | xargs -0 -r sha256sum) | sha256sum | cut -c1-16
