@@ -94,6 +94,19 @@ fi
 grep -qw slurmctld "$restarts" 2>/dev/null && grep -qw slurmd "$restarts" &&
     ok "README.Debian restarts slurmctld and slurmd" || bad "README.Debian does not restart both daemons"
 
+# Roots share the host's cgroup tree, and the package tests of two releases
+# run at once: with cgroup_root = "auto" both nodes' job 1 would be
+# <cgroup2>/lanes/job_1, and the end of one killed the other's (cgroup.kill).
+# The one change to what README.Debian set up: a directory of this run's own,
+# as the e2e tests have (LANES_TAG_PREFIX), removed at the end.
+cg2=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") print $5; break } }' \
+    /proc/self/mountinfo | head -1)
+own_cgroups=${cg2:-/sys/fs/cgroup}/lanes-${LANES_TAG_PREFIX:-r$$-}readme
+sed -i "s|^cgroup_root = \"auto\"|cgroup_root = \"$own_cgroups\"|" /etc/slurm/lanes.toml
+grep -q "^cgroup_root = \"$own_cgroups\"" /etc/slurm/lanes.toml ||
+    bad "the example lanes.toml has no cgroup_root = \"auto\" line to give this run its own cgroups"
+trap 'cluster_stop >/dev/null 2>&1; rmdir "$own_cgroups"/job_* "$own_cgroups" 2>/dev/null; rm -rf "$work"' EXIT
+
 # 3. The site's cluster: /etc/slurm's slurm.conf lines, lanes.toml and policy
 # next to slurm.conf (as slurmctld reads them), plugstack.conf from /etc/slurm.
 export LANES_CLUSTER_TOML=/etc/slurm/lanes.toml LANES_CLUSTER_FILES=/etc/slurm/lanes.lua
