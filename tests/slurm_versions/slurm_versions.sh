@@ -32,39 +32,36 @@
 
 slurm_versions__say() { printf 'slurm_versions: %s\n' "$*"; }
 
-# slurm_versions_tree_hash DIR: a hash of the files slurm_versions__copy_source
-# copies out of DIR (their names and contents), to tell whether a build made
-# from one copy is of the same tree as another.
-slurm_versions_tree_hash() {
+# slurm_versions__source_files DIR: the source tree's files, relative to DIR
+# and NUL-separated: the files git knows (tracked, or untracked and not
+# ignored); without git (a dist tree, an export), every file but build output.
+slurm_versions__source_files() {
     local src
     src=$(cd "$1" && pwd -P) || return 1  # make check's LANES_SRCDIR may be build/..
     if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
         [[ $(cd "$(git -C "$src" rev-parse --show-toplevel)" && pwd -P) == "$src" ]]; then
         (cd "$src" && git ls-files -z --cached --others --exclude-standard |
-            while IFS= read -r -d '' f; do [[ -f $f ]] && printf '%s\0' "$f"; done |
-            LC_ALL=C sort -z | xargs -0 -r sha256sum) | sha256sum | cut -c1-16
+            while IFS= read -r -d '' f; do [[ -f $f || -L $f ]] && printf '%s\0' "$f"; done)
     else
-        (cd "$src" && find . -type f ! -path './build*' ! -path './_build/*' ! -path './.git/*' -print0 |
-            sed -z 's|^\./||' | LC_ALL=C sort -z | xargs -0 -r sha256sum) | sha256sum | cut -c1-16
+        (cd "$src" && find . \( -path './build*' -o -path ./_build -o -name .git -o -name autom4te.cache \
+            -o -name .libs -o -name .deps \) -prune -o \( -type f -o -type l \) \
+            ! -name config.status ! -name config.log ! -name '*.o' ! -name '*.lo' ! -name '*.la' -print0 |
+            sed -z 's|^\./||')
     fi
+}
+
+# slurm_versions_tree_hash DIR: a hash of the files slurm_versions__copy_source
+# copies out of DIR (their names and contents), to tell whether a build made
+# from one copy is of the same tree as another.
+slurm_versions_tree_hash() {
+    (cd "$1" && slurm_versions__source_files . | LC_ALL=C sort -z | xargs -0 -r sha256sum) | sha256sum | cut -c1-16
 }
 
 # slurm_versions__copy_source SRC DEST: the source tree without build output.
 slurm_versions__copy_source() {
     local src=$1 dest=$2
     mkdir -p "$dest" || return 1
-    if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
-        [[ $(git -C "$src" rev-parse --show-toplevel) == "$src" ]]; then
-        (cd "$src" && git ls-files -z --cached --others --exclude-standard |
-            while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done |
-            tar -c --null -T - -f -) | tar -x -C "$dest"
-    else
-        # A dist tree (make distcheck) or an export: everything but build output.
-        tar -c -C "$src" --exclude='./build*' --exclude='./_build' --exclude=.git \
-            --exclude=config.status --exclude=config.log --exclude=autom4te.cache \
-            --exclude='*.o' --exclude='*.lo' --exclude='*.la' --exclude=.libs --exclude=.deps . |
-            tar -x -C "$dest"
-    fi
+    (cd "$src" && slurm_versions__source_files . | tar -c --null -T - -f -) | tar -x -C "$dest"
 }
 
 # slurm_versions__enter ROOT CMD...: CMD chrooted in ROOT, in new mount, PID and
