@@ -17,7 +17,7 @@ H=$LANES_SRCDIR/tests/hostile
 LIMIT=60  # seconds: only a hang gets near it
 e2e_pre_start() {
     cp -- "$H/long_compare_loop.lua" "$1/policy.lua" &&
-        sed -i "s|^on_error = \"reject\"\$|on_error = \"reject\"\ntime_budget = \"100ms\"\nmemory_limit = \"64MiB\"\ninstruction_budget = 10000000\nmetrics_file = \"$1/controller.prom\"|" \
+        sed -i "s|^on_error = \"reject\"\$|on_error = \"reject\"\ntime_budget = \"100ms\"\nmetrics_file = \"$1/controller.prom\"|" \
             "$1/lanes.toml"
 }
 E2E_POLICY_TIME_BUDGET= E2E_MODE=offpeak e2e_start_cluster

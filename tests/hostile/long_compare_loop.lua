@@ -3,8 +3,6 @@
 -- NUL-ended piece at a time (a strcoll and a strlen per byte), 2-4 ms; the
 -- count hook looks every 1000 instructions, about a second apart; only the
 -- policy worker's deadline stops it in time
--- policy: memory_limit = "64MiB"
--- policy: instruction_budget = 10000000
 -- check: OK
 -- test: budget
 local a = string.rep("\0", 512 * 1024)

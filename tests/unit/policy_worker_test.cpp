@@ -385,9 +385,9 @@ std::shared_ptr<const Config> worker_config(const std::string& extra = "", const
 // (a strcoll and a strlen per byte), some 2-4 ms; the count hook fires every
 // 1000 instructions, about a second apart; only the process bound
 // (time_budget + 1 ms) stops it in time. (A looping xpcall handler, the first
-// such hole, is closed in the sandbox too.) Loading it touches 1 MiB: the
-// 12 MiB strings of before cost hundreds of ms of page faults on a VM, past
-// the load's budget on a busy machine.
+// such hole, is closed in the sandbox too.) Loading it touches 1 MiB, within
+// the default memory limit: the 12 MiB strings of before cost hundreds of ms
+// of page faults on a VM, past the load's budget on a busy machine.
 const char* kOutlastsTheHook = R"(
 local a = string.rep("\0", 512 * 1024)
 local b = a .. "y"
@@ -399,7 +399,6 @@ function classify(job)
   return 'training'
 end
 )";
-const std::string kRoomForBigStrings = "memory_limit = \"64MiB\"\ninstruction_budget = 10000000\n";
 
 JobView plain_job() {
     JobView j;
@@ -446,7 +445,7 @@ end)",
 
 TEST(PolicyWorker, OverrunKillsTheWorkerAndTheNextJobIsClassified) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings), nullptr, 2);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(), nullptr, 2);
     ASSERT_TRUE(p) << p.error().message;
     test::FixedWindows windows;
     auto out = (*p)->classify(attacking_job(), utc(2026, 11, 30, 9), windows);
@@ -468,8 +467,7 @@ TEST(PolicyWorker, OverrunKillsTheWorkerAndTheNextJobIsClassified) {
 // outcome at once for policy.overrun_cooldown, others' jobs run as before.
 TEST(PolicyWorker, AnOwnerWhoseJobOverranCoolsDown) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 2"),
-                             nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config("workers = 2"), nullptr);
     ASSERT_TRUE(p) << p.error().message;
     test::FixedWindows windows;
     auto first = (*p)->classify(attacking_job(), utc(2026, 11, 30, 9), windows);
@@ -493,7 +491,7 @@ TEST(PolicyWorker, AnOwnerWhoseJobOverranCoolsDown) {
     EXPECT_EQ(stats.cooling_down, 6u);
 
     auto off = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua",
-                               worker_config(kRoomForBigStrings + "workers = 2\noverrun_cooldown = \"0s\""), nullptr);
+                               worker_config("workers = 2\noverrun_cooldown = \"0s\""), nullptr);
     ASSERT_TRUE(off) << off.error().message;
     EXPECT_EQ((*off)->classify(attacking_job(), utc(2026, 11, 30, 9), windows).kind, PolicyOutcome::Kind::Error);
     EXPECT_EQ((*off)->classify(innocent, utc(2026, 11, 30, 9), windows).class_name, "training")
@@ -503,8 +501,7 @@ TEST(PolicyWorker, AnOwnerWhoseJobOverranCoolsDown) {
 
 TEST(PolicyWorker, BackgroundModeRespawnsOffThePath) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 2"),
-                             nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config("workers = 2"), nullptr);
     ASSERT_TRUE(p) << p.error().message;
     std::atomic<int> wakes{0};
     (*p)->build_in_background([&] { ++wakes; });
@@ -526,7 +523,7 @@ TEST(PolicyWorker, QueueFullAndNoWorkerFreeAreErrorsThatSayWhy) {
     REQUIRE_WORKER();
     for (const char* queue : {"queue = 0", "queue = 4"}) {
         auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua",
-                                 worker_config(kRoomForBigStrings + "workers = 1\n" + queue, "100ms"), nullptr);
+                                 worker_config(std::string("workers = 1\n") + queue), nullptr);
         ASSERT_TRUE(p) << p.error().message;
         (*p)->build_in_background(nullptr);
         test::FixedWindows windows;
@@ -569,7 +566,8 @@ TEST(PolicyWorker, NoWorkerFreeCountsTheWorkerBeingStarted) {
     auto config = parse_controller_config(
         "default_class = \"batch\"\n[policy]\nscript = \"p.lua\"\ntime_budget = \"100ms\"\n"
         "worker = \"" +
-            wrapper.string() + "\"\nworkers = 1\n" + kRoomForBigStrings +
+            wrapper.string() +
+            "\"\nworkers = 1\n"
             "\n[classes.training]\nrank = 1\n[classes.batch]\nrank = 3\n",
         "/etc/slurm/lanes.toml");
     ASSERT_TRUE(config) << config.error().message;
@@ -694,8 +692,7 @@ std::vector<pid_t> worker_children() {
 
 TEST(PolicyWorker, AWorkerThatDiedIdleIsReplacedNotBlamedOnAJob) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1"),
-                             nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config("workers = 1"), nullptr);
     ASSERT_TRUE(p) << p.error().message;
     auto before = worker_children();
     ASSERT_EQ(before.size(), 1u);
@@ -752,7 +749,7 @@ TEST(PolicyWorker, ALongRoundTripLetsTheCallerAndWorkerGo) {
         "  if job.comment == 'slow' then local n = 0 for i = 1, 1500000 do n = n + i end end\n"
         "  return 'training'\n"
         "end\n",
-        "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1", "2s"), nullptr);
+        "/etc/slurm/p.lua", worker_config("instruction_budget = 10000000\nworkers = 1", "2s"), nullptr);
     ASSERT_TRUE(p) << p.error().message;
     auto pids = worker_children();
     ASSERT_EQ(pids.size(), 1u);
@@ -786,8 +783,7 @@ TEST(PolicyWorker, ALongRoundTripLetsTheCallerAndWorkerGo) {
 // What the worker gave up before running the policy, as the kernel reports it.
 TEST(PolicyWorker, RunsUnderSeccompWithoutNewPrivileges) {
     REQUIRE_WORKER();
-    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config(kRoomForBigStrings + "workers = 1"),
-                             nullptr);
+    auto p = Policy::compile(kOutlastsTheHook, "/etc/slurm/p.lua", worker_config("workers = 1"), nullptr);
     ASSERT_TRUE(p) << p.error().message;
     auto pids = worker_children();
     ASSERT_EQ(pids.size(), 1u);
