@@ -102,7 +102,8 @@ trap teardown EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-FABRIC_HOSTS="" FABRIC_RATE=200mbit FABRIC_MTU=9000 FABRIC_LIMIT=${CL_FABRIC_LIMIT:-300} fabric_create >/dev/null ||
+uplink=200mbit
+FABRIC_HOSTS="" FABRIC_RATE=$uplink FABRIC_MTU=9000 FABRIC_LIMIT=${CL_FABRIC_LIMIT:-300} fabric_create >/dev/null ||
     { say "fabric failed"; exit 1; }
 fabric_qos none >/dev/null || { say "fabric QoS failed"; exit 1; }
 lanes_cluster_start "cl$$" 20Mbit 94Mbit || { say "cluster did not start"; exit 1; }
@@ -288,6 +289,11 @@ mark() { echo "$1 $(date +%s.%N)" >>"$out/phases.txt"; }
 sleep 3
 t0=$(date +%s)
 : >"$out/phases.txt"
+# The switch's own queue, every 0.1 s for the whole run (sweep included): a row
+# that misses the SLO with the FIFO short was a stall of this machine, not a
+# queue the ceil let build (bench/fabric.sh).
+fabric_queue_sample "$out/queues.txt" $((total + 5)) 0.1 &
+pids+=($!)
 mark low; load "$low" "$p1"
 mark high; load "$high" "$p2"
 mark fall; load "$low" "$p3"
@@ -352,10 +358,10 @@ cat "$out/report.txt"
 cluster_run_ctl scancel "$train_id" "$serve_id" >/dev/null 2>&1
 
 # The figures on stdout, the chart with --plot.
-python3 - "$out" "$t0" "$slo_ms" "$row" "$mode" "${CL_BEST:-}" "${CL_JSON:-}" <<'PY'
+python3 - "$out" "$t0" "$slo_ms" "$row" "$mode" "${CL_BEST:-}" "${CL_JSON:-}" "$(fabric__tc_rate_bits "$uplink")" <<'PY'
 import json, re, statistics, sys
 out, t0, slo, row, mode = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) / 1000, int(sys.argv[4]), sys.argv[5]
-best_from, json_to = sys.argv[6], sys.argv[7]
+best_from, json_to, uplink_bits = sys.argv[6], sys.argv[7], float(sys.argv[8])
 marks = [(l.split()[0], float(l.split()[1])) for l in open(out + "/phases.txt")]
 phases = [(n, a, b) for (n, a), (_, b) in zip(marks, marks[1:])]
 p99 = [(float(t), float(v)) for t, v in (l.split() for l in open(out + "/p99.txt"))]
@@ -377,6 +383,25 @@ for (ta, ba), (tb_, bb) in zip(tb, tb[1:]):
 def mean_in(xs, a, b):
     v = [y for t, y in xs if a <= t < b]
     return statistics.mean(v) if v else float("nan")
+# The FIFO's queueing delay (ms) at each end of the uplink: its backlog over
+# the uplink's rate. sw/up0 holds the replies (and training's bulk), far/up0
+# the requests; a request and its reply can meet both. A row misses 99 % only
+# when 1 % of its requests were late: 0.1 s of them at 1500 req/s, 0.5 s at
+# 200, so a queue that did it lasted longer than the sampler's 0.1 s and shows.
+queues = {"sw/up0": [], "far/up0": []}
+try:
+    for l in open(out + "/queues.txt"):
+        f = l.split()
+        try:
+            if len(f) == 5 and f[1] in queues:
+                queues[f[1]].append((float(f[0]), sum(int(x) for x in f[2:]) * 8 / uplink_bits * 1e3))
+        except ValueError:
+            pass  # the sampler's last line, cut short
+except FileNotFoundError:
+    pass
+def queue_max(a, b):  # the worst delay the two ends held in [a, b): ms, or None (no samples)
+    ends = [max((d for t, d in queues[e] if a <= t < b), default=None) for e in ("far/up0", "sw/up0")]
+    return None if None in ends else sum(ends)
 def attain(a, b):  # rows ending in (a, b]
     out = []
     for t in sorted(alls):
@@ -395,8 +420,10 @@ try:
         rows = attain(a + row, b)
         ok = rows and min(v for t, v in rows) >= 99.0
         tput = mean_in(thr, a + 3, b)
-        print("sweep: fixed ceil %3d Mbit/s at %4d req/s: rows %s  training %.1f Mbit/s%s" % (
-            c, rate, " ".join("%.1f" % v for t, v in rows), tput, "  meets the SLO" if ok else ""))
+        q = queue_max(a, b)
+        print("sweep: fixed ceil %3d Mbit/s at %4d req/s: rows %s  training %.1f Mbit/s  switch queue max %s%s" % (
+            c, rate, " ".join("%.1f" % v for t, v in rows), tput, "-" if q is None else "%.1f ms" % q,
+            "  meets the SLO" if ok else ""))
         if ok and (rate not in best or c > best[rate][0]):
             best[rate] = (c, tput)
 except FileNotFoundError:
@@ -414,18 +441,24 @@ for name, a, b in phases:
     ch = {n: sum(1 for t, nn, *_ in changes if nn == n and a <= t < b) for n in ("train1", "train2")}
     rows = attain(a, b)
     late = [v for t, v in rows if t - row >= a + 5]
+    # Each late row under 99 %, with the worst queue the switch held in it.
+    missed = [(t - t0, v, queue_max(t - row, t)) for t, v in rows if t - row >= a + 5 and v < 99.0]
+    qmax = queue_max(a, b)
     tput = mean_in(thr, a, b)
     med = statistics.median([v for t, v in p99 if a <= t < b] or [float("nan")]) * 1e3
-    print("  %-6s changes train1 %d train2 %d | p99 median %6.2f ms | rows %s | min row >5 s after the step %s | training %5.1f Mbit/s" % (
+    print("  %-6s changes train1 %d train2 %d | p99 median %6.2f ms | rows %s | min row >5 s after the step %s | training %5.1f Mbit/s | switch queue max %s" % (
         name, ch["train1"], ch["train2"], med, " ".join("%.1f" % v for t, v in rows) or "-",
-        "%.1f %%" % min(late) if late else "-", tput))
-    summary.append((name, ch, late, tput, med))
+        "%.1f %%" % min(late) if late else "-", tput, "-" if qmax is None else "%.1f ms" % qmax))
+    for t, v, q in missed:
+        print("         row ending at %.0f s: %.2f %% under the SLO; the switch's queue at most %s in it" % (
+            t, v, "(not sampled)" if q is None else "%.1f ms (%s)" % (q, "a queue" if q >= slo * 1e3 / 2 else "no queue: a stall of this machine")))
+    summary.append((name, ch, late, tput, med, missed, qmax))
 ref = {}
 if best:
     print("best fixed ceil (%s): " % best_source + "; ".join("%d req/s: %d Mbit/s per node, training %.1f Mbit/s" % (r, c, t)
                                           for r, (c, t) in sorted(best.items())))
     ref = {"low": best.get(min(best)), "fall": best.get(min(best)), "high": best.get(max(best))}
-    for name, ch, late, tput, med in summary:
+    for name, ch, late, tput, med, *_ in summary:
         if ref.get(name):
             print("  %-6s training %.1f / best fixed %.1f Mbit/s = %.0f %%" % (name, tput, ref[name][1], 100 * tput / ref[name][1]))
 if json_to:
@@ -434,8 +467,10 @@ if json_to:
                    "best_fixed": [[r, c, t] for r, (c, t) in sorted(best.items())],
                    "phases": [{"name": name, "changes": ch, "late_rows": late, "training_mbit": tput,
                                "p99_median_ms": med,
-                               "vs_best": (tput / ref[name][1]) if ref.get(name) else None}
-                              for name, ch, late, tput, med in summary],
+                               "vs_best": (tput / ref[name][1]) if ref.get(name) else None,
+                               "missed_rows": [{"end_s": t, "attainment": v, "queue_max_ms": q} for t, v, q in missed],
+                               "queue_max_ms": qmax}
+                              for name, ch, late, tput, med, missed, qmax in summary],
                    "changes": [[t - t0, n, a, b, c] for t, n, a, b, c in changes]}, f, indent=1)
 print("changes: " + "; ".join("%.1f s %s %s->%s (%s)" % (t - t0, n, a, b, c) for t, n, a, b, c in changes))
 with open(out + "/timeline.dat", "w") as f:

@@ -6,7 +6,8 @@
 #   - changes: at most 3 ceil changes per node in each phase (a phase begins at
 #     a load step; the ramp's five steps count as one phase, which is stricter);
 #   - rows: every 10 s row of SLO attainment that ends more than 5 s after the
-#     phase's step at 99 % or more;
+#     phase's step at 99 % or more (a row under it is listed with the worst
+#     queue the switch held in it: none means a stall of this machine);
 #   - training: at least 90 % of the best fixed ceil's throughput at that load
 #     (phases low, high, low again).
 # The best fixed ceil comes from a sweep in run 1 (CL_SWEEP, default
@@ -66,8 +67,9 @@ paths = sorted(glob.glob(os.path.join(out, "run-*.json")), key=key)
 if not paths:
     sys.exit("closed_loop_runs: no run-*.json in %s" % out)
 names = ["low", "high", "fall", "ramp", "spike"]
-print("run | load before/after | changes per node (low high fall ramp spike) | min row >5 s after the step | training vs best fixed (low high fall) | goals")
+print("run | load before/after | changes per node (low high fall ramp spike) | min row >5 s after the step | training vs best fixed (low high fall) | missed rows: switch queue at most | goals")
 met = {"changes": 0, "rows": 0, "training": 0, "all": 0}
+missed_all = []  # (attainment, queue max ms or None) of every late row under 99 %
 best = None
 for p in paths:
     j = json.load(open(p))
@@ -88,13 +90,23 @@ for p in paths:
         met[g] += 1
     if len(goals) == 3:
         met["all"] += 1
-    print("%3d | %s | %s | %s | %s | %s" % (
+    missed = [(n, m["attainment"], m["queue_max_ms"]) for n in names if n in ph for m in ph[n].get("missed_rows", [])]
+    missed_all += [(v, q) for n, v, q in missed]
+    print("%3d | %s | %s | %s | %s | %s | %s" % (
         key(p), load, " ".join(ch),
         " ".join("%.2f" % min(ph[n]["late_rows"]) if n in ph and ph[n]["late_rows"] else "-" for n in names),
         " ".join("-" if v is None else "%.0f %%" % (100 * v) for v in vs),
+        "; ".join("%s %.2f %%: %s" % (n, v, "n/m" if q is None else "%.1f ms" % q) for n, v, q in missed) or "-",
         "all met" if len(goals) == 3 else "missed: " + ", ".join(g for g in ("changes", "rows", "training") if g not in goals)))
 n = len(paths)
 print("best fixed ceil (run 1's sweep): " + "; ".join("%d req/s: %d Mbit/s per node" % (r, c) for r, c, t in (best or [])))
 print("goals over %d runs: changes <= 3 per node per phase in %d; every late row >= 99 %% in %d; training >= 90 %% of the best fixed ceil in %d; all three in %d"
       % (n, met["changes"], met["rows"], met["training"], met["all"]))
+if missed_all:
+    slo = json.load(open(paths[0])).get("slo_ms", 10)
+    queued = sum(1 for v, q in missed_all if q is not None and q >= slo / 2)
+    unsampled = sum(1 for v, q in missed_all if q is None)
+    print("late rows under 99 %%: %d; the switch held a queue of %g ms or more in %d of them, none in %d%s"
+          % (len(missed_all), slo / 2, queued, len(missed_all) - queued - unsampled,
+             " (%d not sampled)" % unsampled if unsampled else ""))
 PY
