@@ -4,7 +4,9 @@
 #
 #   bench/fabric_scale_plot.sh OUT.png RUNDIR...
 #
-# One group of bars per run (each RUNDIR a fabric_scale.sh --out directory):
+# One group of bars per run (each RUNDIR a fabric_scale.sh --out directory;
+# other arguments, such as the runs' logs a glob brings, are left out; runs in
+# the order of their numbers):
 # inference p99 over both replicas in the noload, nolanes and lanes scenarios,
 # on a log scale, with each p99's bootstrap 95 % CI as an error bar. Needs
 # gnuplot and python3. Exit: 0 drawn, 1 error.
@@ -16,11 +18,18 @@ command -v gnuplot >/dev/null || { echo "fabric_scale_plot: needs gnuplot" >&2; 
 dat=$(mktemp) || exit 1
 trap 'rm -f "$dat"' EXIT
 python3 - "$@" >"$dat" <<'PY' || exit 1
-import random, sys
+import os, random, re, sys
 def p99(v):
     v = sorted(v)
     return v[min(len(v) - 1, int(0.99 * (len(v) - 1) + 0.5))]
-for n, d in enumerate(sys.argv[1:], 1):
+# Run directories only (a glob such as runs/run* also matches each run's
+# .log), in the order of their numbers: run2 before run10.
+def natural(d):
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", d)]
+dirs = sorted((d for d in sys.argv[1:] if os.path.isdir(d)), key=natural)
+if not dirs:
+    sys.exit("fabric_scale_plot: no run directory among the arguments")
+for n, d in enumerate(dirs, 1):
     row = [str(n)]
     for label in ("noload", "nolanes", "lanes"):
         v = []
