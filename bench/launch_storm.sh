@@ -30,8 +30,12 @@
 # figures overall, the storm's span (release to the last job shaped), and
 # counts: jobs that ran, jobs shaped, and what Lanes left on the nodes once
 # every job ended (classes, nft elements, state files, cgroups: 0 when the
-# epilogs cleaned up). The step's share (moving the task into the job's
-# cgroup, one write) is not timed.
+# epilogs cleaned up). The step's share, from the two lines spank_lanes logs
+# at SlurmdDebug=verbose (which the cluster runs with here) in the batch step's
+# slurmstepd: "lanes: JobId=N step batch set up in T ms (U ms CPU)" (lanes.toml
+# read, the job's cgroup keyed) and "... step batch task 0 placed in T ms"
+# (the task put where its traffic is classified, its environment set): their
+# sum per job, median and p99, single and storm, and their ratio.
 #
 # A benchmark: it asserts nothing about time. Exit 0 when it measured (the
 # counts are printed, whatever they are), 1 on an error (the cluster did not
@@ -66,6 +70,8 @@ spec="" names=()
 for ((k = 1; k <= nodes; k++)); do spec+="n$k:training:train "; names+=("n$k"); done
 export LANES_CLUSTER_NODES=$spec LANES_CLUSTER_CPUS=$cpus
 export LANES_CLUSTER_TIMEOUT=${LANES_CLUSTER_TIMEOUT:-180}
+# spank_lanes logs the step's setup at verbose.
+export LANES_CLUSTER_DEBUG=${LANES_CLUSTER_DEBUG:-verbose}
 # Hundreds of submissions on a loaded machine: a policy budget load cannot
 # miss (this is about the nodes, not the budget).
 export E2E_POLICY_TIME_BUDGET=${E2E_POLICY_TIME_BUDGET:-500ms}
@@ -117,6 +123,16 @@ shaped_lines() {
             "$(cluster_log "$n")" 2>/dev/null
     done
 }
+# step_lines: "NODE JOBID PART MS CPU_MS" for the batch step of every job,
+# PART "step" (its start) or "task" (task 0 placed), from the nodes' logs.
+step_lines() {
+    local n
+    for n in "${names[@]}"; do
+        sed -nE -e "s/.*lanes: JobId=([0-9]+) step batch set up in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/$n \1 step \2 \3/p" \
+            -e "s/.*lanes: JobId=([0-9]+) step batch task 0 placed in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/$n \1 task \2 \3/p" \
+            "$(cluster_log "$n")" 2>/dev/null
+    done
+}
 # count_shaped IDS...: how many of these jobs a node logged as shaped.
 count_shaped() {
     local -A want=()
@@ -163,6 +179,7 @@ wait_for 120 all_clean || say "nodes not clean 120 s after the storm"
 declare -A left=()
 for n in "${names[@]}"; do left[$n]=$(e2e_node_state "$n" | grep -c .); done
 shaped_lines >"$out/shaped"
+step_lines >"$out/steps"
 {
     printf 'single %s\n' "${single_ids[*]}"
     printf 'storm %s\n' "${storm_ids[*]}"
@@ -172,10 +189,10 @@ shaped_lines >"$out/shaped"
     printf 'load %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf 'cpus %s %s\n' "$(nproc)" "$cpus"
 } >"$out/facts"
-python3 - "$out/shaped" "$out/facts" "$json" <<'PY'
+python3 - "$out/shaped" "$out/facts" "$json" "$out/steps" <<'PY'
 import json, math, statistics, sys
 
-shaped_file, facts_file, json_file = sys.argv[1:4]
+shaped_file, facts_file, json_file, steps_file = sys.argv[1:5]
 facts = {}
 left = {}
 for line in open(facts_file):
@@ -204,6 +221,21 @@ for line in open(shaped_file):
             lock[phase]["held"].append(float(held))
             lock[phase]["held_cpu"].append(float(held_cpu))
             lock[phase]["walls"].append(float(took))
+
+
+# The step's share: the batch step's start plus its task, per job (a job with
+# only one of the two lines is left out: its other line was not logged).
+parts = {}
+for line in open(steps_file):
+    node, job, part, took, cpu_took = line.split()
+    parts.setdefault(job, {})[part] = (float(took), float(cpu_took))
+step = {"single": [], "storm": []}
+step_cpu = {"single": [], "storm": []}
+for job, p in parts.items():
+    phase = "single" if job in single_ids else "storm" if job in storm_ids else None
+    if phase and "step" in p and "task" in p:
+        step[phase].append(p["step"][0] + p["task"][0])
+        step_cpu[phase].append(p["step"][1] + p["task"][1])
 
 
 def p99(xs):  # nearest rank
@@ -236,6 +268,11 @@ result["ratio_median"] = ratio(result["storm"]["median_ms"], result["single"]["m
 result["ratio_p99"] = ratio(result["storm"]["p99_ms"], result["single"]["p99_ms"])
 result["ratio_cpu_median"] = ratio(result["storm"]["cpu_median_ms"], result["single"]["cpu_median_ms"])
 result["left_on_nodes"] = sum(left.values())
+for phase in ("single", "storm"):
+    result[phase]["step_setup"] = figures(step[phase])
+    result[phase]["step_setup_cpu"] = figures(step_cpu[phase])
+result["ratio_step_median"] = ratio(result["storm"]["step_setup"]["median_ms"], result["single"]["step_setup"]["median_ms"])
+result["ratio_step_p99"] = ratio(result["storm"]["step_setup"]["p99_ms"], result["single"]["step_setup"]["p99_ms"])
 for phase in ("single", "storm"):
     waits = [x for n in nodes for x in lock[phase]["wait"][n]]
     result[phase]["lock_wait"] = figures(waits)
@@ -274,6 +311,11 @@ for phase in ("single", "storm"):
               f"{fmt(p['lock_wait']['p99_ms'])}, holding median {fmt(p['lock_held']['median_ms'])} p99 "
               f"{fmt(p['lock_held']['p99_ms'])} (CPU while held median {fmt(p['lock_held_cpu']['median_ms'])}); "
               f"waiting = {'-' if share is None else f'{100 * share:.0f} %'} of the setups' wall time")
+ss, ts = s["step_setup"], t["step_setup"]
+print(f"step setup (batch step start + task 0, ms): single {ss['jobs']} jobs median {fmt(ss['median_ms'])} "
+      f"p99 {fmt(ss['p99_ms'])}, storm {ts['jobs']} jobs median {fmt(ts['median_ms'])} p99 {fmt(ts['p99_ms'])}; "
+      f"ratio median {fmt(result['ratio_step_median'])}x, p99 {fmt(result['ratio_step_p99'])}x; CPU median "
+      f"{fmt(s['step_setup_cpu']['median_ms'])} / {fmt(t['step_setup_cpu']['median_ms'])} ms")
 print(f"storm span: {result['storm_span_s']:.1f} s from release to the last job shaped "
       "(or, if some never were, to the last job's end; polled once a second)")
 print(f"single: {s['submitted']} submitted, {s['ran']} ran, {s['shaped']} shaped")

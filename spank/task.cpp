@@ -3,10 +3,14 @@
 //   step start               load lanes.toml once per step
 //   task_init_privileged     as root in the forked task: place it where its
 //                            traffic is classified; NCCL/UCX traffic-class variables
+// Both log their time at SlurmdDebug=verbose ("step batch set up in", "task 0
+// placed in"): Lanes' part of a step's launch, beside the prolog's own line.
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 
+#include "core/cpu_time.hpp"
 #include "core/text.hpp"
 #include "node/cgroup_tree.hpp"
 #include "node/job_state_store.hpp"
@@ -32,9 +36,33 @@ std::optional<std::string> slurm_job_cgroup(uint32_t job_id) {
     return std::nullopt;
 }
 
-}  // namespace
+// Lanes' share of a step's launch, logged at SlurmdDebug=verbose (what
+// bench/launch_storm.sh times beside the prolog): wall and CPU time since made.
+class SetupClock {
+public:
+    double wall_ms() const {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+    }
+    double cpu_ms() const { return process_cpu_ms() - cpu_started_; }
 
-int step_start(spank_t sp, int ac, char** av) {
+private:
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    double cpu_started_ = process_cpu_ms();
+};
+
+// "batch", "extern", "interactive" or the step's number, as Slurm's logs say it.
+std::string step_name(spank_t sp) {
+    uint32_t step = 0;
+    if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) return "?";
+    switch (step) {
+        case SLURM_BATCH_SCRIPT: return "batch";
+        case SLURM_EXTERN_CONT: return "extern";
+        case SLURM_INTERACTIVE_STEP: return "interactive";
+        default: return std::to_string(step);
+    }
+}
+
+int configure_step(spank_t sp, int ac, char** av) {
     auto args = parse_args(ac, av);
     if (!args) return -1;
     g_step_config = load(*args);
@@ -70,8 +98,6 @@ int step_start(spank_t sp, int ac, char** av) {
     return 0;
 }
 
-namespace {
-
 // A task that should be classified and is not: fail its launch, or with
 // nodes.classify_failure = "warn" let it run and say so.
 int refuse_task(uint32_t job_id, const std::string& why) {
@@ -97,9 +123,7 @@ void set_path_environment(spank_t sp, const JobState& job) {
         spank_setenv(sp, name.c_str(), value.c_str(), 1);
 }
 
-}  // namespace
-
-int task_init_privileged(spank_t sp) {
+int place_task(spank_t sp) {
     auto job_id = job_id_of(sp);
     if (!job_id) return 0;
     if (!g_step_config) return refuse_task(*job_id, g_classify_error);
@@ -141,6 +165,29 @@ int task_init_privileged(spank_t sp) {
         spank_setenv(sp, name.c_str(), value.c_str(), 1);
     set_path_environment(sp, job);
     return 0;
+}
+
+}  // namespace
+
+int step_start(spank_t sp, int ac, char** av) {
+    const SetupClock clock;
+    const int rc = configure_step(sp, ac, av);
+    auto job_id = job_id_of(sp);
+    if (job_id && g_step_config && g_classify_error.empty())
+        slurm_verbose("lanes: JobId=%u step %s set up in %.2f ms (%.2f ms CPU)", *job_id, step_name(sp).c_str(),
+                      clock.wall_ms(), clock.cpu_ms());
+    return rc;
+}
+
+int task_init_privileged(spank_t sp) {
+    const SetupClock clock;
+    const int rc = place_task(sp);
+    uint32_t task = 0;
+    auto job_id = job_id_of(sp);
+    if (rc == 0 && job_id && spank_get_item(sp, S_TASK_GLOBAL_ID, &task) == ESPANK_SUCCESS)
+        slurm_verbose("lanes: JobId=%u step %s task %u placed in %.2f ms (%.2f ms CPU)", *job_id, step_name(sp).c_str(),
+                      task, clock.wall_ms(), clock.cpu_ms());
+    return rc;
 }
 
 }  // namespace lanes::spank

@@ -6,7 +6,9 @@
 #     (spank_lanes logged "shaped ... in T ms" for it);
 #   - the figures were printed: median and p99 for the baseline and the
 #     storm, and their ratio, and the node lock's share (its wait for every
-#     job shaped: spank_lanes logs it, the bench reads it);
+#     job shaped: spank_lanes logs it, the bench reads it), and the step's
+#     setup (the batch step's start and its task 0, logged at verbose) for
+#     every job that ran;
 #   - nothing of Lanes was left on any node once the jobs ended (no class,
 #     nft element, state file or cgroup).
 set -uo pipefail
@@ -48,4 +50,13 @@ done
 grep -qE '^node lock, storm \(ms\): waiting median [0-9.]+ p99 [0-9.]+, holding median' "$out/run.log" ||
     fail "no node lock line"
 grep -qE '^ratio storm/single: median [0-9.]+x, p99 [0-9.]+x' "$out/run.log" || fail "no ratio line"
+# The step's share: spank_lanes timed the batch step's start and task of every
+# job that ran, and the bench read both.
+for phase in single storm; do
+    (($(field ".$phase.step_setup.jobs") == $(field ".$phase.ran"))) ||
+        fail "$phase: the step's setup of $(field ".$phase.step_setup.jobs") jobs for $(field ".$phase.ran") that ran"
+done
+[[ $(field '.ratio_step_median') != null ]] || fail "no storm/single ratio of the step's setup"
+grep -qE '^step setup \(batch step start \+ task 0, ms\): single 3 jobs median [0-9.]+ p99 [0-9.]+, storm 20 jobs' \
+    "$out/run.log" || fail "no step setup line"
 echo "PASS: 3 + 20 jobs ran and were shaped, figures printed, nothing left on the nodes"
