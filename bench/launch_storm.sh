@@ -112,26 +112,26 @@ wait_for() {
 # node_clean NODE: true when Lanes has nothing left on NODE.
 node_clean() { [[ -z $(e2e_node_state "$1") ]]; }
 all_clean() { local n; for n in "${names[@]}"; do node_clean "$n" || return 1; done; }
+# nodes_sed SED-EXPR...: sed -nE with these expressions over every node's log,
+# "@N@" in them replaced by the node's name.
+nodes_sed() {
+    local n
+    for n in "${names[@]}"; do
+        sed -nE "${@//@N@/$n}" "$(cluster_log "$n")" 2>/dev/null
+    done
+}
 # shaped_lines: "NODE JOBID MS CPU_MS WAIT_MS HELD_MS HELD_CPU_MS" for every
 # job shaped so far, from the logs (the node lock's figures "-" in the line of
 # a spank_lanes that did not log them).
 shaped_lines() {
-    local n
-    for n in "${names[@]}"; do
-        sed -nE -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU; ([0-9.]+) ms waiting for the node lock, ([0-9.]+) ms holding it with ([0-9.]+) ms CPU\).*/$n \1 \2 \3 \4 \5 \6/p" \
-            -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/$n \1 \2 \3 - - -/p" \
-            "$(cluster_log "$n")" 2>/dev/null
-    done
+    nodes_sed -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU; ([0-9.]+) ms waiting for the node lock, ([0-9.]+) ms holding it with ([0-9.]+) ms CPU\).*/@N@ \1 \2 \3 \4 \5 \6/p" \
+        -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/@N@ \1 \2 \3 - - -/p"
 }
 # step_lines: "NODE JOBID PART MS CPU_MS" for the batch step of every job,
 # PART "step" (its start) or "task" (task 0 placed), from the nodes' logs.
 step_lines() {
-    local n
-    for n in "${names[@]}"; do
-        sed -nE -e "s/.*lanes: JobId=([0-9]+) step batch set up in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/$n \1 step \2 \3/p" \
-            -e "s/.*lanes: JobId=([0-9]+) step batch task 0 placed in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/$n \1 task \2 \3/p" \
-            "$(cluster_log "$n")" 2>/dev/null
-    done
+    nodes_sed -e "s/.*lanes: JobId=([0-9]+) step batch set up in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/@N@ \1 step \2 \3/p" \
+        -e "s/.*lanes: JobId=([0-9]+) step batch task 0 placed in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/@N@ \1 task \2 \3/p"
 }
 # count_shaped IDS...: how many of these jobs a node logged as shaped.
 count_shaped() {
