@@ -120,12 +120,13 @@ nodes_sed() {
         sed -nE "${@//@N@/$n}" "$(cluster_log "$n")" 2>/dev/null
     done
 }
-# shaped_lines: "NODE JOBID MS CPU_MS WAIT_MS HELD_MS HELD_CPU_MS" for every
-# job shaped so far, from the logs (the node lock's figures "-" in the line of
-# a spank_lanes that did not log them).
+# shaped_lines: "NODE JOBID MS CPU_MS WAIT_MS HELD_MS HELD_CPU_MS [HELD_RUNQ_MS]"
+# for every job shaped so far, from the logs (the node lock's figures "-" in
+# the line of a spank_lanes that did not log them; HELD_RUNQ_MS, the hold's
+# time preempted, absent where the kernel keeps no run-queue delay).
 shaped_lines() {
-    nodes_sed -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU; ([0-9.]+) ms waiting for the node lock, ([0-9.]+) ms holding it with ([0-9.]+) ms CPU\).*/@N@ \1 \2 \3 \4 \5 \6/p" \
-        -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/@N@ \1 \2 \3 - - -/p"
+    nodes_sed -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU; ([0-9.]+) ms waiting for the node lock, ([0-9.]+) ms holding it with ([0-9.]+) ms CPU( and ([0-9.]+) ms waiting for a CPU)?\).*/@N@ \1 \2 \3 \4 \5 \6 \8/p" \
+        -e "s/.*lanes: JobId=([0-9]+) class [^ ]+ shaped on [0-9]+ NIC\(s\) in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/@N@ \1 \2 \3 - - - -/p"
 }
 # step_lines: "NODE JOBID PART MS CPU_MS" for the batch step of every job,
 # PART "step" (its start) or "task" (task 0 placed), from the nodes' logs.
@@ -138,8 +139,18 @@ count_shaped() {
     local -A want=()
     local id j c=0
     for id in "$@"; do want[$id]=1; done
-    while read -r _ j _; do [[ -n ${want[$j]:-} ]] && c=$((c + 1)); done < <(shaped_lines)
+    # Distinct jobs: a job Slurm requeued is shaped once per run.
+    while read -r _ j _; do [[ ${want[$j]:-} == 1 ]] && want[$j]=2 && c=$((c + 1)); done < <(shaped_lines)
     echo "$c"
+}
+# requeued IDS...: how many of these jobs slurmctld requeued (a batch launch
+# it gave up on under load: the job runs again, and is set up again).
+requeued() {
+    local -A want=()
+    local id
+    for id in "$@"; do want[$id]=1; done
+    sed -nE 's/.*_job_complete: requeue JobId=([0-9]+) .*/\1/p' "$(cluster_log ctl)" 2>/dev/null | sort -u |
+        while read -r id; do [[ -n ${want[$id]:-} ]] && echo "$id"; done | wc -l
 }
 # ran PREFIX: how many of the jobs named PREFIX wrote their output.
 ran() { grep -lx ran "$work/$1"-*.out 2>/dev/null | wc -l; }
@@ -185,6 +196,7 @@ step_lines >"$out/steps"
     printf 'storm %s\n' "${storm_ids[*]}"
     printf 'ran %s %s\n' "$(ran single)" "$(ran storm)"
     printf 'span %s\n' "$span"
+    printf 'requeued %s %s\n' "$(requeued "${single_ids[@]}")" "$(requeued "${storm_ids[@]}")"
     for n in "${names[@]}"; do printf 'left %s %s\n' "$n" "${left[$n]}"; done
     printf 'load %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf 'cpus %s %s\n' "$(nproc)" "$cpus"
@@ -207,10 +219,11 @@ nodes = list(left)
 ms = {"single": {n: [] for n in nodes}, "storm": {n: [] for n in nodes}}
 cpu = {"single": [], "storm": []}
 # The node lock's share of each setup: waiting for it, holding it, CPU while held.
-lock = {p: {"wait": {n: [] for n in nodes}, "held": [], "held_cpu": [], "walls": []} for p in ("single", "storm")}
+lock = {p: {"wait": {n: [] for n in nodes}, "held": [], "held_cpu": [], "held_runq": [], "walls": []}
+        for p in ("single", "storm")}
 seen = {"single": set(), "storm": set()}
 for line in open(shaped_file):
-    node, job, took, cpu_took, wait, held, held_cpu = line.split()
+    node, job, took, cpu_took, wait, held, held_cpu, *held_runq = line.split()
     phase = "single" if job in single_ids else "storm" if job in storm_ids else None
     if phase and job not in seen[phase]:
         seen[phase].add(job)
@@ -220,6 +233,8 @@ for line in open(shaped_file):
             lock[phase]["wait"][node].append(float(wait))
             lock[phase]["held"].append(float(held))
             lock[phase]["held_cpu"].append(float(held_cpu))
+            if held_runq and held_runq[0] != "-":
+                lock[phase]["held_runq"].append(float(held_runq[0]))
             lock[phase]["walls"].append(float(took))
 
 
@@ -258,7 +273,8 @@ def ratio(a, b):
 
 
 result = {"nodes": {}, "load_avg": [float(x) for x in facts["load"]], "machine_cpus": int(facts["cpus"][0]),
-          "node_cpus": int(facts["cpus"][1]), "storm_span_s": float(facts["span"][0])}
+          "node_cpus": int(facts["cpus"][1]), "storm_span_s": float(facts["span"][0]),
+          "requeued": {"single": int(facts["requeued"][0]), "storm": int(facts["requeued"][1])}}
 for phase, ids in (("single", single_ids), ("storm", storm_ids)):
     result[phase] = figures([x for n in nodes for x in ms[phase][n]])
     c = figures(cpu[phase])
@@ -278,6 +294,8 @@ for phase in ("single", "storm"):
     result[phase]["lock_wait"] = figures(waits)
     result[phase]["lock_held"] = figures(lock[phase]["held"])
     result[phase]["lock_held_cpu"] = figures(lock[phase]["held_cpu"])
+    # Of the hold, the time the holder was runnable but not running: preempted.
+    result[phase]["lock_held_runqueue"] = figures(lock[phase]["held_runq"])
     # The share of the setups' summed wall time spent waiting for the node lock.
     total = sum(lock[phase]["walls"])
     result[phase]["lock_wait_share"] = round(sum(waits) / total, 3) if waits and total else None
@@ -309,7 +327,9 @@ for phase in ("single", "storm"):
         share = p["lock_wait_share"]
         print(f"node lock, {phase} (ms): waiting median {fmt(p['lock_wait']['median_ms'])} p99 "
               f"{fmt(p['lock_wait']['p99_ms'])}, holding median {fmt(p['lock_held']['median_ms'])} p99 "
-              f"{fmt(p['lock_held']['p99_ms'])} (CPU while held median {fmt(p['lock_held_cpu']['median_ms'])}); "
+              f"{fmt(p['lock_held']['p99_ms'])} (CPU while held median {fmt(p['lock_held_cpu']['median_ms'])}"
+              + (f", waiting for a CPU while held median {fmt(p['lock_held_runqueue']['median_ms'])} p99 "
+                 f"{fmt(p['lock_held_runqueue']['p99_ms'])}" if p["lock_held_runqueue"]["jobs"] else "") + "); "
               f"waiting = {'-' if share is None else f'{100 * share:.0f} %'} of the setups' wall time")
 ss, ts = s["step_setup"], t["step_setup"]
 print(f"step setup (batch step start + task 0, ms): single {ss['jobs']} jobs median {fmt(ss['median_ms'])} "
@@ -320,6 +340,10 @@ print(f"storm span: {result['storm_span_s']:.1f} s from release to the last job 
       "(or, if some never were, to the last job's end; polled once a second)")
 print(f"single: {s['submitted']} submitted, {s['ran']} ran, {s['shaped']} shaped")
 print(f"storm: {t['submitted']} submitted, {t['ran']} ran, {t['shaped']} shaped")
+rq = result["requeued"]
+print(f"requeued by slurmctld: single {rq['single']}, storm {rq['storm']}"
+      + (" (launches it gave up on under load: those jobs ran and were set up again, each run counted; "
+         "the span includes their second start)" if rq["single"] or rq["storm"] else ""))
 print(f"left on nodes: {result['left_on_nodes']}")
 print(f"machine: {result['machine_cpus']} CPUs, load average {' '.join(facts['load'])} at the end")
 if json_file:

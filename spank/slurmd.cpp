@@ -16,10 +16,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "core/cpu_time.hpp"
@@ -106,6 +108,15 @@ void reconcile_with_slurmctld_in_background(std::unique_ptr<NodeShaper> shaper) 
         for (uint32_t job : *removed)
             slurm_info("lanes: JobId=%u: removed leftover state at slurmd start (slurmctld says it ended)", job);
     ::_exit(0);
+}
+
+// ", of it R ms waiting for a CPU" for the prolog's line: how much of the lock's
+// hold the holder was preempted; nothing where the kernel does not say.
+std::string preempted_text(double runqueue_ms) {
+    if (runqueue_ms < 0) return "";
+    char text[64];
+    std::snprintf(text, sizeof text, " and %.1f ms waiting for a CPU", runqueue_ms);
+    return text;
 }
 
 }  // namespace
@@ -257,9 +268,9 @@ int job_prolog(spank_t sp, int ac, char** av) {
     const auto lock = (*shaper)->last_lock_times();
     slurm_info(
         "lanes: JobId=%u class %s shaped on %zu NIC(s) in %.1f ms (%.1f ms CPU; %.1f ms waiting for the node "
-        "lock, %.1f ms holding it with %.1f ms CPU)%s",
+        "lock, %.1f ms holding it with %.1f ms CPU%s)%s",
         *job_id, directive->class_name.c_str(), state->devices.size(), took.count(), process_cpu_ms() - cpu_started,
-        lock.wait_ms, lock.held_ms, lock.held_cpu_ms,
+        lock.wait_ms, lock.held_ms, lock.held_cpu_ms, preempted_text(lock.held_runqueue_ms).c_str(),
         state->cgroup_slurm && state->cgroup_id == 0 ? " (keyed on Slurm's job cgroup at its first step)" : "");
     return 0;
 }

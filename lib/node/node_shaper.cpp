@@ -398,10 +398,13 @@ struct NodeShaper::Impl {
         if (!lock) return std::unexpected(lock.error());
         const auto got = std::chrono::steady_clock::now();
         const double cpu_got = process_cpu_ms();
+        const auto runqueue_got = thread_runqueue_wait_ms();
         auto st = apply_locked(req);
         lock_times.wait_ms = std::chrono::duration<double, std::milli>(got - asked).count();
         lock_times.held_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - got).count();
         lock_times.held_cpu_ms = process_cpu_ms() - cpu_got;
+        const auto runqueue_now = thread_runqueue_wait_ms();
+        lock_times.held_runqueue_ms = runqueue_got && runqueue_now ? *runqueue_now - *runqueue_got : -1;
         return st;
     }
 

@@ -164,6 +164,9 @@ public:
         double wait_ms = 0;
         double held_ms = 0;
         double held_cpu_ms = 0;
+        // Of the hold, the time the holder was runnable but not running
+        // (preempted); negative where the kernel does not say.
+        double held_runqueue_ms = -1;
     };
     LockTimes last_lock_times() const;
 

@@ -40,12 +40,19 @@ for phase in single storm; do
 done
 (($(field '.left_on_nodes') == 0)) || fail "$(field '.left_on_nodes') objects left on the nodes"
 [[ $(field '.ratio_median') != null ]] || fail "no storm/single ratio"
+[[ $(field '.requeued.storm') =~ ^[0-9]+$ ]] || fail "no count of the jobs slurmctld requeued"
+grep -qE '^requeued by slurmctld: single [0-9]+, storm [0-9]+' "$out/run.log" || fail "no requeued line"
 grep -qE '^all +3 +[0-9.]+ +[0-9.]+ +20 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$' "$out/run.log" ||
     fail "no overall figures line (with the storm's lock wait)"
 # spank_lanes logged the node lock's share of every setup, and it was read.
 for phase in single storm; do
     (($(field ".$phase.lock_wait.jobs") == $(field ".$phase.shaped"))) ||
         fail "$phase: $(field ".$phase.lock_wait.jobs") lock waits for $(field ".$phase.shaped") jobs shaped"
+    # and, where the kernel keeps a run-queue delay, the hold's time preempted.
+    if [[ -r /proc/thread-self/schedstat ]]; then
+        (($(field ".$phase.lock_held_runqueue.jobs") == $(field ".$phase.shaped"))) ||
+            fail "$phase: the hold's time preempted of $(field ".$phase.lock_held_runqueue.jobs") jobs for $(field ".$phase.shaped") shaped"
+    fi
 done
 grep -qE '^node lock, storm \(ms\): waiting median [0-9.]+ p99 [0-9.]+, holding median' "$out/run.log" ||
     fail "no node lock line"
