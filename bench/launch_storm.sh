@@ -342,7 +342,7 @@ print(f"single: {s['submitted']} submitted, {s['ran']} ran, {s['shaped']} shaped
 print(f"storm: {t['submitted']} submitted, {t['ran']} ran, {t['shaped']} shaped")
 rq = result["requeued"]
 print(f"requeued by slurmctld: single {rq['single']}, storm {rq['storm']}"
-      + (" (launches it gave up on under load: those jobs ran and were set up again, each run counted; "
+      + (" (launches it gave up on under load: those jobs ran and were set up again; their first setup is counted, "
          "the span includes their second start)" if rq["single"] or rq["storm"] else ""))
 print(f"left on nodes: {result['left_on_nodes']}")
 print(f"machine: {result['machine_cpus']} CPUs, load average {' '.join(facts['load'])} at the end")
