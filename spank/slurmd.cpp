@@ -110,7 +110,7 @@ void reconcile_with_slurmctld_in_background(std::unique_ptr<NodeShaper> shaper) 
     ::_exit(0);
 }
 
-// ", of it R ms waiting for a CPU" for the prolog's line: how much of the lock's
+// " and R ms waiting for a CPU" for the prolog's line: how much of the lock's
 // hold the holder was preempted; nothing where the kernel does not say.
 std::string preempted_text(double runqueue_ms) {
     if (runqueue_ms < 0) return "";
