@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -112,10 +113,10 @@ void reconcile_with_slurmctld_in_background(std::unique_ptr<NodeShaper> shaper) 
 
 // " and R ms waiting for a CPU" for the prolog's line: how much of the lock's
 // hold the holder was preempted; nothing where the kernel does not say.
-std::string preempted_text(double runqueue_ms) {
-    if (runqueue_ms < 0) return "";
+std::string preempted_text(const std::optional<double>& runqueue_ms) {
+    if (!runqueue_ms) return "";
     char text[64];
-    std::snprintf(text, sizeof text, " and %.1f ms waiting for a CPU", runqueue_ms);
+    std::snprintf(text, sizeof text, " and %.1f ms waiting for a CPU", *runqueue_ms);
     return text;
 }
 

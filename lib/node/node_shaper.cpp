@@ -404,7 +404,8 @@ struct NodeShaper::Impl {
         lock_times.held_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - got).count();
         lock_times.held_cpu_ms = process_cpu_ms() - cpu_got;
         const auto runqueue_now = thread_runqueue_wait_ms();
-        lock_times.held_runqueue_ms = runqueue_got && runqueue_now ? *runqueue_now - *runqueue_got : -1;
+        lock_times.held_runqueue_ms.reset();
+        if (runqueue_got && runqueue_now) lock_times.held_runqueue_ms = *runqueue_now - *runqueue_got;
         return st;
     }
 

@@ -89,6 +89,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -165,8 +166,8 @@ public:
         double held_ms = 0;
         double held_cpu_ms = 0;
         // Of the hold, the time the holder was runnable but not running
-        // (preempted); negative where the kernel does not say.
-        double held_runqueue_ms = -1;
+        // (preempted); none where the kernel does not say.
+        std::optional<double> held_runqueue_ms;
     };
     LockTimes last_lock_times() const;
 
