@@ -39,6 +39,11 @@ phase "configure and build"
 # roots (tests/slurm_versions, tests/vm), the package builds, the sanitizer
 # and fuzz builds; then the rest in Makefile.am's order.
 jobs=${LANES_CHECK_JOBS:-2}
+# Every test runs under tests/deadline.sh: LANES_TEST_TIMEOUT (default 30 min)
+# for one test, and no test past LANES_CHECK_MINUTES (default 80) after this
+# script started, so that a hang costs its own test, named, and the run still
+# ends with its counts inside CI's 90 minutes.
+export LANES_TESTS_DEADLINE=$((t_start + ${LANES_CHECK_MINUTES:-80} * 60))
 # (Test names have no spaces; anything else make might print is dropped.)
 mapfile -t all_tests < <(make -s -f Makefile -f - lanes-print-tests <<<$'lanes-print-tests:\n\t@printf "%s\\n" $(TESTS)' | grep -v " ")
 slow_first=(tests/slurm_versions/ tests/vm/ tests/pkg/deb_ tests/pkg/install_test.sh tests/pkg/rpm_test.sh
@@ -50,7 +55,8 @@ done
 for t in "${all_tests[@]}"; do
     [[ " ${ordered[*]} " == *" $t "* ]] || ordered+=("$t")
 done
-make -j"$jobs" check TESTS="${ordered[*]}" 2>&1 | tee check.log | grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):|^# '
+# (--line-buffered: each result shows as it comes, also in a log read live.)
+make -j"$jobs" check TESTS="${ordered[*]}" 2>&1 | tee check.log | grep --line-buffered -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):|^# '
 rc=${PIPESTATUS[0]}
 phase "tests ($jobs at a time)"
 # Each test's wall time: its .log is created when it starts (birth time), its
