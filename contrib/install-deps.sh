@@ -41,12 +41,15 @@ done
 if ((${#missing[@]})); then
   echo "lanes: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  # A mirror that stalls fails here, named, instead of holding CI to its limit.
+  apt=(timeout --foreground -k 30 1800 apt-get -o Acquire::http::Timeout=60 -o Acquire::Retries=3)
+  "${apt[@]}" update -qq || { echo "lanes: apt-get update failed or timed out" >&2; exit 1; }
   # Debian's slurmctld/slurmd/munge packages try to start their services; the
   # policy-rc.d below keeps them off so only our tests start daemons.
   policy=/usr/sbin/policy-rc.d
   created_policy=0
   if [[ ! -e $policy ]]; then printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod 755 "$policy"; created_policy=1; fi
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  "${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+    { rc=$?; ((created_policy)) && rm -f "$policy"; echo "lanes: apt-get install failed or timed out (exit $rc)" >&2; exit 1; }
   if ((created_policy)); then rm -f "$policy"; fi
 fi

@@ -28,7 +28,7 @@ build=${LANES_BUILDDIR:-.}
 out=$(mktemp "${TMPDIR:-/tmp}/lanes-bench-quick.XXXXXX.json")
 trap 'rm -f "$out"' EXIT
 
-LANES_BUILDDIR=$build timeout 300 bash "$src/bench/run_latency_bench.sh" --quick --scenarios floor,noqos,both,lanes \
+LANES_BUILDDIR=$build timeout --foreground -k 30 300 bash "$src/bench/run_latency_bench.sh" --quick --scenarios floor,noqos,both,lanes \
     --json "$out"
 rc=$?
 ((rc == 0)) || { echo "FAIL: run_latency_bench.sh exited $rc"; exit 1; }

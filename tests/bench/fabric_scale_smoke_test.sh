@@ -24,7 +24,7 @@ build=${LANES_BUILDDIR:-.}
 build=$(cd "$build" && pwd)
 out=$(mktemp -d "${TMPDIR:-/tmp}/lanes-fabric-smoke.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-LANES_BUILD_DIR=$build timeout 300 bash "$src/bench/fabric_scale.sh" --nodes 6 --seconds 3 --out "$out" >"$out/run.log" 2>&1
+LANES_BUILD_DIR=$build timeout --foreground -k 30 300 bash "$src/bench/fabric_scale.sh" --nodes 6 --seconds 3 --out "$out" >"$out/run.log" 2>&1
 rc=$?
 ((rc == 77)) && { echo "SKIP: $(tail -1 "$out/run.log")"; exit 77; }
 cat "$out/run.log"

@@ -21,7 +21,7 @@ build=${LANES_BUILDDIR:-.}
 build=$(cd "$build" && pwd)
 out=$(mktemp -d "${TMPDIR:-/tmp}/lanes-storm-smoke.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-LANES_SRCDIR=$src LANES_BUILDDIR=$build timeout 300 bash "$src/bench/launch_storm.sh" \
+LANES_SRCDIR=$src LANES_BUILDDIR=$build timeout --foreground -k 30 300 bash "$src/bench/launch_storm.sh" \
     --nodes 3 --single 3 --jobs 20 --json "$out/storm.json" >"$out/run.log" 2>&1
 rc=$?
 ((rc == 77)) && { echo "SKIP: $(tail -1 "$out/run.log")"; exit 77; }

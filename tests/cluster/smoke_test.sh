@@ -110,7 +110,8 @@ done
 infer=$(for n in "${CLUSTER_NODES[@]}"; do [[ ${CLUSTER_NODE_PARTITION[$n]} == inference ]] && echo "$n"; done | head -1)
 infer=${infer:-${CLUSTER_NODES[-1]}}
 # shellcheck disable=SC2016 # expanded by the job's shell
-got=$(cluster_run_ctl srun -p "${CLUSTER_NODE_PARTITION[$infer]}" -w "$infer" -N1 -n1 \
+# (srun waits for its allocation as long as it takes: bounded here.)
+got=$(cluster_run_ctl timeout --foreground -k 10 180 srun -p "${CLUSTER_NODE_PARTITION[$infer]}" -w "$infer" -N1 -n1 \
     sh -c 'echo "$SLURMD_NODENAME $(hostname)"')
 check "srun on $infer" "$infer $infer" "$got"
 
@@ -120,7 +121,7 @@ training=()
 for n in "${CLUSTER_NODES[@]}"; do [[ ${CLUSTER_NODE_PARTITION[$n]} == training ]] && training+=("$n"); done
 if ((${#training[@]} >= 2)); then
     # shellcheck disable=SC2016 # expanded by the job's shell
-got=$(cluster_run_ctl srun -p training -N2 -n2 -w "${training[0]},${training[1]}" -l hostname | sort | tr '\n' ' ')
+got=$(cluster_run_ctl timeout --foreground -k 10 180 srun -p training -N2 -n2 -w "${training[0]},${training[1]}" -l hostname | sort | tr '\n' ' ')
     check "srun -N2 on training" "0: ${training[0]} 1: ${training[1]} " "$got"
 fi
 

@@ -9,7 +9,7 @@ if ((EUID != 0)); then
     exit 77
 fi
 : "${LANES_SRCDIR:?run through make check}" "${LANES_BUILDDIR:?run through make check}"
-out=$(DEMO_NO_BUILD=1 LANES_BUILD_DIR=$LANES_BUILDDIR DEMO_SECONDS=6 timeout 300 bash "$LANES_SRCDIR/contrib/demo.sh" 2>&1)
+out=$(DEMO_NO_BUILD=1 LANES_BUILD_DIR=$LANES_BUILDDIR DEMO_SECONDS=6 timeout --foreground -k 30 300 bash "$LANES_SRCDIR/contrib/demo.sh" 2>&1)
 rc=$?
 printf '%s\n' "$out" | tail -25
 status=0

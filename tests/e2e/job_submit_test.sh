@@ -59,9 +59,10 @@ id=$(job_id_of "$out")
 e2e_check "heterogeneous job accepted ($out)" test -n "$id"
 e2e_check "het component 0 routed to inference" test "$(cluster_job_field "${id}+0" Partition)" = inference
 e2e_check "het component 1 routed to training" test "$(cluster_job_field "${id}+1" Partition)" = training
-out=$(cluster_run_as "$user" srun -J infer-srun bash -c 'echo "$SLURM_JOB_PARTITION $SLURMD_NODENAME"' 2>&1)
+# srun and salloc wait for their allocation as long as it takes: bounded here.
+out=$(cluster_run_as "$user" timeout --foreground -k 10 180 srun -J infer-srun bash -c 'echo "$SLURM_JOB_PARTITION $SLURMD_NODENAME"' 2>&1)
 e2e_check "srun without allocation is classified ($out)" grep -q '^inference infer1' <<<"$out"
-out=$(cluster_run_as "$user" salloc -J infer-salloc srun bash -c 'echo "$SLURM_JOB_PARTITION"' 2>&1)
+out=$(cluster_run_as "$user" timeout --foreground -k 10 180 salloc -J infer-salloc srun bash -c 'echo "$SLURM_JOB_PARTITION"' 2>&1)
 e2e_check "salloc is classified ($out)" grep -q '^inference' <<<"$out"
 
 # 2. Training at peak: deferred to the window's end, and the user is told.

@@ -26,8 +26,15 @@ since() { echo "$(($(date +%s) - t0)) s"; }
 release=$(. /etc/os-release && echo "${PRETTY_NAME}")
 # Maintainer scripts of Slurm and munge must not start daemons here.
 printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
+# The network: apt gives up a connection idle for 60 s (3 retries), and each
+# call after a bound, so a stalled mirror fails this test, not the run.
+apt_get() {  # SECONDS ARGS...
+    local limit=$1
+    shift
+    timeout --foreground -k 30 "$limit" apt-get -o Acquire::http::Timeout=60 -o Acquire::Retries=3 "$@"
+}
 apt_update() {
-    apt-get update -qq >/tmp/apt-update.log 2>&1 || { cat /tmp/apt-update.log; say "FAIL: apt-get update"; exit 1; }
+    apt_get 600 update -qq >/tmp/apt-update.log 2>&1 || { cat /tmp/apt-update.log; say "FAIL: apt-get update"; exit 1; }
 }
 
 case ${1:-} in
@@ -36,7 +43,7 @@ build)
     cd "/lanes/lanes-$version" || exit 1
     apt_update
     # Only what debian/control asks for (and build-essential, implied).
-    if apt-get build-dep -y -qq ./ >/lanes/build-dep.log 2>&1; then
+    if apt_get 1200 build-dep -y -qq ./ >/lanes/build-dep.log 2>&1; then
         ok "$release: apt-get build-dep ./ installed debian/control's Build-Depends ($(since))"
     else
         tail -30 /lanes/build-dep.log
@@ -56,7 +63,7 @@ build)
     [[ ${slurm%.*} == "$want" ]] || { say "FAIL: $release has Slurm $slurm, the test is for $want"; exit 1; }
     # ccache only makes a repeated build quick (it is no build dependency: the
     # build's result is the same without it); lintian checks the result.
-    apt-get install -y -qq --no-install-recommends ccache lintian >/lanes/tools.log 2>&1 ||
+    apt_get 900 install -y -qq --no-install-recommends ccache lintian >/lanes/tools.log 2>&1 ||
         { tail -20 /lanes/tools.log; say "FAIL: cannot install ccache and lintian"; exit 1; }
     export CCACHE_DIR=/lanes/ccache
     opts="parallel=$(nproc)"
@@ -85,7 +92,7 @@ build)
 install)
     unitdir=${2:?unit dir}
     apt_update
-    if apt-get install -y --no-install-recommends /lanes/debs/lanes-slurm-plugins_*.deb /lanes/debs/lanesctl_*.deb \
+    if apt_get 900 install -y --no-install-recommends /lanes/debs/lanes-slurm-plugins_*.deb /lanes/debs/lanesctl_*.deb \
         >/lanes/install.log 2>&1; then
         ok "$release: apt-get install of both .debs with this release's Slurm ($(since))"
     else

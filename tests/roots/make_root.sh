@@ -204,8 +204,14 @@ mkdir "$work/root"
 # The hooks run in mmdebstrap's shell with the root as $1: cached .debs go in
 # before apt runs, new ones come out before the root is packed.
 # shellcheck disable=SC2016 # $1 belongs to the hooks
-mmdebstrap --mode=root --variant=minbase --format=directory --skip=download/empty \
+# A mirror that stalls fails the root, not the run: apt gives up a connection
+# idle for 60 s (3 retries), and the whole build after
+# LANES_MMDEBSTRAP_TIMEOUT s (default 1500; a cold root took 290-520 s on a
+# busy 2-core machine).
+timeout --foreground -k 30 "${LANES_MMDEBSTRAP_TIMEOUT:-1500}" \
+    mmdebstrap --mode=root --variant=minbase --format=directory --skip=download/empty \
     --aptopt='APT::Install-Recommends "false"' --aptopt='Acquire::Check-Valid-Until "false"' \
+    --aptopt='Acquire::http::Timeout "60"' --aptopt='Acquire::Retries "3"' \
     --include="$include" \
     --setup-hook='mkdir -p "$1/var/cache/apt/archives" && find '"'$debs'"' -maxdepth 1 -name "*.deb" -exec cp -t "$1/var/cache/apt/archives/" {} +' \
     --customize-hook='find "$1/var/cache/apt/archives" -maxdepth 1 -name "*.deb" -exec cp -n -t '"'$debs'"' {} + ; rm -f "$1"/var/cache/apt/archives/*.deb' \

@@ -32,7 +32,10 @@ vm_mmdebstrap() {
   local root=$1 include=$2; shift 2
   local debs=$LANES_VM_CACHE/debs
   rm -rf "$root"
-  mmdebstrap --quiet --variant=minbase --include="$include" \
+  # A stalled mirror fails the image, not the run (as tests/roots/make_root.sh).
+  timeout --foreground -k 30 "${LANES_MMDEBSTRAP_TIMEOUT:-1500}" \
+    mmdebstrap --quiet --variant=minbase --include="$include" \
+    --aptopt='Acquire::http::Timeout "60"' --aptopt='Acquire::Retries "3"' \
     --setup-hook='mkdir -p "$1"/var/cache/apt/archives; for f in '"$debs"'/*.deb; do [ -e "$f" ] && ln -f "$f" "$1"/var/cache/apt/archives/ 2>/dev/null || cp -n "$f" "$1"/var/cache/apt/archives/ 2>/dev/null; done; true' \
     --customize-hook='for f in "$1"/var/cache/apt/archives/*.deb; do [ -e "$f" ] && cp -n "$f" '"$debs"'/ ; done; true' \
     --skip=download/empty "$@" "$VM_SUITE" "$root" "$(vm_mirror)"

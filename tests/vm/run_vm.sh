@@ -18,6 +18,6 @@ qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "${LANES_VM_SMP:-
 if [ ! -f "$share/run.sh" ]; then exec "${qemu[@]}"; fi
 start=$(date +%s)
 rc=0
-timeout "${LANES_VM_TIMEOUT:-1200}" "${qemu[@]}" </dev/null >"$share/console.log" 2>&1 || rc=$?
+timeout --foreground -k 30 "${LANES_VM_TIMEOUT:-1200}" "${qemu[@]}" </dev/null >"$share/console.log" 2>&1 || rc=$?
 vm_log "VM ran $(($(date +%s) - start)) s (qemu exit $rc)"
 exit $rc
