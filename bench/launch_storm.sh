@@ -191,6 +191,17 @@ declare -A left=()
 for n in "${names[@]}"; do left[$n]=$(e2e_node_state "$n" | grep -c .); done
 shaped_lines >"$out/shaped"
 step_lines >"$out/steps"
+# A job that ran without both step lines is left out of the step's figures;
+# say which line is missing and what its node logged of it, to tell a line
+# Slurm lost from a step spank_lanes did not time.
+for id in "${single_ids[@]}" "${storm_ids[@]}"; do
+    for part in step task; do
+        grep -q "^[^ ]* $id $part " "$out/steps" && continue
+        grep -qsx ran "$work"/*-"$id".out || continue
+        say "JobId=$id ran, but no node logged its batch $part line; its lines:"
+        nodes_sed -e "/JobId=$id[^0-9]|job_id $id[^0-9]|StepId=$id[.]/s/^/  @N@: /p" | tail -15 >&2
+    done
+done
 {
     printf 'single %s\n' "${single_ids[*]}"
     printf 'storm %s\n' "${storm_ids[*]}"
