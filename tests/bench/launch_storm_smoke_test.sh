@@ -42,6 +42,12 @@ done
 [[ $(field '.ratio_median') != null ]] || fail "no storm/single ratio"
 [[ $(field '.requeued.storm') =~ ^[0-9]+$ ]] || fail "no count of the jobs slurmctld requeued"
 grep -qE '^requeued by slurmctld: single [0-9]+, storm [0-9]+' "$out/run.log" || fail "no requeued line"
+grep -qE '^launch_storm: cluster: slurmctld \+ 3 slurmd \([0-9]+ CPUs each, MessageTimeout=60\)' "$out/run.log" ||
+    fail "the cluster line does not give MessageTimeout=60 (the storm's default)"
+# A bad --message-timeout is refused, named, before any cluster starts.
+msg=$(LANES_SRCDIR=$src LANES_BUILDDIR=$build bash "$src/bench/launch_storm.sh" --message-timeout 0 2>&1)
+[[ $? -eq 1 && $msg == *"--message-timeout must be a number of seconds from 1 to 3600"* ]] ||
+    fail "--message-timeout 0: $msg"
 grep -qE '^all +3 +[0-9.]+ +[0-9.]+ +20 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$' "$out/run.log" ||
     fail "no overall figures line (with the storm's lock wait)"
 # spank_lanes logged the node lock's share of every setup, and it was read.
