@@ -6,6 +6,10 @@ set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${LANES_BUILD_DIR:-$src/build}
 t_start=$(date +%s)
+# The tests' deadline, in minutes after this start (see below): checked first.
+minutes=${LANES_CHECK_MINUTES:-80}
+[[ $minutes =~ ^[1-9][0-9]*$ ]] ||
+    { echo "lanes: LANES_CHECK_MINUTES=$minutes is not a number of minutes"; echo "0 passed, 1 failed"; exit 1; }
 phase_t0=$t_start
 phase() {  # NAME: how long the step since the last call took, for the log
     local now
@@ -43,7 +47,7 @@ jobs=${LANES_CHECK_JOBS:-2}
 # for one test, and no test past LANES_CHECK_MINUTES (default 80) after this
 # script started, so that a hang costs its own test, named, and the run still
 # ends with its counts inside CI's 90 minutes.
-export LANES_TESTS_DEADLINE=$((t_start + ${LANES_CHECK_MINUTES:-80} * 60))
+export LANES_TESTS_DEADLINE=$((t_start + minutes * 60))
 # (Test names have no spaces; anything else make might print is dropped.)
 mapfile -t all_tests < <(make -s -f Makefile -f - lanes-print-tests <<<$'lanes-print-tests:\n\t@printf "%s\\n" $(TESTS)' | grep -v " ")
 slow_first=(tests/slurm_versions/ tests/vm/ tests/pkg/deb_ tests/pkg/install_test.sh tests/pkg/rpm_test.sh
