@@ -203,4 +203,20 @@ int64_t next_tick(double unix_now, int64_t dwell_seconds) {
     return static_cast<int64_t>(std::floor(unix_now / static_cast<double>(dwell))) + 1;
 }
 
+DecisionWait decision_wait(int64_t tick, int64_t dwell_seconds, const std::vector<DecisionSignal>& signals,
+                           SignalClock::time_point now) {
+    const SignalClock::time_point at{std::chrono::seconds{tick * std::max<int64_t>(1, dwell_seconds)}};
+    DecisionWait w;
+    w.deadline = at;
+    bool all_in = true;
+    for (const auto& s : signals) {
+        const SignalClock::time_point instant = signal_instant_at_or_before(at, s.interval);
+        // The longest delay is just under twice the seed-free one.
+        w.deadline = std::max(w.deadline, instant + 2 * signal_fetch_delay(s.interval, 0) + s.timeout);
+        if (!s.last_instant || *s.last_instant < instant) all_in = false;
+    }
+    w.ready = now >= at && (all_in || now >= w.deadline);
+    return w;
+}
+
 }  // namespace lanes::agent

@@ -90,10 +90,14 @@
 // instead every agent runs the same function on the same input: the state
 // after tick k (the ceil and the memory) depends only on the settings, the
 // link speed and the samples at ticks <= k, and the ticks are wall-clock
-// instants shared by every node (NTP). Agents reading the same cluster-wide
-// query from the same Prometheus at the same instant therefore reach the same
-// ceil. Where they do not (an agent started later, a fetch that straddled a
-// Prometheus evaluation), the memories differ until both have seen the same
+// instants shared by every node (NTP). Each decision waits for the signal's
+// value at its last fetch instant before the tick (decision_wait()), which
+// every node asks Prometheus for with time= (signals.hpp): agents reading the
+// same cluster-wide query therefore reach the same ceil. (Measured before:
+// values fetched whenever each node's thread ran, a second apart, gave one
+// node a p99 of 24.8 ms and the other one under the SLO at the same tick.)
+// Where they do not (an agent started later, a fetch that failed on one
+// node), the memories differ until both have seen the same
 // loads; a decrease multiplies the difference between two nodes' ceils by
 // `decrease` (< 1), and the floor and the class's ceil (where every
 // controller rests at low and high load) erase it. The memory makes such a
@@ -109,6 +113,7 @@
 
 #include "agent/ceil_shift.hpp"  // CeilTarget
 #include "core/lanes_toml.hpp"
+#include "signals/signals.hpp"
 
 namespace lanes::agent {
 
@@ -204,5 +209,24 @@ std::vector<CeilTarget> plan_controlled_targets(const Config& config, const std:
 
 // The instant (unix seconds) of the first tick after `unix_now`, and its index.
 int64_t next_tick(double unix_now, int64_t dwell_seconds);
+
+// When the decision of tick `tick` is taken. It uses each signal's value at
+// that signal's last fetch instant at or before the tick's instant
+// (signals.hpp: fetch instants), the same instant on every node, so it waits
+// until each signal's last attempt asked for that instant or a later one. It
+// waits no longer than that fetch can take (its longest delay plus the
+// signal's timeout): a fetch that failed or is late leaves the value there is
+// (which the nodes may then not share).
+struct DecisionSignal {
+    std::chrono::milliseconds interval{0};
+    std::chrono::milliseconds timeout{0};
+    std::optional<SignalClock::time_point> last_instant;  // SignalState::last_instant
+};
+struct DecisionWait {
+    bool ready = false;
+    SignalClock::time_point deadline;  // the decision is taken at this instant at the latest
+};
+DecisionWait decision_wait(int64_t tick, int64_t dwell_seconds, const std::vector<DecisionSignal>& signals,
+                           SignalClock::time_point now);
 
 }  // namespace lanes::agent

@@ -18,7 +18,8 @@
 // directly. They are planned again when the signal monitor publishes a new
 // snapshot (its change_fd) or a job comes or goes (inotify on the state
 // directory), and at nothing else. A controller decides only at wall-clock
-// multiples of its dwell (the same instants on every node): the agent sleeps
+// multiples of its dwell (the same instants on every node), on the values
+// Prometheus gives for the same instant (decision_wait()): the agent sleeps
 // until the next one, there is no tick in between: an idle agent sleeps in poll() until an
 // event, the resync, a fetch of a signal or a window's deadline. SIGTERM/SIGINT: every shifted job gets its normal ceil
 // back, then the agent exits.
@@ -134,6 +135,7 @@ private:
     uint64_t set_target_ceils(const std::vector<CeilTarget>& targets, const std::string& why, const char* what,
                               const std::function<void(const CeilSet&, const CeilTarget&)>& on_change);
     std::optional<double> next_decision_unix() const;
+    DecisionWait decision_wait_of(const std::string& class_name, int64_t tick, const SignalSnapshot* snap) const;
     void refresh_watched();
     void publish();
     void say_once(const std::string& line) {
@@ -308,12 +310,38 @@ uint64_t Agent::set_target_ceils(const std::vector<CeilTarget>& targets, const s
 
 std::optional<double> Agent::next_decision_unix() const {
     std::optional<double> out;
+    auto snap = monitor_ ? monitor_->snapshot() : nullptr;
+    const double now = unix_now();
     for (const auto& [name, tick] : next_tick_) {
-        const double at =
-            static_cast<double>(tick) * static_cast<double>(config_.classes.at(name).control->dwell.count());
+        const int64_t dwell = config_.classes.at(name).control->dwell.count();
+        double at = static_cast<double>(tick) * static_cast<double>(dwell);
+        if (now >= at) {
+            // Due, waiting for the values of its instant: until they come (the
+            // snapshot's change_fd) or the deadline.
+            const DecisionWait w = decision_wait_of(name, next_tick(now, dwell) - 1, snap.get());
+            if (!w.ready) at = std::chrono::duration<double>(w.deadline.time_since_epoch()).count();
+        }
         if (!out || at < *out) out = at;
     }
     return out;
+}
+
+DecisionWait Agent::decision_wait_of(const std::string& class_name, int64_t tick, const SignalSnapshot* snap) const {
+    const CeilControlConfig& k = *config_.classes.at(class_name).control;
+    std::vector<DecisionSignal> signals;
+    for (const std::string* name : {&k.signal, &k.load_signal}) {
+        if (name->empty()) continue;
+        auto cfg = config_.signals.find(*name);
+        if (cfg == config_.signals.end()) continue;
+        DecisionSignal s;
+        s.interval = cfg->second.interval;
+        s.timeout = cfg->second.timeout;
+        if (snap)
+            if (auto it = snap->signals.find(*name); it != snap->signals.end())
+                s.last_instant = it->second.state.last_instant;
+        signals.push_back(s);
+    }
+    return decision_wait(tick, k.dwell.count(), signals, SignalClock::now());
 }
 
 void Agent::control_due() {
@@ -335,12 +363,17 @@ void Agent::control_due() {
         if (now < static_cast<double>(tick) * static_cast<double>(dwell)) continue;
         // The instant that is due (a late agent takes the latest one).
         const int64_t due = next_tick(now, dwell) - 1;
-        tick = due + 1;
         // Not fetched yet (the agent just started): no decision on an absence
         // that only says the monitor has not asked.
         if (!snap || !snap->signals.count(k.signal) ||
-            snap->signals.at(k.signal).state.successes + snap->signals.at(k.signal).state.failures == 0)
+            snap->signals.at(k.signal).state.successes + snap->signals.at(k.signal).state.failures == 0) {
+            tick = due + 1;
             continue;
+        }
+        // The values of the tick's instant, which every node reads, are not
+        // all in yet: the next snapshot, or the deadline.
+        if (!decision_wait_of(name, due, snap.get()).ready) continue;
+        tick = due + 1;
         ++counters_.ceil_decisions[name];
         ControlSample sample;
         sample.value = value_of(k.signal);
@@ -555,7 +588,7 @@ int Agent::run() {
             apply_controlled(false, "controller");
             publish();
         }
-        if (auto at = next_decision_unix(); at && unix_now() >= *at) {
+        if (auto at = next_decision_unix(); (at && unix_now() >= *at) || (monitor_ && shift)) {
             control_due();
             publish();
         }

@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -72,10 +73,10 @@ public:
         if (handle_) curl_easy_cleanup(handle_);
     }
 
-    FetchResult fetch(const SignalConfig& signal) noexcept override {
+    FetchResult fetch(const SignalConfig& signal, std::optional<SignalClock::time_point> instant) noexcept override {
         FetchResult out;
         try {
-            out = do_fetch(signal);
+            out = do_fetch(signal, instant);
         } catch (const std::exception& e) {
             out.transport_error = std::string("internal error: ") + e.what();
         } catch (...) {
@@ -85,7 +86,7 @@ public:
     }
 
 private:
-    FetchResult do_fetch(const SignalConfig& signal) {
+    FetchResult do_fetch(const SignalConfig& signal, std::optional<SignalClock::time_point> instant) {
         FetchResult out;
         if (!handle_) handle_ = curl_easy_init();
         if (!handle_) {
@@ -94,7 +95,7 @@ private:
         }
         CURL* h = handle_;
         curl_easy_reset(h);  // keeps the connection cache, drops the options
-        const std::string url = signal_query_url(signal);
+        const std::string url = signal_query_url(signal, instant);
         Transfer t;
         t.max_body = signal.max_body_bytes;
         t.cancel = cancel_;
@@ -163,13 +164,22 @@ private:
 
 }  // namespace
 
-std::string signal_query_url(const SignalConfig& signal) {
+std::string signal_query_url(const SignalConfig& signal, std::optional<SignalClock::time_point> instant) {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     std::string url = signal.url + "/api/v1/query?query=";
     if (char* escaped = curl_easy_escape(nullptr, signal.query.c_str(), static_cast<int>(signal.query.size()))) {
         url += escaped;
         curl_free(escaped);
+    }
+    if (instant) {
+        // Unix seconds with milliseconds, as Prometheus' time= takes them.
+        const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(instant->time_since_epoch()).count();
+        char text[32];
+        std::snprintf(text, sizeof text, "%lld.%03lld", static_cast<long long>(ms / 1000),
+                      static_cast<long long>(ms % 1000));
+        url += "&time=";
+        url += text;
     }
     return url;
 }

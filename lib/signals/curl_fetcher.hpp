@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The real SignalFetcher: one HTTP GET of <url>/api/v1/query?query=<PromQL> with
-// libcurl, bounded in time (the signal's timeout, connect included) and in size
-// (max_body), TLS CA / client certificate / bearer token as configured. No
-// redirects, http and https only, no signals (safe in threads).
+// libcurl (&time=<instant> when the caller names one), bounded in time (the signal's timeout, connect included) and in
+// size (max_body), TLS CA / client certificate / bearer token as configured. No redirects, http and https only, no
+// signals (safe in threads).
 #pragma once
 
 #include <atomic>
@@ -16,7 +16,8 @@ namespace lanes {
 // (shutdown must not wait for a hung server).
 std::unique_ptr<SignalFetcher> make_curl_fetcher(const std::atomic<bool>* cancel = nullptr);
 
-// The URL fetched for a signal (lanesctl signals prints it).
-std::string signal_query_url(const SignalConfig& signal);
+// The URL fetched for a signal (lanesctl signals prints it): with &time= when
+// an evaluation instant is given.
+std::string signal_query_url(const SignalConfig& signal, std::optional<SignalClock::time_point> instant = std::nullopt);
 
 }  // namespace lanes

@@ -5,7 +5,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "signals/curl_fetcher.hpp"
 
@@ -30,6 +33,8 @@ SignalMonitor::SignalMonitor(LogSink log, FetcherFactory make_fetcher, Clock clo
     : log_(std::move(log)), make_fetcher_(std::move(make_fetcher)), clock_(std::move(clock)) {
     if (!make_fetcher_) make_fetcher_ = [](const std::atomic<bool>* cancel) { return make_curl_fetcher(cancel); };
     if (!clock_) clock_ = [] { return SignalClock::now(); };
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) fetch_seed_ = std::hash<std::string>{}(host);
 }
 
 SignalMonitor::~SignalMonitor() {
@@ -140,16 +145,17 @@ std::shared_ptr<const SignalSnapshot> SignalMonitor::snapshot() const {
     return snapshot_;
 }
 
-void SignalMonitor::fetch_one(SignalSlot& slot, SignalFetcher& fetcher) {
+void SignalMonitor::fetch_one(SignalSlot& slot, SignalFetcher& fetcher,
+                              std::optional<SignalClock::time_point> instant) {
     // Called without the lock: slot.config does not change while threads run.
-    FetchResult result = fetcher.fetch(slot.config);
+    FetchResult result = fetcher.fetch(slot.config, instant);
     Result<double> outcome = interpret_fetch(result);
     const auto now = clock_();
     std::vector<PendingLog> pending;
     {
         std::lock_guard lock(mutex_);
         t_pending = &pending;
-        record_attempt(slot.state, outcome, now);
+        record_attempt(slot.state, outcome, now, instant);
         const std::string& name = slot.config.name;
         if (!outcome) {
             if (slot.logged_error != outcome.error().message) {
@@ -241,16 +247,34 @@ void SignalMonitor::worker(SignalSlot* slot) {
     } catch (...) {
         return;
     }
+    // Fetches at the signal's instants (signal_instant_at_or_before), each
+    // its delay after it, asking for the value at the instant. The first
+    // fetch, at start, asks for the latest instant whose delay has passed; a
+    // fetch slower than the interval skips to the latest instant, never
+    // queues the ones it missed.
+    const auto interval = std::max(slot->config.interval, std::chrono::milliseconds{1});
+    const auto delay = signal_fetch_delay(interval, fetch_seed_);
+    std::optional<SignalClock::time_point> asked;
     std::unique_lock lock(mutex_);
     while (!stopping_) {
-        lock.unlock();
-        try {
-            fetch_one(*slot, *fetcher);
-        } catch (...) {
-            // fetch_one only allocates; keep the thread alive on bad_alloc
+        const auto now = clock_();
+        const auto instant = signal_instant_at_or_before(now - delay, interval);
+        if (!asked || instant > *asked) {
+            asked = instant;
+            lock.unlock();
+            try {
+                fetch_one(*slot, *fetcher, instant);
+            } catch (...) {
+                // fetch_one only allocates; keep the thread alive on bad_alloc
+            }
+            lock.lock();
+            continue;
         }
-        lock.lock();
-        wake_.wait_for(lock, slot->config.interval, [this] { return stopping_; });
+        // The wait is on the steady clock, the instant on clock_: a stepped
+        // system clock moves the next fetch by at most one interval.
+        const auto until =
+            std::clamp<SignalClock::duration>(*asked + interval + delay - now, std::chrono::milliseconds{1}, interval);
+        wake_.wait_for(lock, until, [this] { return stopping_; });
     }
 }
 

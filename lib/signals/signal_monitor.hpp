@@ -2,9 +2,10 @@
 // SignalMonitor: keeps every [signals.NAME] fresh and every signal window
 // evaluated, in its own threads, and publishes immutable snapshots.
 //
-// One worker thread per signal fetches every `interval` (a fetch is bounded by the
-// signal's timeout, so a hung server delays only its own signal) and evaluates
-// after it. An evaluator thread sleeps until the next instant at which a decision
+// One worker thread per signal fetches every `interval`, at the same wall-clock
+// instants on every node and for the value at that instant (signals.hpp: fetch
+// instants; a fetch is bounded by the signal's timeout, so a hung server delays
+// only its own signal), and evaluates after it. An evaluator thread sleeps until the next instant at which a decision
 // can change with no new fetch (a fresh value going stale, a window's hold_for or
 // release_after running out: next_signal_change()), and is woken early by every
 // fetch, which can move that instant; an idle node with a signal down wakes only
@@ -79,13 +80,15 @@ private:
     void stop_threads();
     void worker(SignalSlot* slot);
     void evaluator();
-    void fetch_one(SignalSlot& slot, SignalFetcher& fetcher);
+    void fetch_one(SignalSlot& slot, SignalFetcher& fetcher,
+                   std::optional<SignalClock::time_point> instant = std::nullopt);
     void evaluate_locked(SignalClock::time_point now);
     std::optional<SignalClock::time_point> next_evaluation_due_locked(SignalClock::time_point now) const;
 
     LogSink log_;
     FetcherFactory make_fetcher_;
     Clock clock_;
+    uint64_t fetch_seed_ = 0;  // spreads the fetches of many nodes (signal_fetch_delay)
 
     mutable std::mutex mutex_;                // guards everything below but threads_
     std::condition_variable wake_;            // the workers: stopping

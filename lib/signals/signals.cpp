@@ -3,6 +3,7 @@
 #include "signals/signals.hpp"
 #include "core/text.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -118,8 +119,10 @@ Result<double> interpret_fetch(const FetchResult& result) {
     return parse_prometheus_answer(result.http_status, result.body);
 }
 
-void record_attempt(SignalState& state, const Result<double>& outcome, SignalClock::time_point at) {
+void record_attempt(SignalState& state, const Result<double>& outcome, SignalClock::time_point at,
+                    std::optional<SignalClock::time_point> instant) {
     state.last_attempt = at;
+    state.last_instant = instant;
     if (outcome) {
         state.last_value = *outcome;
         state.last_success = at;
@@ -129,6 +132,22 @@ void record_attempt(SignalState& state, const Result<double>& outcome, SignalClo
         state.last_error = outcome.error().message;
         ++state.failures;
     }
+}
+
+SignalClock::time_point signal_instant_at_or_before(SignalClock::time_point t, std::chrono::milliseconds interval) {
+    using namespace std::chrono;
+    const int64_t step = std::max<int64_t>(1, interval.count());
+    const int64_t ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
+    int64_t q = ms / step;
+    if (ms % step < 0) --q;  // before the epoch: round down, not toward zero
+    return SignalClock::time_point{duration_cast<SignalClock::duration>(milliseconds{q * step})};
+}
+
+std::chrono::milliseconds signal_fetch_delay(std::chrono::milliseconds interval, uint64_t seed) {
+    using namespace std::chrono;
+    const int64_t base = std::min<int64_t>(std::max<int64_t>(0, interval.count()) / 4, 1000);
+    const int64_t spread = base > 0 ? static_cast<int64_t>(seed % static_cast<uint64_t>(base)) : 0;
+    return milliseconds{base + spread};
 }
 
 SignalValue effective_value(const SignalConfig& config, const SignalState& state, SignalClock::time_point now) {

@@ -36,8 +36,26 @@ struct FetchResult {
 class SignalFetcher {
 public:
     virtual ~SignalFetcher() = default;
-    virtual FetchResult fetch(const SignalConfig& signal) noexcept = 0;
+    // `instant`: the query's evaluation instant (Prometheus' time=); none: now.
+    virtual FetchResult fetch(const SignalConfig& signal,
+                              std::optional<SignalClock::time_point> instant = std::nullopt) noexcept = 0;
 };
+
+// Fetch instants. Every node fetches a signal at the same wall-clock instants,
+// the multiples of its interval since the epoch, and asks for the value at that
+// instant (time=), not at the moment its request arrives: agents that read one
+// cluster-wide query then read the same number, and controllers fed the same
+// numbers take the same decisions (agent/ceil_controller.hpp). Fetching
+// whenever a node's thread happened to start gave two nodes of one job values a
+// second apart, on either side of a load step, and opposite decisions.
+//
+// The latest instant at or before `t`.
+SignalClock::time_point signal_instant_at_or_before(SignalClock::time_point t, std::chrono::milliseconds interval);
+// How long after its instant a signal is fetched: a quarter of the interval (at
+// most 1 s), so that scrapes stamped before the instant are in Prometheus' head
+// when the query comes, plus as much again at most, spread by `seed` (a hash of
+// the host name), so that a thousand agents do not ask in the same millisecond.
+std::chrono::milliseconds signal_fetch_delay(std::chrono::milliseconds interval, uint64_t seed);
 
 // The one number in a /api/v1/query answer: a scalar, or an instant vector with
 // exactly one series. Errors say what was wrong: an HTTP status, status "error"
@@ -54,6 +72,9 @@ struct SignalState {
     SignalClock::time_point last_success{};  // when it was fetched
     SignalClock::time_point last_attempt{};
     std::string last_error;  // of the last attempt; "" when it succeeded
+    // The evaluation instant the last attempt asked for (time=); none: the
+    // moment of the request (lanesctl signals).
+    std::optional<SignalClock::time_point> last_instant;
     uint64_t successes = 0;
     uint64_t failures = 0;
 };
@@ -76,7 +97,8 @@ std::optional<SignalClock::time_point> stale_at(const SignalConfig& config, cons
                                                 SignalClock::time_point now);
 
 // Updates `state` with one attempt's outcome.
-void record_attempt(SignalState& state, const Result<double>& outcome, SignalClock::time_point at);
+void record_attempt(SignalState& state, const Result<double>& outcome, SignalClock::time_point at,
+                    std::optional<SignalClock::time_point> instant = std::nullopt);
 
 // Hysteresis over one signal window. Idle -> busy once the value has stayed above
 // `above` for `hold_for`; busy -> idle once it has stayed below `until_below` for

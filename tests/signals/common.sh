@@ -4,7 +4,7 @@
 # value the test sets). Everything started here is stopped by PID on exit.
 #
 #   start_fake NAME [--tls CERT KEY]   -> FAKE_PORT_<NAME>, value file $T/value
-#   start_prometheus TARGET...         -> PROM_URL (scrapes every 1s)
+#   start_prometheus TARGET...         -> PROM_URL (scrapes every 1s; its query log in $T/query.log)
 #   wait_for DESC SECONDS CMD...       retries CMD until it succeeds
 # For the lanes-agent tests (with tests/net/common.sh sourced first):
 #   write_agent_toml < SIGNALS-AND-WINDOWS  -> $T/lanes.toml: that text, the
@@ -70,6 +70,7 @@ start_prometheus() {  # TARGET... (host:port of /metrics endpoints)
 global:
   scrape_interval: 1s
   evaluation_interval: 1s
+  query_log_file: $T/query.log
 scrape_configs:
   - job_name: lanes-test
     static_configs:

@@ -101,7 +101,8 @@ TOML
 "$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check: $(cat "$T/check.out")"
 # Prometheus has scraped the plant: the first decision sees a value (without
 # one the controller decreases, the safe side, with its own cause).
-has_series() { prom_query 'max(lanes_test_demand)' | grep -q '"value"'; }
+# (Not the agent's query: the query log tells the agent's queries by theirs.)
+has_series() { prom_query 'lanes_test_demand' | grep -q '"value"'; }
 wait_for "Prometheus to have the plant's series" 30 has_series
 start_agent
 
@@ -178,5 +179,30 @@ echo "ok: a class without a controller: no CEIL column"
 stop_agent
 [ "$(job_ceil_of 21)" = 1Gbit ] || fail "after stop: job 21 ceil $(job_ceil_of 21)"
 echo "ok: SIGTERM: job 21's own ceil restored"
+
+# Every node asks for the value at the same instants: Prometheus' query log
+# shows each of the agent's queries evaluated at a whole second (its 1 s
+# interval's multiples), each instant once and in order, asked after it.
+python3 - "$T/query.log" <<'PY' || fail "the agent's queries were not at its interval's instants"
+import json, sys
+from datetime import datetime
+def t(s): return datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+starts = []
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    p = e.get("params", {})
+    if p.get("query") != "max(lanes_test_demand)":
+        continue
+    if not p["start"].endswith(".000Z") or p["start"] != p["end"]:
+        sys.exit("not at a whole second: %s" % line)
+    if t(e["ts"]) < t(p["start"]):
+        sys.exit("asked before its instant: %s" % line)
+    starts.append(t(p["start"]))
+if len(starts) < 20:
+    sys.exit("only %d queries of the agent's in the log" % len(starts))
+if any(b <= a for a, b in zip(starts, starts[1:])):
+    sys.exit("an instant asked twice or out of order")
+print("ok: %d queries of the agent, each at a whole second, each instant once, in order" % len(starts))
+PY
 tool remove 21 >/dev/null; tool remove 22 >/dev/null
 echo "PASS"

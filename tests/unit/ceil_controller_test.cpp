@@ -307,6 +307,34 @@ TEST(CeilController, TicksAreWallClockMultiplesOfTheDwell) {
     EXPECT_EQ(next_tick(5.0, 0), 6);  // a dwell of 0 is taken as 1 s
 }
 
+// The decision of a tick uses the values Prometheus gives for the signals'
+// last instants before it, the same on every node: it waits for them, and no
+// longer than their fetch can take.
+TEST(CeilController, ADecisionWaitsForTheValuesOfItsInstant) {
+    using std::chrono::milliseconds;
+    using std::chrono::seconds;
+    const SignalClock::time_point at{seconds{700}};  // tick 100 of a 7 s dwell
+    DecisionSignal p99{milliseconds{1000}, milliseconds{2000}, std::nullopt};
+    EXPECT_FALSE(decision_wait(100, 7, {p99}, at - milliseconds{1}).ready);  // not due
+    p99.last_instant = at - seconds{1};                                      // the instant before
+    auto w = decision_wait(100, 7, {p99}, at + milliseconds{300});
+    EXPECT_FALSE(w.ready);
+    EXPECT_EQ(w.deadline, at + milliseconds{500 + 2000});         // the longest delay, then the timeout
+    EXPECT_TRUE(decision_wait(100, 7, {p99}, w.deadline).ready);  // no longer: with what there is
+    p99.last_instant = at;
+    EXPECT_TRUE(decision_wait(100, 7, {p99}, at + milliseconds{300}).ready);
+    // A load signal every 15 s: its instant is the multiple of 15 s before
+    // the tick (690 s), and both must be in.
+    DecisionSignal load{seconds{15}, milliseconds{2000}, SignalClock::time_point{seconds{675}}};
+    w = decision_wait(100, 7, {p99, load}, at + milliseconds{300});
+    EXPECT_FALSE(w.ready);
+    EXPECT_EQ(w.deadline, at + milliseconds{2500});  // the later of 690 + 2 + 2 and 700 + 0.5 + 2
+    load.last_instant = SignalClock::time_point{seconds{690}};
+    EXPECT_TRUE(decision_wait(100, 7, {p99, load}, at + milliseconds{300}).ready);
+    // No signals: due at the tick.
+    EXPECT_TRUE(decision_wait(100, 7, {}, at).ready);
+}
+
 }  // namespace
 }  // namespace lanes::agent
 

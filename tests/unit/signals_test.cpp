@@ -15,6 +15,7 @@
 
 #include "core/lanes_toml.hpp"
 #include "ctld/windows_config.hpp"
+#include "signals/curl_fetcher.hpp"
 #include "signals/signal_monitor.hpp"
 #include "signals/signals.hpp"
 
@@ -402,14 +403,16 @@ struct Script {
     std::mutex mutex;
     FetchResult next;
     int calls = 0;
+    std::vector<std::optional<SignalClock::time_point>> instants;  // asked for, in order
 };
 
 class ScriptedFetcher final : public lanes::SignalFetcher {
 public:
     explicit ScriptedFetcher(Script& s) : s_(s) {}
-    FetchResult fetch(const lanes::SignalConfig&) noexcept override {
+    FetchResult fetch(const lanes::SignalConfig&, std::optional<SignalClock::time_point> instant) noexcept override {
         std::lock_guard lock(s_.mutex);
         ++s_.calls;
+        s_.instants.push_back(instant);
         return s_.next;
     }
 
@@ -478,6 +481,67 @@ TEST(SignalMonitor, ThreadsRefreshAndStop) {
     ASSERT_TRUE(s->signals.at("p99").value.fresh);
     EXPECT_DOUBLE_EQ(*s->signals.at("p99").value.value, 0.31);
     monitor.stop();
+}
+
+// Every node fetches at the same instants and asks for the value at them: the
+// instants are the multiples of the interval since the epoch, none is asked for
+// twice, and the delay after each stays inside its bounds.
+TEST(SignalFetchInstants, MultiplesOfTheIntervalAndABoundedDelay) {
+    using lanes::signal_fetch_delay;
+    using lanes::signal_instant_at_or_before;
+    const SignalClock::time_point t{milliseconds{1'700'000'012'345}};
+    EXPECT_EQ(signal_instant_at_or_before(t, seconds{15}), SignalClock::time_point{seconds{1'700'000'010}});
+    EXPECT_EQ(signal_instant_at_or_before(t, seconds{1}), SignalClock::time_point{seconds{1'700'000'012}});
+    EXPECT_EQ(signal_instant_at_or_before(SignalClock::time_point{seconds{1'700'000'010}}, seconds{15}),
+              SignalClock::time_point{seconds{1'700'000'010}});  // an instant is its own
+    EXPECT_EQ(signal_instant_at_or_before(t, milliseconds{0}),
+              SignalClock::time_point{milliseconds{1'700'000'012'345}});
+    // A quarter of the interval, at most 1 s, plus a spread under as much again.
+    EXPECT_EQ(signal_fetch_delay(seconds{1}, 0), milliseconds{250});
+    EXPECT_EQ(signal_fetch_delay(seconds{1}, 249), milliseconds{499});
+    EXPECT_EQ(signal_fetch_delay(seconds{1}, 250), milliseconds{250});
+    EXPECT_EQ(signal_fetch_delay(seconds{15}, 0), milliseconds{1000});
+    EXPECT_EQ(signal_fetch_delay(seconds{15}, 999), milliseconds{1999});
+    EXPECT_EQ(signal_fetch_delay(milliseconds{3}, 7), milliseconds{0});
+}
+
+TEST(SignalFetchInstants, TheUrlNamesTheInstant) {
+    lanes::SignalConfig sig;
+    sig.url = "http://prom:9090";
+    sig.query = "up";
+    EXPECT_EQ(lanes::signal_query_url(sig), "http://prom:9090/api/v1/query?query=up");
+    EXPECT_EQ(lanes::signal_query_url(sig, SignalClock::time_point{milliseconds{1'700'000'012'045}}),
+              "http://prom:9090/api/v1/query?query=up&time=1700000012.045");
+}
+
+TEST(SignalMonitor, ThreadsAskForTheIntervalsInstants) {
+    Script script;
+    script.next = FetchResult{"", 200, kVector1};
+    lanes::SignalMonitor monitor({},
+                                 [&](const std::atomic<bool>*) { return std::make_unique<ScriptedFetcher>(script); });
+    lanes::SignalConfig sig;
+    sig.name = "p99";
+    sig.url = "http://127.0.0.1:9";
+    sig.query = "up";
+    sig.interval = milliseconds{100};
+    monitor.configure({{"p99", sig}}, {});
+    for (int i = 0; i < 3000; ++i) {  // 30 s at most; four fetches take about 0.4 s
+        {
+            std::lock_guard lock(script.mutex);
+            if (script.instants.size() >= 4) break;
+        }
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    monitor.stop();
+    std::lock_guard lock(script.mutex);
+    ASSERT_GE(script.instants.size(), 4u);
+    for (size_t i = 0; i < script.instants.size(); ++i) {
+        ASSERT_TRUE(script.instants[i]) << "fetch " << i << " asked for no instant";
+        EXPECT_EQ(duration_cast<milliseconds>(script.instants[i]->time_since_epoch()).count() % 100, 0)
+            << "fetch " << i << " asked for an instant that is not a multiple of the interval";
+        if (i > 0) EXPECT_GT(*script.instants[i], *script.instants[i - 1]) << "fetch " << i << " asked again";
+    }
+    EXPECT_EQ(monitor.snapshot()->signals.at("p99").state.last_instant, script.instants.back());
 }
 
 // The monitor's own deadline follows its fetches: a value fetched at t is due to
