@@ -61,10 +61,19 @@ bool CeilController::held_applies(const Observation& o, const std::optional<doub
 
 bool CeilController::broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const {
     // Broke at a load: breaks at any higher load, and at one that has not
-    // clearly (by margin) fallen below it; for the back-off only when it
-    // contradicted the memory. Without loads: for the back-off.
+    // clearly (by margin) fallen below it. Without loads: for the back-off.
     if (o.load && load && *load < *o.load * (1 - limits_.margin)) return false;
-    return (o.load && load && o.lasting) || tick < o.expires;
+    if (tick < o.expires) return true;
+    if (!o.load || !load) return false;
+    if (o.lasting) return true;
+    // It contradicted a ceil that held at its load, and its back-off is over:
+    // where that ceil (or a higher one) held, what held counts again; at a
+    // higher load, where nothing held at it, the break still bounds the
+    // ceil. (Measured: 94 Mbit/s broke at 200 req/s, where it had held; the
+    // back-off ran out, and at the step to 1500 req/s the controller tried
+    // 94 again from 70.5, a row at 43 % of the SLO.)
+    return std::none_of(held_.begin(), held_.end(),
+                        [&](const Observation& h) { return h.ceil_bits >= o.ceil_bits && held_applies(h, load); });
 }
 
 std::optional<uint64_t> CeilController::broken_ceil(int64_t tick, const std::optional<double>& load) const {

@@ -70,7 +70,8 @@
 //    the memory (a ceil that held there: the plant changed, or p99 was noise,
 //    as the probe's reconnections at each load step make it) and every break
 //    without a load signal, or while the load is unknown, is remembered for
-//    `backoff` ticks only; what held is kept, and counts again after it. A
+//    `backoff` ticks only; what held is kept, and counts again after it (at
+//    the loads where it held: above them, the break still bounds the ceil). A
 //    ceil that breaks again within min_gap of the last break doubles the
 //    back-off (at most 64 times the base), so a steady load sees a probe of
 //    the remembered ceil ever more rarely; a ceil that holds at or above it

@@ -205,6 +205,23 @@ TEST(CeilController, ABreakWhereTheCeilHeldCountsForTheBackoffOnly) {
     EXPECT_EQ(*c.broken_ceil(1000, 1000.0), 100 * M);
 }
 
+TEST(CeilController, ABreakAtALowLoadStillBoundsEveryHigherLoad) {
+    CeilController c(limits());
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());      // 100 holds at 200 req/s
+    EXPECT_EQ(c.decide(2, ControlSample{12, 200}).to_bits, 50 * M);  // and breaks there: the back-off
+    EXPECT_EQ(c.decide(3, ControlSample{1, 200}).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(4, ControlSample{1, 200}).to_bits, 70 * M);
+    EXPECT_EQ(c.decide(5, ControlSample{1, 200}).to_bits, 80 * M);
+    // The back-off is over and the load steps up: at 1000 req/s 100 never
+    // held, and it broke at a lower load: the midpoint, then rest.
+    EXPECT_EQ(*c.broken_ceil(6, 1000.0), 100 * M);
+    EXPECT_EQ(c.decide(6, ControlSample{1, 1000}).to_bits, 90 * M);
+    EXPECT_FALSE(c.decide(7, ControlSample{1, 1000}).changed());  // 100 - 90 <= min_gap
+    // Back at 200, where 100 held: it counts again.
+    EXPECT_FALSE(c.broken_ceil(8, 200.0));
+    EXPECT_EQ(c.decide(8, ControlSample{1, 200}).to_bits, 100 * M);
+}
+
 TEST(CeilController, AResolutionFinerThanTheStepBisects) {
     auto l = limits();
     l.step_bits = 50 * M;
