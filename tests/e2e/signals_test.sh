@@ -205,7 +205,7 @@ mbit() {  # tc's "60Mbit" / "52500Kbit" -> Mbit/s (integer)
 ) &
 SIG_PIDS="$SIG_PIDS $!"
 plant_scraped() {
-    nsenter --net="/run/netns/${CLUSTER_PREFIX}ctl" curl -sf "http://127.0.0.1:$PROM_PORT/api/v1/query" \
+    nsenter --net="/run/netns/${CLUSTER_PREFIX}ctl" curl -sf -m 10 "http://127.0.0.1:$PROM_PORT/api/v1/query" \
         --data-urlencode 'query=max(lanes_test_demand{job="plant"})' | grep -q '"0.02"'
 }
 e2e_check "Prometheus has the plant's p99 over the SLO" e2e_wait_until 30 plant_scraped

@@ -82,11 +82,11 @@ YML
   STARTED_PIDS="$STARTED_PIDS $!"
   PROM_URL=http://127.0.0.1:$port
   PROM_PID=$!
-  wait_for "prometheus to be ready" 60 $IN_NS curl -sf "$PROM_URL/-/ready"
+  wait_for "prometheus to be ready" 60 $IN_NS curl -sf -m 10 "$PROM_URL/-/ready"
 }
 
 # The value of a PromQL expression as Prometheus itself answers it.
-prom_query() { $IN_NS curl -sf --get "$PROM_URL/api/v1/query" --data-urlencode "query=$1"; }
+prom_query() { $IN_NS curl -sf -m 10 --get "$PROM_URL/api/v1/query" --data-urlencode "query=$1"; }
 
 # --- lanes-agent on the namespace's node (tests/net/common.sh) ---------------
 AGENT_BIN=$BUILDDIR/agent/lanes-agent
@@ -127,9 +127,21 @@ start_agent() {
   wait_for "a fresh demand value" 30 grep -q 'lanes_agent_signal_fresh{signal="demand"} 1' "$METRICS"
 }
 
+# SIGTERM, then at most 30 s for the agent to restore the ceils and exit (a
+# zombie has exited); a hang is a failure that says so, not a wait for the
+# test's own time limit.
 stop_agent() {
-  local rc
+  local rc i st=""
   kill -TERM "$AGENT"
+  for ((i = 0; i < 300; i++)); do
+    read -r _ _ st _ 2>/dev/null <"/proc/$AGENT/stat" || break
+    [ "$st" = Z ] && break
+    sleep 0.1
+  done
+  if [ "$st" != Z ] && [ -e "/proc/$AGENT" ]; then
+    kill -KILL "$AGENT"; wait "$AGENT" 2>/dev/null
+    fail "agent still running 30 s after SIGTERM: $(tail -5 "$T/agent.log")"
+  fi
   wait "$AGENT"; rc=$?
   [ $rc -eq 0 ] || fail "agent exit $rc: $(tail -5 "$T/agent.log")"
 }

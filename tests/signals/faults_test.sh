@@ -15,7 +15,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other-ca \
 start_fake tls --tls "$T/server.pem" "$T/server.key"
 echo 42 >"$T/value"
 start_prometheus "127.0.0.1:$FAKE_PORT_plain"
-wait_for "the first scrape" 30 sh -c "curl -sf --get '$PROM_URL/api/v1/query' --data-urlencode 'query=lanes_test_demand' | grep -q '\"42\"'"
+wait_for "the first scrape" 30 sh -c "curl -sf -m 10 --get '$PROM_URL/api/v1/query' --data-urlencode 'query=lanes_test_demand' | grep -q '\"42\"'"
 DOWN_PORT=$(free_port)
 
 # One config per case: a signal named s, fallback where the case says so.
@@ -68,8 +68,8 @@ wait_for "probe server" 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PROBE_PORT"
 "$BUILDDIR/bench/inference_probe" load --connect "127.0.0.1:$PROBE_PORT" --rate 200 --duration 40 \
   --metrics "127.0.0.1:$METRICS_PORT" >"$T/load.out" 2>"$T/load.err" &
 STARTED_PIDS="$STARTED_PIDS $!"
-wait_for "probe metrics" 10 curl -sf "http://127.0.0.1:$METRICS_PORT/metrics"
-curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | grep -q '^lanes_probe_latency_seconds_bucket{le="+Inf"} ' \
+wait_for "probe metrics" 10 curl -sf -m 10 "http://127.0.0.1:$METRICS_PORT/metrics"
+curl -sf -m 10 "http://127.0.0.1:$METRICS_PORT/metrics" | grep -q '^lanes_probe_latency_seconds_bucket{le="+Inf"} ' \
   || fail "probe metrics: no histogram"
 # A second Prometheus scraping the probe (the first keeps its target list).
 FIRST_URL=$PROM_URL
