@@ -66,6 +66,7 @@ bool CeilController::broken_applies(const Observation& o, int64_t tick, const st
     if (tick < o.expires) return true;
     if (!o.load || !load) return false;
     if (o.lasting) return true;
+    if (!o.bounds_higher) return false;
     // It contradicted a ceil that held at its load, and its back-off is over:
     // where that ceil (or a higher one) held, what held counts again; at a
     // higher load, where nothing held at it, the break still bounds the
@@ -121,12 +122,17 @@ void CeilController::remember_broken(int64_t tick, const std::optional<double>& 
         last_broken_ && ceil_ + limits_.min_gap_bits >= *last_broken_ && *last_broken_ + limits_.min_gap_bits >= ceil_;
     backoff_ = repeat ? std::min(backoff_ * 2, limits_.backoff_ticks * kMaxBackoffFactor) : limits_.backoff_ticks;
     last_broken_ = ceil_;
+    // A break right after a break: the back-off only (ceil_controller.hpp).
+    const bool lasting = !contradicts && !broke_;
+    const bool bounds_higher = contradicts && !broke_;
+    auto rank = [](bool l, bool b) { return l ? 2 : b ? 1 : 0; };
     // Breaks this one implies go (a higher ceil at a higher load), unless
     // they would last longer.
     std::erase_if(broken_, [&](const Observation& o) {
-        return o.ceil_bits >= ceil_ && (!o.load || !load || *o.load >= *load) && (!contradicts || !o.lasting);
+        return o.ceil_bits >= ceil_ && (!o.load || !load || *o.load >= *load) &&
+               rank(lasting, bounds_higher) >= rank(o.lasting, o.bounds_higher);
     });
-    broken_.push_back(Observation{ceil_, load, tick, tick + backoff_, !contradicts});
+    broken_.push_back(Observation{ceil_, load, tick, tick + backoff_, lasting, bounds_higher});
     if (broken_.size() > kMemory) broken_.erase(broken_.begin());
 }
 
@@ -138,6 +144,7 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     last_tick_ = tick;
     const bool probing = probing_;
     probing_ = false;
+    const bool broke = sample.value && *sample.value > limits_.slo;
     const uint64_t cut = std::max(limits_.floor_bits, scaled(ceil_, limits_.decrease));
     if (!sample.value) {
         // Nothing to learn from an absence; the safe side.
@@ -180,6 +187,7 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     }
     if (d.to_bits == d.from_bits) d.cause = ControlCause::None;
     ceil_ = d.to_bits;
+    broke_ = broke;
     return d;
 }
 

@@ -66,7 +66,13 @@
 //    the memory follows a plant that changed. Without a load signal, every
 //    sample counts as one load.
 //  - A break of a ceil never seen to hold at that load is remembered for as
-//    long as the load stays (with a load signal). A break that contradicts
+//    long as the load stays (with a load signal), unless the decision before
+//    it was a break too: the queue the last ceil filled may not have drained
+//    yet, or the host stalled, and p99 then says little about the ceil.
+//    (Measured on a busy host: 47, 23.5 and 11.75 Mbit/s broke at one load
+//    in a row and the floor, 10, held; the break of 11.75 kept the ceil at
+//    the floor for the rest of the run, 190 s, with p99 at 1 ms.) Such a
+//    break counts for the back-off. A break that contradicts
 //    the memory (a ceil that held there: the plant changed, or p99 was noise,
 //    as the probe's reconnections at each load step make it) and every break
 //    without a load signal, or while the load is unknown, is remembered for
@@ -182,8 +188,9 @@ private:
         uint64_t ceil_bits = 0;
         std::optional<double> load;
         int64_t tick = 0;
-        int64_t expires = 0;   // breaks: the end of the back-off
-        bool lasting = false;  // breaks: while the load stays, not for the back-off
+        int64_t expires = 0;         // breaks: the end of the back-off
+        bool lasting = false;        // breaks: while the load stays, not for the back-off
+        bool bounds_higher = false;  // breaks, back-off over: at loads where nothing at or above it held
     };
     bool held_applies(const Observation& o, const std::optional<double>& load) const;
     bool broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const;
@@ -194,6 +201,7 @@ private:
     uint64_t ceil_;
     std::optional<int64_t> last_tick_;
     bool probing_ = false;  // the last decision raised the ceil
+    bool broke_ = false;    // the last decision was on a value over the SLO
     std::vector<Observation> held_;
     std::vector<Observation> broken_;
     std::optional<uint64_t> last_broken_;  // the ceil of the last break, for the back-off

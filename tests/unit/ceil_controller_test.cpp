@@ -222,6 +222,21 @@ TEST(CeilController, ABreakAtALowLoadStillBoundsEveryHigherLoad) {
     EXPECT_EQ(c.decide(8, ControlSample{1, 200}).to_bits, 100 * M);
 }
 
+TEST(CeilController, BreaksInARowCountForTheBackoffOnly) {
+    // A stall of the host: p99 over the SLO at every ceil down to the floor.
+    CeilController c(limits());
+    EXPECT_EQ(c.decide(1, ControlSample{12, 200}).to_bits, 50 * M);  // the first break: remembered
+    EXPECT_EQ(c.decide(2, ControlSample{12, 200}).to_bits, 25 * M);  // then the back-off only
+    EXPECT_EQ(c.decide(3, ControlSample{12, 200}).to_bits, 12'500'000u);
+    EXPECT_EQ(c.decide(4, ControlSample{12, 200}).to_bits, 10 * M);
+    // The floor holds; the break of 12.5 bounds it until its back-off ends
+    // (tick 8), then the search goes on below the first break.
+    for (int64_t t = 5; t < 8; ++t) EXPECT_FALSE(c.decide(t, ControlSample{1, 200}).changed()) << t;
+    EXPECT_EQ(c.decide(8, ControlSample{1, 200}).to_bits, 20 * M);
+    EXPECT_EQ(c.decide(9, ControlSample{1, 200}).to_bits, 30 * M);
+    EXPECT_EQ(*c.broken_ceil(100, 200.0), 100 * M);  // the first break lasts while the load stays
+}
+
 TEST(CeilController, AResolutionFinerThanTheStepBisects) {
     auto l = limits();
     l.step_bits = 50 * M;
