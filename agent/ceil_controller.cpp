@@ -65,8 +65,8 @@ bool CeilController::broken_applies(const Observation& o, int64_t tick, const st
     if (o.load && load && *load < *o.load * (1 - limits_.margin)) return false;
     if (tick < o.expires) return true;
     if (!o.load || !load) return false;
-    if (o.lasting) return true;
-    if (!o.bounds_higher) return false;
+    if (o.after == AfterBackoff::WhileLoadStays) return true;
+    if (o.after == AfterBackoff::Gone) return false;
     // It contradicted a ceil that held at its load, and its back-off is over:
     // where that ceil (or a higher one) held, what held counts again; at a
     // higher load, where nothing held at it, the break still bounds the
@@ -105,7 +105,7 @@ void CeilController::remember_held(int64_t tick, const std::optional<double>& lo
     // Observations this one implies go (a lower ceil at a lower load).
     std::erase_if(held_,
                   [&](const Observation& o) { return o.ceil_bits <= ceil_ && (!o.load || !load || *o.load <= *load); });
-    held_.push_back(Observation{ceil_, load, tick, 0, false});
+    held_.push_back(Observation{ceil_, load, tick, 0, AfterBackoff::Gone});
     if (held_.size() > kMemory) held_.erase(held_.begin());
 }
 
@@ -123,16 +123,15 @@ void CeilController::remember_broken(int64_t tick, const std::optional<double>& 
     backoff_ = repeat ? std::min(backoff_ * 2, limits_.backoff_ticks * kMaxBackoffFactor) : limits_.backoff_ticks;
     last_broken_ = ceil_;
     // A break right after a break: the back-off only (ceil_controller.hpp).
-    const bool lasting = !contradicts && !broke_;
-    const bool bounds_higher = contradicts && !broke_;
-    auto rank = [](bool l, bool b) { return l ? 2 : b ? 1 : 0; };
+    const AfterBackoff after = broke_        ? AfterBackoff::Gone
+                               : contradicts ? AfterBackoff::AboveHeld
+                                             : AfterBackoff::WhileLoadStays;
     // Breaks this one implies go (a higher ceil at a higher load), unless
     // they would last longer.
     std::erase_if(broken_, [&](const Observation& o) {
-        return o.ceil_bits >= ceil_ && (!o.load || !load || *o.load >= *load) &&
-               rank(lasting, bounds_higher) >= rank(o.lasting, o.bounds_higher);
+        return o.ceil_bits >= ceil_ && (!o.load || !load || *o.load >= *load) && after >= o.after;
     });
-    broken_.push_back(Observation{ceil_, load, tick, tick + backoff_, lasting, bounds_higher});
+    broken_.push_back(Observation{ceil_, load, tick, tick + backoff_, after});
     if (broken_.size() > kMemory) broken_.erase(broken_.begin());
 }
 

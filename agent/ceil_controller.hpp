@@ -184,13 +184,18 @@ public:
     static constexpr size_t kMemory = 16;
 
 private:
+    // How long a break counts once its back-off is over, shortest first.
+    enum class AfterBackoff {
+        Gone,            // a break right after a break (and any break without a load)
+        AboveHeld,       // it contradicted a held ceil: at loads where nothing at or above it held
+        WhileLoadStays,  // never seen to hold at its load: while the load stays
+    };
     struct Observation {
         uint64_t ceil_bits = 0;
         std::optional<double> load;
         int64_t tick = 0;
-        int64_t expires = 0;         // breaks: the end of the back-off
-        bool lasting = false;        // breaks: while the load stays, not for the back-off
-        bool bounds_higher = false;  // breaks, back-off over: at loads where nothing at or above it held
+        int64_t expires = 0;                      // breaks: the end of the back-off
+        AfterBackoff after = AfterBackoff::Gone;  // breaks
     };
     bool held_applies(const Observation& o, const std::optional<double>& load) const;
     bool broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const;

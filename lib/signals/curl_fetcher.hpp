@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The real SignalFetcher: one HTTP GET of <url>/api/v1/query?query=<PromQL> with
-// libcurl (&time=<instant> when the caller names one), bounded in time (the signal's timeout, connect included) and in
-// size (max_body), TLS CA / client certificate / bearer token as configured. No redirects, http and https only, no
-// signals (safe in threads).
+// The real SignalFetcher: one HTTP GET of <url>/api/v1/query?query=<PromQL>
+// (&time=<instant> when the caller names one) with libcurl, bounded in time
+// (the signal's timeout, connect included) and in size (max_body), TLS CA /
+// client certificate / bearer token as configured. No redirects, http and
+// https only, no signals (safe in threads).
 #pragma once
 
 #include <atomic>
