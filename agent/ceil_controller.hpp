@@ -66,7 +66,10 @@
 //    the memory follows a plant that changed. Without a load signal, every
 //    sample counts as one load.
 //  - A break of a ceil never seen to hold at that load is remembered for as
-//    long as the load stays (with a load signal), unless the decision before
+//    long as the load stays (with a load signal), up to the longest back-off
+//    (64 times `backoff`: a plant whose knee rose under a steady load, when
+//    another job's traffic on the bottleneck ended, gets the ceil back after
+//    it, for one probe over the SLO each time when it did not), unless the decision before
 //    it was a break too: the queue the last ceil filled may not have drained
 //    yet, or the host stalled, and p99 then says little about the ceil.
 //    (Measured on a busy host: 47, 23.5 and 11.75 Mbit/s broke at one load
@@ -188,7 +191,7 @@ private:
     enum class AfterBackoff {
         Gone,            // a break right after a break (and any break without a load)
         AboveHeld,       // it contradicted a held ceil: at loads where nothing at or above it held
-        WhileLoadStays,  // never seen to hold at its load: while the load stays
+        WhileLoadStays,  // never seen to hold at its load: while the load stays, up to 64 back-offs
     };
     struct Observation {
         uint64_t ceil_bits = 0;

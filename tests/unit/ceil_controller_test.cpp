@@ -200,9 +200,29 @@ TEST(CeilController, ABreakWhereTheCeilHeldCountsForTheBackoffOnly) {
     // Tick 6 = the break + the back-off: 100, which held here, counts again.
     EXPECT_FALSE(c.broken_ceil(6, 200.0));
     EXPECT_EQ(c.decide(6, ControlSample{1, 200}).to_bits, 100 * M);
-    // A ceil never seen to hold at a load: remembered while the load stays.
+    // A ceil never seen to hold at a load: remembered while the load stays,
+    // up to the longest back-off (64 x 4 ticks).
     EXPECT_EQ(c.decide(7, ControlSample{12, 1000}).to_bits, 50 * M);
-    EXPECT_EQ(*c.broken_ceil(1000, 1000.0), 100 * M);
+    EXPECT_EQ(*c.broken_ceil(7 + 255, 1000.0), 100 * M);
+    EXPECT_FALSE(c.broken_ceil(7 + 256, 1000.0));
+}
+
+TEST(CeilController, ACeilThatHeldAndBreaksTwiceIsForgotten) {
+    CeilController c(limits());
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());      // 100 holds at 200 req/s
+    EXPECT_EQ(c.decide(2, ControlSample{12, 200}).to_bits, 50 * M);  // and breaks: noise? the back-off
+    EXPECT_EQ(c.decide(3, ControlSample{1, 200}).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(4, ControlSample{1, 200}).to_bits, 70 * M);
+    EXPECT_EQ(c.decide(5, ControlSample{1, 200}).to_bits, 80 * M);
+    EXPECT_EQ(c.decide(6, ControlSample{1, 200}).to_bits, 100 * M);  // the back-off is over: it held here
+    // It breaks again: the plant changed. What held at 100 is forgotten; the
+    // search goes on below (drain at 60, the midpoint above the 80 that held).
+    EXPECT_EQ(c.decide(7, ControlSample{12, 200}).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(8, ControlSample{1, 200}).to_bits, 90 * M);
+    // 100 - 90 <= min_gap: it rests, with no probe at each back-off, until the
+    // break is older than the longest back-off (64 x 4 ticks).
+    for (int64_t t = 9; t < 7 + 256; ++t) EXPECT_FALSE(c.decide(t, ControlSample{1, 200}).changed()) << t;
+    EXPECT_EQ(c.decide(7 + 256, ControlSample{1, 200}).to_bits, 100 * M);
 }
 
 TEST(CeilController, ABreakAtALowLoadStillBoundsEveryHigherLoad) {
