@@ -191,8 +191,7 @@ python3 -c 'import json,sys; a=json.load(sys.stdin)["agent"]; assert a["running"
 echo "ok: lanesctl status shows the agent"
 
 # 8. SIGTERM: normal ceils back.
-kill -TERM "$AGENT_PID"
-wait "$AGENT_PID"; rc=$?
+stop_pid "$AGENT_PID"; rc=$?
 [ $rc -eq 0 ] || fail "agent exit $rc: $(tail -5 "$LOG")"
 job_ceil_is 21 1Gbit || fail "after SIGTERM: job 21 ceil $(job_ceil_of 21)"
 echo "ok: SIGTERM restores the normal ceil"

@@ -178,7 +178,7 @@ $NA ip -6 route flush table "$TABLE" || fail "ip -6 route flush (agent)"
 for _ in $(seq 200); do $NA ip -6 route show table "$TABLE" | grep -q "^fd99::/64" && break; sleep 0.1; done
 $NA ip -6 route show table "$TABLE" | grep -q "^fd99::/64 dev $BULK" ||
   fail "lanes-agent did not put the route back: $(tail -5 "$STATE_ROOT/agent.log")"
-kill "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
+stop_pid "$AGENT_PID" || fail "lanes-agent exit $? on SIGTERM: $(tail -5 "$STATE_ROOT/agent.log")"
 echo "lanes-agent put the deleted rule and route back on the kernel's events"
 
 # A deleted rule and routes are put back by the paths' converge; a default

@@ -125,8 +125,7 @@ wait_for "lanes-agent did not put job 41's IFB class back" 20 class_is "$m41" 50
 $NA nft delete table netdev lanes_in || fail "nft delete table netdev lanes_in"
 wait_for "lanes-agent did not put the netdev table back" 20 table_has_41
 echo "lanes-agent repaired the IFB class and the netdev table"
-kill "$AGENT_PID"
-wait "$AGENT_PID" 2>/dev/null
+stop_pid "$AGENT_PID" || fail "lanes-agent exit $? on SIGTERM: $(tail -5 "$STATE_ROOT/agent.log")"
 
 # ---- 2. a deleted IFB class is repaired.
 $NA tc class del dev "$IFB" classid "1a4e:$m41" || fail "tc class del"

@@ -67,8 +67,11 @@ TEST_P(RouterTable, Routes) {
     EXPECT_EQ(r.begin_time, c.begin);
     EXPECT_EQ(r.time_limit_minutes, c.limit);
     EXPECT_EQ(r.partition, c.partition);
-    if (std::string(c.message_contains).empty()) EXPECT_TRUE(r.user_messages.empty());
-    else EXPECT_NE(all.find(c.message_contains), std::string::npos);
+    if (std::string(c.message_contains).empty()) {
+        EXPECT_TRUE(r.user_messages.empty());
+    } else {
+        EXPECT_NE(all.find(c.message_contains), std::string::npos);
+    }
 }
 
 constexpr auto D = OverrunAction::Defer;

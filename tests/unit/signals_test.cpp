@@ -539,7 +539,9 @@ TEST(SignalMonitor, ThreadsAskForTheIntervalsInstants) {
         ASSERT_TRUE(script.instants[i]) << "fetch " << i << " asked for no instant";
         EXPECT_EQ(duration_cast<milliseconds>(script.instants[i]->time_since_epoch()).count() % 100, 0)
             << "fetch " << i << " asked for an instant that is not a multiple of the interval";
-        if (i > 0) EXPECT_GT(*script.instants[i], *script.instants[i - 1]) << "fetch " << i << " asked again";
+        if (i > 0) {
+            EXPECT_GT(*script.instants[i], *script.instants[i - 1]) << "fetch " << i << " asked again";
+        }
     }
     EXPECT_EQ(monitor.snapshot()->signals.at("p99").state.last_instant, script.instants.back());
 }
