@@ -113,32 +113,50 @@ void CeilController::remember_held(int64_t tick, const std::optional<double>& lo
     if (held_.size() > kMemory) held_.erase(held_.begin());
 }
 
+bool CeilController::breaks_again(const std::optional<double>& load) const {
+    // Not right after a break (a stall, an undrained queue), and at a known
+    // load: an earlier break of this ceil (within min_gap) at this load (within
+    // margin either way) that contradicted what held, with nothing at or above
+    // it seen to hold here since.
+    if (broke_ || !load) return false;
+    int64_t held_last = -1;
+    for (const auto& o : held_)
+        if (o.ceil_bits >= ceil_ && held_applies(o, load)) held_last = std::max(held_last, o.tick);
+    const double margin = limits_.margin;
+    return std::any_of(broken_.begin(), broken_.end(), [&](const Observation& o) {
+        return o.after == AfterBackoff::AboveHeld && o.load && *o.load >= *load * (1 - margin) &&
+               *load >= *o.load * (1 - margin) && o.ceil_bits + limits_.min_gap_bits >= ceil_ &&
+               ceil_ + limits_.min_gap_bits >= o.ceil_bits && o.tick > held_last;
+    });
+}
+
 void CeilController::remember_broken(int64_t tick, const std::optional<double>& load) {
     // A break where a ceil at or above this one held at this load: the plant
     // changed, or the value was noise. Remembered for the back-off only, and
     // what held is kept (held_ceil() ignores it while the break counts).
     const auto contradicted = [&](const Observation& o) { return o.ceil_bits >= ceil_ && held_applies(o, load); };
     bool contradicts = std::any_of(held_.begin(), held_.end(), contradicted);
-    // Again within min_gap of the last break: the back-off doubles; elsewhere
-    // it starts over.
-    const bool repeat =
-        last_broken_ && ceil_ + limits_.min_gap_bits >= *last_broken_ && *last_broken_ + limits_.min_gap_bits >= ceil_;
     // Once may be noise; a ceil that held, broke, and breaks again when tried
     // after its back-off says the plant changed (the knee fell: more traffic
     // on the bottleneck): what held at or above it here is forgotten, and the
     // search goes on below it. (Measured in the simulated plant: kept, it was
     // tried again at every doubled back-off, 6 breaks and 14 changes in 30
     // minutes at one load; forgotten, 2 and 4.)
-    if (repeat && contradicts && !broke_) {
+    if (contradicts && breaks_again(load)) {
         std::erase_if(held_, contradicted);
         contradicts = false;
     }
+    // Again within min_gap of the last break: the back-off doubles; elsewhere
+    // it starts over.
+    const bool repeat =
+        last_broken_ && ceil_ + limits_.min_gap_bits >= *last_broken_ && *last_broken_ + limits_.min_gap_bits >= ceil_;
     backoff_ = repeat ? std::min(backoff_ * 2, limits_.backoff_ticks * kMaxBackoffFactor) : limits_.backoff_ticks;
     last_broken_ = ceil_;
-    // A break right after a break: the back-off only (ceil_controller.hpp).
-    const AfterBackoff after = broke_        ? AfterBackoff::Gone
-                               : contradicts ? AfterBackoff::AboveHeld
-                                             : AfterBackoff::WhileLoadStays;
+    // A break right after a break, or without a load: the back-off only
+    // (ceil_controller.hpp).
+    const AfterBackoff after = broke_ || !load ? AfterBackoff::Gone
+                               : contradicts   ? AfterBackoff::AboveHeld
+                                               : AfterBackoff::WhileLoadStays;
     // Breaks this one implies go (a higher ceil at a higher load), unless
     // they would last longer.
     std::erase_if(broken_, [&](const Observation& o) {

@@ -82,11 +82,15 @@
 //    `backoff` ticks only; what held is kept, and counts again after it (at
 //    the loads where it held: above them, the break still bounds the ceil). A
 //    ceil that breaks again within min_gap of the last break doubles the
-//    back-off (at most 64 times the base), so a steady load sees a probe of
-//    the remembered ceil ever more rarely; a ceil that holds at or above it
+//    back-off (at most 64 times the base); a ceil that holds at or above it
 //    resets it. (Measured: one noisy p99 of 15 ms at 200 req/s, remembered
 //    for as long as the load stayed, held training at 70.5 of 94 Mbit/s for
-//    the rest of the run.)
+//    the rest of the run.) But when such a break is the second of that ceil
+//    at that load (within min_gap and margin) with nothing at or above it
+//    seen to hold there in between, and not right after another break, the
+//    plant changed (the knee fell: more traffic on the bottleneck): what
+//    held at or above it there is forgotten, the break counts while the load
+//    stays, and the search goes on below it.
 //  - Decisions are taken only at wall-clock instants that are multiples of the
 //    dwell (tick k = floor(unix time / dwell)), never in between. A dwell at
 //    least the signal's delay (fetch interval plus the query's range) means the
@@ -202,6 +206,7 @@ private:
     };
     bool held_applies(const Observation& o, const std::optional<double>& load) const;
     bool broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const;
+    bool breaks_again(const std::optional<double>& load) const;
     void remember_held(int64_t tick, const std::optional<double>& load);
     void remember_broken(int64_t tick, const std::optional<double>& load);
 

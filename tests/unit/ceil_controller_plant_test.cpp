@@ -318,7 +318,7 @@ TEST(CeilControllerPlant, AKneeThatRoseUnderASteadyLoadGetsItsCeilBack) {
     EXPECT_LE(r[1].changes, 6);
 }
 
-TEST(CeilControllerPlant, AKneeThatFellUnderASteadyLoadIsProbedEverMoreRarely) {
+TEST(CeilControllerPlant, AKneeThatFellUnderASteadyLoadIsFoundAfterTwoBreaks) {
     // The other way: the ceil that held at 200 Mbit/s breaks at 150. Once may
     // be noise (a back-off); broken again when tried after it, what held is
     // forgotten and the search goes on below: it rests within min_gap under

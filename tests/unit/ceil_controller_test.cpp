@@ -225,6 +225,21 @@ TEST(CeilController, ACeilThatHeldAndBreaksTwiceIsForgotten) {
     EXPECT_EQ(c.decide(7 + 256, ControlSample{1, 200}).to_bits, 100 * M);
 }
 
+TEST(CeilController, ABreakAtAnotherLoadDoesNotMakeNoiseASecondBreak) {
+    CeilController c(limits());
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());       // 100 holds at 200 req/s
+    EXPECT_EQ(c.decide(2, ControlSample{12, 1000}).to_bits, 50 * M);  // and breaks at 1000
+    for (int64_t t = 3; t <= 6; ++t) c.decide(t, ControlSample{1, 1000});
+    EXPECT_EQ(c.ceil_bits(), 90 * M);
+    EXPECT_EQ(c.decide(7, ControlSample{1, 200}).to_bits, 100 * M);  // back at 200, where it held
+    // One noisy value there: the first break of 100 at this load, for the
+    // back-off only (doubled: 100 broke last, at 1000); 100 held here.
+    EXPECT_EQ(c.decide(8, ControlSample{12, 200}).to_bits, 80 * M);
+    EXPECT_EQ(c.decide(9, ControlSample{1, 200}).to_bits, 90 * M);
+    for (int64_t t = 10; t < 16; ++t) EXPECT_FALSE(c.decide(t, ControlSample{1, 200}).changed()) << t;
+    EXPECT_EQ(c.decide(16, ControlSample{1, 200}).to_bits, 100 * M);
+}
+
 TEST(CeilController, ABreakAtALowLoadStillBoundsEveryHigherLoad) {
     CeilController c(limits());
     EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());      // 100 holds at 200 req/s
