@@ -14,8 +14,7 @@
 #               $PCAP ($STATE_ROOT/NAME.pcap), bounded in time
 #   pcap_count FILTER   packets in $PCAP that match FILTER
 #   LANES_NET_STATE_BASE   where the state dir is made (default /tmp)
-#   stop_pid PID [SECONDS]   SIGTERM a child, wait at most SECONDS (30), then
-#               SIGKILL; returns its exit status (137 when it had to be killed)
+#   stop_pid PID [SECONDS]   bounded SIGTERM, then SIGKILL (tests/stop_pid.sh)
 set -u
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: $(basename "$0") needs root (network namespaces, tc, nftables, cgroup2)"
@@ -42,22 +41,7 @@ STATE=$STATE_ROOT/state   # the state dirs registry (.lanes-state-dirs) lands in
 mkdir -p "$STATE"
 STARTED_PIDS=""
 
-stop_pid() {
-  local pid=$1 secs=${2:-30} i st=""
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < secs * 10; i++)); do
-    read -r _ _ st _ 2>/dev/null <"/proc/$pid/stat" || break
-    [ "$st" = Z ] && break
-    sleep 0.1
-  done
-  if [ "$st" != Z ] && [ -e "/proc/$pid" ]; then
-    echo "stop_pid: $pid still running ${secs} s after SIGTERM: SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    return 137
-  fi
-  wait "$pid"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../stop_pid.sh"
 
 cleanup() {
   for pid in $STARTED_PIDS; do stop_pid "$pid" 10 2>/dev/null; done

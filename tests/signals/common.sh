@@ -25,12 +25,12 @@ LANESCTL=$BUILDDIR/lanesctl/lanesctl
 [ -x "$LANESCTL" ] || { echo "FAIL: $LANESCTL not built"; exit 1; }
 command -v prometheus >/dev/null || { echo "FAIL: prometheus not installed (Debian: apt-get install prometheus)"; exit 1; }
 command -v python3 >/dev/null || { echo "FAIL: python3 not installed"; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/../stop_pid.sh"
 T=$(mktemp -d /tmp/lsig$$.XXXXXX)
 STARTED_PIDS=""
 fail() { echo "FAIL: $*"; [ -f "$T/agent.log" ] && tail -20 "$T/agent.log"; exit 1; }
 cleanup_signals() {
-  for pid in $STARTED_PIDS; do kill "$pid" 2>/dev/null; done
-  for pid in $STARTED_PIDS; do wait "$pid" 2>/dev/null; done
+  for pid in $STARTED_PIDS; do stop_pid "$pid" 10 2>/dev/null; done
   rm -rf "$T"
   if declare -F cleanup >/dev/null; then cleanup; fi
 }
@@ -127,21 +127,8 @@ start_agent() {
   wait_for "a fresh demand value" 30 grep -q 'lanes_agent_signal_fresh{signal="demand"} 1' "$METRICS"
 }
 
-# SIGTERM, then at most 30 s for the agent to restore the ceils and exit (a
-# zombie has exited); a hang is a failure that says so, not a wait for the
-# test's own time limit.
+# SIGTERM, then at most 30 s for the agent to restore the ceils and exit
+# (tests/stop_pid.sh); a hang is a failure that says so.
 stop_agent() {
-  local rc i st=""
-  kill -TERM "$AGENT"
-  for ((i = 0; i < 300; i++)); do
-    read -r _ _ st _ 2>/dev/null <"/proc/$AGENT/stat" || break
-    [ "$st" = Z ] && break
-    sleep 0.1
-  done
-  if [ "$st" != Z ] && [ -e "/proc/$AGENT" ]; then
-    kill -KILL "$AGENT"; wait "$AGENT" 2>/dev/null
-    fail "agent still running 30 s after SIGTERM: $(tail -5 "$T/agent.log")"
-  fi
-  wait "$AGENT"; rc=$?
-  [ $rc -eq 0 ] || fail "agent exit $rc: $(tail -5 "$T/agent.log")"
+  stop_pid "$AGENT" 30 || fail "agent exit $? after SIGTERM (137: still running 30 s after it): $(tail -5 "$T/agent.log")"
 }
