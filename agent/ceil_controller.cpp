@@ -47,10 +47,12 @@ CeilController::CeilController(ControlLimits limits) : limits_(limits), ceil_(li
     backoff_ = limits_.backoff_ticks;
 }
 
+int64_t CeilController::longest_backoff() const { return limits_.backoff_ticks * kMaxBackoffFactor; }
+
 void CeilController::set_limits(const ControlLimits& limits) {
     limits_ = limits;
     ceil_ = std::clamp(ceil_, limits_.floor_bits, limits_.ceil_bits);
-    backoff_ = std::clamp(backoff_, limits_.backoff_ticks, limits_.backoff_ticks * kMaxBackoffFactor);
+    backoff_ = std::clamp(backoff_, limits_.backoff_ticks, longest_backoff());
 }
 
 bool CeilController::held_applies(const Observation& o, const std::optional<double>& load) const {
@@ -68,7 +70,7 @@ bool CeilController::broken_applies(const Observation& o, int64_t tick, const st
     // No break counts longer than the longest back-off: the knee may have
     // risen under a steady load (another job's traffic on the bottleneck
     // ended), and only a probe can tell.
-    if (tick >= o.tick + limits_.backoff_ticks * kMaxBackoffFactor) return false;
+    if (tick >= o.tick + longest_backoff()) return false;
     if (o.after == AfterBackoff::WhileLoadStays) return true;
     if (o.after == AfterBackoff::Gone) return false;
     // It contradicted a ceil that held at its load, and its back-off is over:
@@ -150,7 +152,7 @@ void CeilController::remember_broken(int64_t tick, const std::optional<double>& 
     // it starts over.
     const bool repeat =
         last_broken_ && ceil_ + limits_.min_gap_bits >= *last_broken_ && *last_broken_ + limits_.min_gap_bits >= ceil_;
-    backoff_ = repeat ? std::min(backoff_ * 2, limits_.backoff_ticks * kMaxBackoffFactor) : limits_.backoff_ticks;
+    backoff_ = repeat ? std::min(backoff_ * 2, longest_backoff()) : limits_.backoff_ticks;
     last_broken_ = ceil_;
     // A break right after a break, or without a load: the back-off only
     // (ceil_controller.hpp).

@@ -69,9 +69,10 @@
 //    long as the load stays (with a load signal), up to the longest back-off
 //    (64 times `backoff`: a plant whose knee rose under a steady load, when
 //    another job's traffic on the bottleneck ended, gets the ceil back after
-//    it, for one probe over the SLO each time when it did not), unless the decision before
-//    it was a break too: the queue the last ceil filled may not have drained
-//    yet, or the host stalled, and p99 then says little about the ceil.
+//    it, for one probe over the SLO each time when it did not), unless the
+//    decision before it was a break too: the queue the last ceil filled may
+//    not have drained yet, or the host stalled, and p99 then says little
+//    about the ceil.
 //    (Measured on a busy host: 47, 23.5 and 11.75 Mbit/s broke at one load
 //    in a row and the floor, 10, held; the break of 11.75 kept the ceil at
 //    the floor for the rest of the run, 190 s, with p99 at 1 ms.) Such a
@@ -207,6 +208,7 @@ private:
     bool held_applies(const Observation& o, const std::optional<double>& load) const;
     bool broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const;
     bool breaks_again(const std::optional<double>& load) const;
+    int64_t longest_backoff() const;  // the back-off's cap, and the longest any break counts
     void remember_held(int64_t tick, const std::optional<double>& load);
     void remember_broken(int64_t tick, const std::optional<double>& load);
 
