@@ -64,6 +64,12 @@ std::string metrics_text(const AgentCounters& c, const SignalSnapshot* snapshot)
     for (const auto& [key, n] : c.ceil_changes)
         out += "lanes_agent_ceil_changes_total{" + label("class", key.first) + "," + label("cause", key.second) + "} " +
                std::to_string(n) + "\n";
+    header(out, "lanes_agent_ceil_holds_total", "counter",
+           "Decisions of a class's controller that held its ceil although the SLO broke, by class and cause "
+           "(\"uncongested\": the congestion signal said the network did not queue).");
+    for (const auto& [key, n] : c.ceil_holds)
+        out += "lanes_agent_ceil_holds_total{" + label("class", key.first) + "," + label("cause", key.second) + "} " +
+               std::to_string(n) + "\n";
     header(out, "lanes_agent_ceil_decisions_total", "counter",
            "Decision instants of a class's controller (one per dwell), whether the ceil changed or not.");
     for (const auto& [cls, n] : c.ceil_decisions)

@@ -32,6 +32,9 @@ struct AgentCounters {
     // (class, cause) -> changes of a controller's ceil ([classes.NAME.control]);
     // cause "over_slo", "no_value", "headroom"
     std::map<std::pair<std::string, std::string>, uint64_t> ceil_changes;
+    // (class, cause) -> decisions that held a controller's ceil against a
+    // broken SLO; cause "uncongested" (the congestion signal said no queue)
+    std::map<std::pair<std::string, std::string>, uint64_t> ceil_holds;
     // class -> decision instants a controller took (changed or not)
     std::map<std::string, uint64_t> ceil_decisions;
     // (class, device) -> the controller's ceil in force, bits per second

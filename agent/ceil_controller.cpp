@@ -30,6 +30,7 @@ ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class
     const int64_t dwell = std::max<int64_t>(1, config.dwell.count());
     l.backoff_ticks =
         config.backoff.count() > 0 ? std::max<int64_t>(1, (config.backoff.count() + dwell - 1) / dwell) : 4;
+    if (!config.congestion_signal.empty()) l.congestion_above = config.congestion_above;
     return l;
 }
 
@@ -38,6 +39,7 @@ const char* control_cause_name(ControlCause cause) {
         case ControlCause::OverSlo: return "over_slo";
         case ControlCause::NoValue: return "no_value";
         case ControlCause::Headroom: return "headroom";
+        case ControlCause::Uncongested: return "uncongested";
         case ControlCause::None: break;
     }
     return "none";
@@ -177,6 +179,15 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     const bool probing = probing_;
     probing_ = false;
     const bool broke = sample.value && *sample.value > limits_.slo;
+    if (broke && limits_.congestion_above && sample.congestion && *sample.congestion <= *limits_.congestion_above) {
+        // Not the network's: nothing to learn about the ceil, which stays. The
+        // next break right after it is no evidence either (broke_), and a
+        // probe waits for a decision that can judge it.
+        d.cause = ControlCause::Uncongested;
+        probing_ = probing;
+        broke_ = true;
+        return d;
+    }
     const uint64_t cut = std::max(limits_.floor_bits, scaled(ceil_, limits_.decrease));
     if (!sample.value) {
         // Nothing to learn from an absence; the safe side.

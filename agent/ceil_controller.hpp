@@ -92,6 +92,16 @@
 //    plant changed (the knee fell: more traffic on the bottleneck): what
 //    held at or above it there is forgotten, the break counts while the load
 //    stays, and the search goes on below it.
+//  - An SLO break is the network's only if the network queued. p99 also
+//    rises when the inference host stalls or its GPU is saturated, and a cut
+//    of training then costs training without helping inference (measured on
+//    a busy host: 28 of 42 late rows under the SLO came with no queue in the
+//    switch, and cuts on them kept training at 27-53 % of the best fixed
+//    ceil). With a `congestion_signal` (a switch queue's delay, ECN marks), a
+//    break while its value is known and at or under `congestion_above` is
+//    held: no change, nothing remembered, counted and logged as
+//    "uncongested". A probe stays a probe until a decision judges it. An
+//    unknown congestion value counts as congested: the cut, as without one.
 //  - Decisions are taken only at wall-clock instants that are multiples of the
 //    dwell (tick k = floor(unix time / dwell)), never in between. A dwell at
 //    least the signal's delay (fetch interval plus the query's range) means the
@@ -142,6 +152,9 @@ struct ControlLimits {
     double slo = 0;
     double margin = 0.2;
     int64_t backoff_ticks = 4;
+    // With a congestion signal: an SLO break while its value is known and at
+    // or under this is not the network's (a host stall, a busy GPU): held.
+    std::optional<double> congestion_above;
 };
 ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class_ceil, uint64_t link_bits);
 
@@ -149,15 +162,19 @@ ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class
 struct ControlSample {
     std::optional<double> value;  // the SLO signal (nullopt: no usable value)
     std::optional<double> load;   // the load signal, when configured and usable
+    // The congestion signal, when configured and usable. Unknown counts as
+    // congested: the break is the network's (the safe side for inference).
+    std::optional<double> congestion;
 };
 
 enum class ControlCause {
-    None,     // no change
-    OverSlo,  // decrease: the SLO broke
-    NoValue,  // decrease: the SLO signal has no usable value
-    Headroom  // increase: the SLO holds with margin
+    None,        // no change
+    OverSlo,     // decrease: the SLO broke
+    NoValue,     // decrease: the SLO signal has no usable value
+    Headroom,    // increase: the SLO holds with margin
+    Uncongested  // no change: the SLO broke, but the congestion signal says the network did not queue
 };
-// "over_slo", "no_value", "headroom", "none": metric labels.
+// "over_slo", "no_value", "headroom", "uncongested", "none": metric labels.
 const char* control_cause_name(ControlCause cause);
 
 struct ControlDecision {

@@ -329,7 +329,7 @@ std::optional<double> Agent::next_decision_unix() const {
 DecisionWait Agent::decision_wait_of(const std::string& class_name, int64_t tick, const SignalSnapshot* snap) const {
     const CeilControlConfig& k = *config_.classes.at(class_name).control;
     std::vector<DecisionSignal> signals;
-    for (const std::string* name : {&k.signal, &k.load_signal}) {
+    for (const std::string* name : {&k.signal, &k.load_signal, &k.congestion_signal}) {
         if (name->empty()) continue;
         auto cfg = config_.signals.find(*name);
         if (cfg == config_.signals.end()) continue;
@@ -378,6 +378,7 @@ void Agent::control_due() {
         ControlSample sample;
         sample.value = value_of(k.signal);
         if (!k.load_signal.empty()) sample.load = value_of(k.load_signal);
+        if (!k.congestion_signal.empty()) sample.congestion = value_of(k.congestion_signal);
         for (const auto& nic : shaper_->nics()) {
             const ClassDevice key{name, nic.device};
             const ControlLimits limits = resolve_control(k, *cls.ceil, nic.link_speed_bits);
@@ -388,6 +389,16 @@ void Agent::control_due() {
                 it->second.set_limits(limits);
             const ControlDecision d = it->second.decide(due, sample);
             counters_.ceil_bits[key] = it->second.ceil_bits();
+            if (d.cause == ControlCause::Uncongested) {
+                ++counters_.ceil_holds[{name, control_cause_name(d.cause)}];
+                log_line(LogLevel::Info, "class " + name + " ceil " + format_rate(d.from_bits) + " held on " +
+                                             nic.device + " (cause: " + k.signal + " " +
+                                             format_signal_value(*sample.value) + " > slo " +
+                                             format_signal_value(k.slo) + ", but " + k.congestion_signal + " " +
+                                             format_signal_value(*sample.congestion) + " <= congestion_above " +
+                                             format_signal_value(k.congestion_above) + ": not the network's)");
+                continue;
+            }
             if (!d.changed()) continue;
             changed = true;
             ++counters_.ceil_changes[{name, control_cause_name(d.cause)}];
@@ -399,6 +410,11 @@ void Agent::control_due() {
                         (d.cause == ControlCause::OverSlo ? " > slo " : " <= slo*(1-margin) ") +
                         format_signal_value(d.cause == ControlCause::OverSlo ? k.slo : k.slo * (1 - k.margin));
             }
+            if (d.cause == ControlCause::OverSlo && !k.congestion_signal.empty())
+                cause += sample.congestion
+                             ? ", " + k.congestion_signal + " " + format_signal_value(*sample.congestion) +
+                                   " > congestion_above " + format_signal_value(k.congestion_above)
+                             : ", no usable value of " + k.congestion_signal + " (counted as congested)";
             if (sample.load) cause += ", load " + format_signal_value(*sample.load);
             const std::string line = "class " + name + " ceil " + format_rate(d.from_bits) + " -> " +
                                      format_rate(d.to_bits) + " on " + nic.device + " (cause: " + cause + ")";

@@ -38,7 +38,9 @@
 # CL_HIGH_RATE (1500), CL_REPLY_BYTES (4096), CL_PHASES ("20 45 30 40 30"),
 # CL_SPIKE (6), CL_SCRAPE (1), CL_FLOOR (10Mbit), CL_STEP (47Mbit), CL_MIN_GAP (24Mbit),
 # CL_DWELL (7s; 90s with CL_SCRAPE=15), CL_BUSY_CEIL (25Mbit, busy mode),
-# CL_SWEEP (""), CL_SWEEP_SECONDS (25), CL_BEST (""), CL_JSON ("").
+# CL_SWEEP (""), CL_SWEEP_SECONDS (25), CL_BEST (""), CL_JSON (""), CL_CONGESTION
+# (1: the controller's congestion_signal is the switch's queue, exported as
+# lanes_bench_switch_queue_seconds, with congestion_above = SLO / 5; 0: none).
 # Needs root and a built tree (LANES_BUILDDIR, ./build).
 set -uo pipefail
 export TZ=UTC
@@ -66,6 +68,7 @@ mode=${CL_MODE:-control}
 scrape=${CL_SCRAPE:-1}
 floor=${CL_FLOOR:-10Mbit} step=${CL_STEP:-47Mbit} min_gap=${CL_MIN_GAP:-24Mbit}
 busy_ceil=${CL_BUSY_CEIL:-25Mbit}
+congestion=${CL_CONGESTION:-1}
 sweep=${CL_SWEEP:-} sweep_s=${CL_SWEEP_SECONDS:-25}
 case $mode in control | busy) ;; *) echo "closed_loop: CL_MODE is control or busy" >&2; exit 2 ;; esac
 # The signal's delay follows the scrape: fetch as often as Prometheus scrapes,
@@ -141,6 +144,16 @@ timeout = "900ms"
 stale_after = "$((${interval%s} * 5))s"
 fallback = 0
 
+# The switch's queueing delay (its exporter, started below): the worst at
+# each end of the uplink over the p99's range, summed (a request and its reply
+# can meet both).
+[signals.queue]
+url = "http://$far:9090"
+query = "sum(max_over_time(lanes_bench_switch_queue_seconds[$range]))"
+interval = "$interval"
+timeout = "900ms"
+stale_after = "$((${interval%s} * 5))s"
+
 [agent]
 textfile_dir = "$out/textfile"
 TOML
@@ -157,6 +170,10 @@ increase = "$step"
 min_gap = "$min_gap"
 dwell = "$dwell"
 load_signal = "load"
+TOML
+            ((congestion)) && cat <<TOML
+congestion_signal = "queue"
+congestion_above = $(python3 -c "print($slo_s / 5)")
 TOML
             ;;
         busy) cat <<TOML
@@ -206,6 +223,9 @@ scrape_configs:
   - job_name: lanes   # the training nodes' textfiles (node_exporter, started below)
     static_configs:
       - targets: ['127.0.0.1:9111', '127.0.0.1:9112']
+  - job_name: switch  # the switch's queue (its "exporter", below)
+    static_configs:
+      - targets: ['127.0.0.1:9113']
 YML
 fabric_spawn far "$out/prometheus.log" prometheus --config.file="$out/prometheus.yml" \
     --storage.tsdb.path="$out/tsdb" --web.listen-address="0.0.0.0:9090" --log.level=warn >/dev/null
@@ -233,6 +253,48 @@ train_id=$(lanes_cluster_submit -J train-llama -N2 --lanes-class=training -t $((
 cluster_wait_job "$serve_id" RUNNING 30 >/dev/null || { say "inference service did not start"; exit 1; }
 cluster_wait_job "$train_id" RUNNING 30 >/dev/null || { say "training did not start"; exit 1; }
 say "inference job $serve_id on infer1, training job $train_id on train1+train2 (ceil 94Mbit, $mode, scrape ${scrape}s)"
+
+# The switch's own queue, every 0.1 s for the whole run (sweep included): a row
+# that misses the SLO with the FIFO short was a stall of this machine, not a
+# queue the ceil let build (bench/fabric.sh). Its exporter, as a switch's
+# telemetry would: each end's worst queueing delay over the last second,
+# written every 0.25 s for node_exporter's textfile collector; the agents'
+# congestion signal (CL_CONGESTION=1).
+fabric_queue_sample "$out/queues.txt" $((total + 70)) 0.1 &
+pids+=($!)
+mkdir -p "$out/textfile-switch"
+python3 - "$out/queues.txt" "$out/textfile-switch/switch.prom" "$uplink" $((total + 70)) <<'PY' &
+import os, sys, time
+src, dst, rate, seconds = sys.argv[1], sys.argv[2], sys.argv[3].lower(), float(sys.argv[4])
+bits = float(rate[:-4]) * {"k": 1e3, "m": 1e6, "g": 1e9}[rate[-4]] if rate[-4] in "kmg" else float(rate[:-3])
+recent, pos, end = [], 0, time.time() + seconds
+while time.time() < end:
+    try:
+        with open(src) as f:
+            f.seek(pos)
+            chunk = f.read()
+    except OSError:
+        chunk = ""
+    done = chunk[:chunk.rfind("\n") + 1]
+    pos += len(done.encode())
+    for line in done.splitlines():
+        f = line.split()
+        if len(f) == 5:
+            recent.append((float(f[0]), f[1], sum(int(x) for x in f[2:]) * 8 / bits))
+    now = time.time()
+    recent = [r for r in recent if r[0] > now - 1]
+    text = "# TYPE lanes_bench_switch_queue_seconds gauge\n"
+    for end_ in ("sw/up0", "far/up0"):
+        text += 'lanes_bench_switch_queue_seconds{port="%s"} %.6f\n' % (end_, max((d for t, e, d in recent if e == end_), default=0))
+    with open(dst + ".tmp", "w") as out:
+        out.write(text)
+    os.rename(dst + ".tmp", dst)
+    time.sleep(0.25)
+PY
+pids+=($!)
+fabric_spawn far "$out/node-exporter-switch.log" prometheus-node-exporter --web.listen-address="127.0.0.1:9113" \
+    --collector.disable-defaults --collector.textfile --collector.textfile.directory="$out/textfile-switch" >/dev/null
+pids+=("$FABRIC_SPAWNED")
 
 # The agents, their lines timestamped.
 stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done; }
@@ -289,11 +351,6 @@ mark() { echo "$1 $(date +%s.%N)" >>"$out/phases.txt"; }
 sleep 3
 t0=$(date +%s)
 : >"$out/phases.txt"
-# The switch's own queue, every 0.1 s for the whole run (sweep included): a row
-# that misses the SLO with the FIFO short was a stall of this machine, not a
-# queue the ceil let build (bench/fabric.sh).
-fabric_queue_sample "$out/queues.txt" $((total + 5)) 0.1 &
-pids+=($!)
 mark low; load "$low" "$p1"
 mark high; load "$high" "$p2"
 mark fall; load "$low" "$p3"
@@ -375,6 +432,11 @@ for node in ("train1", "train2"):
         if m:
             changes.append((float(l.split()[0]), node, m.group(1), m.group(2), m.group(3)))
 changes.sort()
+holds = []  # (t, node): an SLO break the congestion signal said was not the network's
+for node in ("train1", "train2"):
+    for l in open("%s/agent-%s.log" % (out, node)):
+        if re.search(r"class training ceil \S+ held on ", l):
+            holds.append((float(l.split()[0]), node))
 tb = [(float(t), int(b)) for t, b in (l.split() for l in open(out + "/training-bytes.txt"))]
 thr = []
 for (ta, ba), (tb_, bb) in zip(tb, tb[1:]):
@@ -449,6 +511,9 @@ for name, a, b in phases:
     print("  %-6s changes train1 %d train2 %d | p99 median %6.2f ms | rows %s | min row >5 s after the step %s | training %5.1f Mbit/s | switch queue max %s" % (
         name, ch["train1"], ch["train2"], med, " ".join("%.1f" % v for t, v in rows) or "-",
         "%.1f %%" % min(late) if late else "-", tput, "-" if qmax is None else "%.1f ms" % qmax))
+    held = {n: sum(1 for t, nn in holds if nn == n and a <= t < b) for n in ("train1", "train2")}
+    if any(held.values()):
+        print("         held train1 %d train2 %d: p99 over the SLO with no queue in the switch" % (held["train1"], held["train2"]))
     for t, v, q in missed:
         print("         row ending at %.0f s: %.2f %% under the SLO; the switch's queue at most %s in it" % (
             t, v, "(not sampled)" if q is None else "%.1f ms (%s)" % (q, "a queue" if q >= slo * 1e3 / 2 else "no queue: a stall of this machine")))

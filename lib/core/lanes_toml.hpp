@@ -79,6 +79,11 @@ struct CeilControlConfig {
     std::chrono::seconds dwell{60};   // decisions only at multiples of this (wall clock)
     std::chrono::seconds backoff{0};  // holding below a ceil that broke the SLO; 0: 4 dwells
     std::string load_signal;          // optional: a ceil that broke the SLO is tried again once the load fell
+    // Optional: a signal of the network's own queueing (a switch queue's delay,
+    // ECN marks). An SLO break while it is known and at or under
+    // congestion_above is not the network's: the ceil is held, not cut.
+    std::string congestion_signal;
+    double congestion_above = 0;
     int line = 0;
     bool operator==(const CeilControlConfig&) const = default;
 };

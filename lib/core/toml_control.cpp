@@ -111,6 +111,22 @@ void parse_class_control(ConfigParse& ctx, TableReader& cr, ClassConfig& cls) {
     const SignalConfig* signal = signal_key("signal", c.signal);
     if (!t->get("signal")) missing("signal", "the [signals.NAME] to hold under \"slo\"");
     if (t->get("load_signal")) signal_key("load_signal", c.load_signal);
+    const SignalConfig* congestion = nullptr;
+    if (t->get("congestion_signal")) congestion = signal_key("congestion_signal", c.congestion_signal);
+    if (auto v = read_number(r, "congestion_above")) {
+        if (*v < 0) r.error(*t->get("congestion_above"), "congestion_above", "must be 0 or above"), ok = false;
+        else c.congestion_above = *v;
+        if (!t->get("congestion_signal"))
+            r.error(*t->get("congestion_above"), "congestion_above",
+                    "needs \"congestion_signal\" (the signal whose value it bounds)"),
+                ok = false;
+    } else if (t->get("congestion_above")) {
+        ok = false;
+    } else if (t->get("congestion_signal")) {
+        missing("congestion_above",
+                "the congestion signal's value at or under which an SLO break is not the network's, e.g. 0.002 for "
+                "a queue of 2 ms");
+    }
 
     if (auto v = read_number(r, "slo")) {
         if (*v <= 0) r.error(*t->get("slo"), "slo", "must be above 0"), ok = false;
@@ -176,6 +192,12 @@ void parse_class_control(ConfigParse& ctx, TableReader& cr, ClassConfig& cls) {
                         ": its interval " + seconds_text(ceil<seconds>(signal->interval)) + " plus the query's range " +
                         seconds_text(promql_query_range(signal->query)) +
                         "): the next decision would not see the last one's effect, and the ceil would swing"),
+                ok = false;
+        else if (congestion && c.dwell < signal_delay(*congestion))
+            r.error(*t->get("dwell"), "dwell",
+                    "shorter than the delay of congestion_signal " + quote(c.congestion_signal) + " (" +
+                        seconds_text(signal_delay(*congestion)) +
+                        "): a decision would weigh a break against the network of an earlier moment"),
                 ok = false;
     } else if (t->get("dwell")) {
         ok = false;

@@ -10,7 +10,8 @@
 # class's ceil; in the steady part (decision instants 14 to 24, counted by the
 # agent's lanes_agent_ceil_decisions_total) the changes are few (a count); every
 # change is logged with its cause and counted; the inference job is untouched;
-# SIGTERM gives the job its own ceil back.
+# SIGTERM gives the job its own ceil back. Part 2 (below): a congestion signal
+# tells a break of the SLO that was not the network's from one that was.
 SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 . "$SRCDIR/tests/net/common.sh"
 IN_NS=$NA
@@ -45,12 +46,13 @@ mbit() {  # tc's "1Gbit"/"600Mbit"/"62500Kbit" -> Mbit/s (integer)
 tool apply 21 --class training --rate 100Mbit --ceil 1Gbit >/dev/null || fail "apply 21"
 tool apply 22 --class inference --rate 100Mbit --ceil 1Gbit >/dev/null || fail "apply 22"
 
-# The plant: p99 follows job 21's ceil in the kernel (bounded: 150 s at most).
+# The plant: p99 follows job 21's ceil in the kernel, unless $T/forced holds a
+# value (bounded: 300 s at most).
 (
-  for ((i = 0; i < 1500; i++)); do
+  for ((i = 0; i < 3000; i++)); do
     c=$(job_ceil_of 21)
     [ -n "$c" ] || break
-    if [ "$(mbit "$c")" -gt 600 ]; then echo 0.02; else echo 0.003; fi >"$T/value.new"
+    if [ -s "$T/forced" ]; then cat "$T/forced"; elif [ "$(mbit "$c")" -gt 600 ]; then echo 0.02; else echo 0.003; fi >"$T/value.new"
     mv "$T/value.new" "$T/value"
     sleep 0.1
   done
@@ -204,5 +206,52 @@ if any(b <= a for a, b in zip(starts, starts[1:])):
     sys.exit("an instant asked twice or out of order")
 print("ok: %d queries of the agent, each at a whole second, each instant once, in order" % len(starts))
 PY
+# Part 2: a congestion signal (congestion_signal, congestion_above). p99 is
+# held over the SLO whatever the ceil (a stall of the inference host, say); the
+# network's queue is a series node_exporter serves from a textfile.
+#  - Queue 0 (known, under the bound): the ceil is held, each decision
+#    counted and logged as "uncongested"; a cut only on a decision that had
+#    no value of the queue (a fetch that failed: the safe side).
+#  - Queue 5 ms: the cut, its cause naming the queue.
+#  - The queue's series gone: the cut, "counted as congested" (fail closed).
+echo 0.02 >"$T/forced"
+queue() { echo "lanes_test_queue_seconds $1" >"$PROM_DIR/queue.prom.tmp" && mv "$PROM_DIR/queue.prom.tmp" "$PROM_DIR/queue.prom"; }
+queue 0
+sed -i 's/^backoff = "24s"$/&\nfloor = "10Mbit"\ncongestion_signal = "queue"\ncongestion_above = 0.002/; 0,/^floor = "100Mbit"$/{/^floor = "100Mbit"$/d}' "$T/lanes.toml"
+cat >>"$T/lanes.toml" <<TOML
+[signals.queue]
+url = "$PROM_URL"
+query = "max(lanes_test_queue_seconds)"
+interval = "1s"
+timeout = "500ms"
+stale_after = "4s"
+TOML
+"$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check (part 2): $(cat "$T/check.out")"
+has_queue() { prom_query 'lanes_test_queue_seconds' | grep -q '"value"'; }
+wait_for "Prometheus to have the queue's series" 30 has_queue
+mv "$T/agent.log" "$T/agent-part1.log"
+rm -f "$METRICS"
+start_agent
+holds() { metric 'lanes_agent_ceil_holds_total{class="training",cause="uncongested"}'; }
+holds_at_least() { [ "$(holds)" -ge "$1" ]; }
+wait_for "3 decisions held without congestion" 60 holds_at_least 3
+unknown=$(grep -c "class training ceil .*no usable value of queue (counted as congested)" "$T/agent.log")
+cuts=$(metric 'lanes_agent_ceil_changes_total{class="training",cause="over_slo"}')
+[ "$cuts" -eq "$unknown" ] || fail "$cuts cut(s) with the queue at 0, $unknown of them without a value of the queue"
+grep -q "class training ceil [0-9.]*[MG]bit held on $DEV (cause: demand 0.02 > slo 0.01, but queue 0 <= congestion_above 0.002: not the network's)" "$T/agent.log" ||
+  fail "no \"held\" line"
+echo "ok: p99 over the SLO with no queue: $(holds) decisions held the ceil ($(job_ceil_of 21)), $cuts cut(s) on a missing value"
+queue 0.005
+wait_for "the cut with a queue" 30 grep -q "class training ceil .*(cause: demand 0.02 > slo 0.01, queue 0.005 > congestion_above 0.002)" "$T/agent.log"
+echo "ok: p99 over the SLO with a queue of 5 ms: cut, the cause names the queue"
+rm -f "$PROM_DIR/queue.prom"
+wait_for "the cut without a value of the queue" 30 grep -q "no usable value of queue (counted as congested)" "$T/agent.log"
+echo "ok: the queue's series gone: cut, counted as congested"
+if command -v promtool >/dev/null; then
+  promtool check metrics <"$METRICS" >"$T/promtool.out" 2>&1 || fail "promtool (part 2): $(cat "$T/promtool.out")"
+fi
+stop_agent
+: >"$T/forced"
+
 tool remove 21 >/dev/null; tool remove 22 >/dev/null
 echo "PASS"

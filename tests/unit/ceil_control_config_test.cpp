@@ -44,6 +44,19 @@ std::string with(std::string text, const std::string& from, const std::string& t
     return text;
 }
 
+// A text lanes.toml refuses, and a part of the message it must give.
+struct Refused {
+    std::string text, expect;
+};
+void expect_refused(const std::vector<Refused>& cases) {
+    for (const auto& c : cases) {
+        auto r = lanes::parse_config(c.text, "lanes.toml");
+        ASSERT_FALSE(r) << c.expect;
+        EXPECT_NE(r.error().message.find(c.expect), std::string::npos)
+            << "expected: " << c.expect << "\ngot: " << r.error().message;
+    }
+}
+
 TEST(CeilControlConfig, Parses) {
     auto c = lanes::parse_config(kControlled, "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
@@ -62,6 +75,35 @@ TEST(CeilControlConfig, Parses) {
     ASSERT_TRUE(k.min_gap);
     EXPECT_EQ(k.min_gap->bits_per_second, 25'000'000u);
     EXPECT_TRUE(t->busy_window.empty());
+}
+
+TEST(CeilControlConfig, ACongestionSignal) {
+    const std::string text = with(with(kControlled, "[classes.training]\n",
+                                       "[signals.queue]\nurl = \"http://127.0.0.1:9090\"\n"
+                                       "query = 'max(max_over_time(switch_queue_seconds[20s]))'\ninterval = \"5s\"\n"
+                                       "[classes.training]\n"),
+                                  "min_gap = \"25Mbit\"\n",
+                                  "min_gap = \"25Mbit\"\ncongestion_signal = \"queue\"\ncongestion_above = 0.002\n");
+    auto c = lanes::parse_config(text, "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    const auto& k = *c->find_class("training")->control;
+    EXPECT_EQ(k.congestion_signal, "queue");
+    EXPECT_EQ(k.congestion_above, 0.002);
+    EXPECT_TRUE(
+        lanes::parse_config(kControlled, "lanes.toml")->find_class("training")->control->congestion_signal.empty());
+
+    const std::vector<Refused> cases = {
+        {with(text, "congestion_signal = \"queue\"\n", ""),
+         "classes.training.control.congestion_above: needs \"congestion_signal\""},
+        {with(text, "congestion_above = 0.002\n", ""), "classes.training.control: missing key \"congestion_above\""},
+        {with(text, "congestion_above = 0.002", "congestion_above = -1"),
+         "classes.training.control.congestion_above: must be 0 or above"},
+        {with(text, "congestion_signal = \"queue\"", "congestion_signal = \"queu\""),
+         "classes.training.control.congestion_signal: unknown signal \"queu\" (did you mean \"queue\"?)"},
+        {with(text, "[20s]", "[60s]"),
+         "classes.training.control.dwell: shorter than the delay of congestion_signal \"queue\" (65s)"},
+    };
+    expect_refused(cases);
 }
 
 TEST(CeilControlConfig, Defaults) {
@@ -92,11 +134,7 @@ TEST(CeilControlConfig, SignalDelayIsTheIntervalPlusTheQueryRange) {
 }
 
 TEST(CeilControlConfig, SettingsThatCannotConvergeAreRefused) {
-    struct Case {
-        std::string text;
-        const char* expect;
-    };
-    const std::vector<Case> cases = {
+    const std::vector<Refused> cases = {
         {with(kControlled, "dwell = \"40s\"", "dwell = \"30s\""),
          "lanes.toml:20:9: classes.training.control.dwell: shorter than the delay of signal \"p99\" (35s: its "
          "interval 5s plus the query's range 30s)"},
@@ -126,12 +164,7 @@ TEST(CeilControlConfig, SettingsThatCannotConvergeAreRefused) {
         {with(kControlled, "rate = \"100Mbit\"\nceil = \"1Gbit\"\n", ""),
          "classes.training.control: the class has no \"rate\"/\"ceil\""},
     };
-    for (const auto& c : cases) {
-        auto r = lanes::parse_config(c.text, "lanes.toml");
-        ASSERT_FALSE(r) << c.expect;
-        EXPECT_NE(r.error().message.find(c.expect), std::string::npos)
-            << "expected: " << c.expect << "\ngot: " << r.error().message;
-    }
+    expect_refused(cases);
 }
 
 TEST(CeilControlConfig, NotWithBusyWindow) {

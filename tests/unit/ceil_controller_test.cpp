@@ -444,5 +444,56 @@ TEST(CeilController, PlanClampsToTheJobsOwnCeilAndRate) {
     EXPECT_TRUE(ceil_changes(plan_controlled_targets(cfg, {a}, {{{"training", "eth1"}, 20 * M}})).empty());
 }
 
+ControlSample with_congestion(double value, std::optional<double> congestion) {
+    ControlSample s{value, std::nullopt};
+    s.congestion = congestion;
+    return s;
+}
+
+TEST(CeilController, ABreakWithoutCongestionHoldsTheCeil) {
+    auto l = limits();
+    l.congestion_above = 2;
+    CeilController c(l);
+    auto d = c.decide(1, with_congestion(12, 0.5));
+    EXPECT_FALSE(d.changed());
+    EXPECT_EQ(d.cause, ControlCause::Uncongested);
+    EXPECT_STREQ(control_cause_name(d.cause), "uncongested");
+    EXPECT_FALSE(c.broken_ceil(1, std::nullopt)) << "a break that was not the network's taught nothing";
+    d = c.decide(2, with_congestion(12, 2));  // at the bound: still not congested
+    EXPECT_EQ(d.cause, ControlCause::Uncongested);
+    d = c.decide(3, with_congestion(12, 2.5));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 50 * M);
+}
+
+TEST(CeilController, AnUnknownCongestionCountsAsCongested) {
+    auto l = limits();
+    l.congestion_above = 2;
+    CeilController c(l);
+    auto d = c.decide(1, with_congestion(12, std::nullopt));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 50 * M);
+}
+
+TEST(CeilController, WithoutACongestionBoundTheCongestionValueIsIgnored) {
+    CeilController c(limits());
+    auto d = c.decide(1, with_congestion(12, 0));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 50 * M);
+}
+
+TEST(CeilController, AProbeHeldThroughAStallIsJudgedAsAProbe) {
+    auto l = limits();
+    l.congestion_above = 2;
+    CeilController c(l);
+    EXPECT_EQ(c.decide(1, ControlSample{}).to_bits, 50 * M);
+    EXPECT_EQ(c.decide(2, with_congestion(1, 0)).to_bits, 60 * M);  // 50 held: a probe of 60
+    EXPECT_EQ(c.decide(3, with_congestion(12, 0)).cause, ControlCause::Uncongested);
+    // The probe broke, with a queue: as far below 50 as it went above.
+    auto d = c.decide(4, with_congestion(12, 5));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 40 * M);
+}
+
 }  // namespace
 }  // namespace lanes::agent
