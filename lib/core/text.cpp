@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace lanes {
 
@@ -150,5 +151,7 @@ std::string prometheus_label_value(std::string_view text) {
     }
     return out;
 }
+
+std::string errno_text(int err) { return std::strerror(err); }
 
 }  // namespace lanes

@@ -90,4 +90,20 @@ std::string json_escape_raw_controls(std::string_view json_text);
 // so the file stays valid UTF-8 and prints harmlessly.
 std::string prometheus_label_value(std::string_view text);
 
+// strerror(err) as a string (for "PATH: No such file or directory").
+std::string errno_text(int err);
+
+// The last component of a path ("lanes.lua" of "/etc/slurm/lanes.lua").
+inline std::string basename_of(const std::string& path) {
+    size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Whether `list` holds `item`.
+inline bool contains(const std::vector<std::string>& list, std::string_view item) {
+    for (const auto& s : list)
+        if (s == item) return true;
+    return false;
+}
+
 }  // namespace lanes

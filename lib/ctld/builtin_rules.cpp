@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ctld/builtin_rules.hpp"
+#include "core/text.hpp"
 
 #include <fnmatch.h>
 
@@ -28,10 +29,6 @@ bool gres_in(std::string_view tres, std::string_view gres) {
         if (!item.starts_with(gres)) return false;
         return item.size() == gres.size() || item[gres.size()] == ':';
     });
-}
-
-bool contains(const std::vector<std::string>& list, std::string_view s) {
-    return std::find(list.begin(), list.end(), s) != list.end();
 }
 
 }  // namespace

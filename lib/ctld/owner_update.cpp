@@ -31,10 +31,6 @@ std::vector<std::string> split_commas(const std::string& list) {
     return out;
 }
 
-bool contains(const std::vector<std::string>& list, const std::string& item) {
-    return std::find(list.begin(), list.end(), item) != list.end();
-}
-
 const ClassConfig* class_of(const Config& config, const std::string& name) {
     auto it = config.classes.find(name);
     return it == config.classes.end() ? nullptr : &it->second;

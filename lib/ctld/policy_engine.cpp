@@ -50,11 +50,6 @@ int run_classify(lua_State* L) noexcept {
     return 0;
 }
 
-std::string basename_of(const std::string& path) {
-    size_t slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
 std::vector<std::string> PolicyOutcome::overrides() const {

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "core/text.hpp"
+#include "ctld/policy_api.hpp"
 #include "ctld/router.hpp"
 #include "ctld/worker_io.hpp"
 
@@ -25,12 +26,7 @@ namespace lanes {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-constexpr size_t kMaxUserMessageBytes = 1024;  // as policy_api.hpp
-
-std::string basename_of(const std::string& path) {
-    size_t slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+using policy_detail::kMaxUserMessageBytes;
 
 std::string describe_duration(std::chrono::microseconds d) {
     if (d.count() % 1000000 == 0) return std::to_string(d.count() / 1000000) + "s";

@@ -233,10 +233,6 @@ std::vector<std::string> split_commas(std::string_view list) {
     return out;
 }
 
-bool contains(const std::vector<std::string>& list, const std::string& item) {
-    return std::find(list.begin(), list.end(), item) != list.end();
-}
-
 }  // namespace
 
 std::optional<std::string> check_time_limit_change(const ClassConfig& cls, const JobView& job,

@@ -16,12 +16,11 @@
 #include <sstream>
 #include <thread>
 
+#include "core/text.hpp"
 #include "node/node_facts.hpp"
 
 namespace lanes {
 namespace {
-
-std::string errno_text(int err) { return std::strerror(err); }
 
 std::vector<std::string> components(std::string_view path) {
     std::vector<std::string> out;

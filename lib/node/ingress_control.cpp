@@ -15,14 +15,10 @@
 #include <regex>
 
 #include "node/netlink_socket.hpp"
+#include "node/nl_msg.hpp"
 
 namespace lanes {
 namespace {
-
-struct MsgFree {
-    void operator()(nl_msg* m) const { nlmsg_free(m); }
-};
-using MsgPtr = std::unique_ptr<nl_msg, MsgFree>;
 
 bool is_ifb_name(const std::string& name) {
     return name.size() == std::string(kIfbPrefix).size() + 6 && name.starts_with(kIfbPrefix);

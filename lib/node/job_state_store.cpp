@@ -2,6 +2,7 @@
 #include "node/job_state_store.hpp"
 
 #include "core/job_env.hpp"  // encode_rate: the one machine form of a rate
+#include "core/text.hpp"
 #include "node/node_facts.hpp"
 
 #include <dirent.h>
@@ -33,8 +34,6 @@ std::vector<std::string_view> split_words(std::string_view v) {
     }
     return out;
 }
-
-std::string errno_text(int err) { return std::strerror(err); }
 
 Result<Rate> parse_state_rate(std::string_view v) {
     Rate r;

@@ -25,14 +25,10 @@
 #include <sstream>
 
 #include "node/netlink_socket.hpp"
+#include "node/nl_msg.hpp"
 
 namespace lanes {
 namespace {
-
-struct MsgFree {
-    void operator()(nl_msg* m) const { nlmsg_free(m); }
-};
-using MsgPtr = std::unique_ptr<nl_msg, MsgFree>;
 
 std::string family_name(int family) { return family == AF_INET6 ? "IPv6" : "IPv4"; }
 

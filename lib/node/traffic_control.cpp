@@ -5,6 +5,7 @@
 #include "node/traffic_control.hpp"
 
 #include "node/netlink_socket.hpp"
+#include "node/nl_msg.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -28,17 +29,6 @@
 
 namespace lanes {
 namespace {
-
-struct MsgFree {
-    void operator()(nl_msg* m) const { nlmsg_free(m); }
-};
-using MsgPtr = std::unique_ptr<nl_msg, MsgFree>;
-
-std::string handle_text(uint32_t h) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%x:%x", h >> 16, h & 0xffff);
-    return buf;
-}
 
 // The one netlink send/ack loop (netlink_socket.hpp) on an rtnetlink socket:
 // 0 or a negative errno, the kernel's extack text in `text`.

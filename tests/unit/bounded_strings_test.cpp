@@ -56,12 +56,12 @@ local function show(...)
 end
 )";
 
-struct Case {
+struct PatternCase {
     const char* subject;
     const char* pattern;
 };
 
-const std::vector<Case> kCases = {
+const std::vector<PatternCase> kPatternCases = {
     {"hello world", "o"},
     {"hello world", "l+"},
     {"hello world", "l*"},
@@ -111,7 +111,7 @@ const std::vector<Case> kCases = {
 };
 
 TEST(BoundedStrings, SameResultsAsLua) {
-    for (const auto& c : kCases) {
+    for (const auto& c : kPatternCases) {
         for (const char* init : {"1", "2", "-2", "0", "100"}) {
             std::string chunk = std::string(kShow) + "local s, p, i = ...\n";
             std::string args = std::string("local s = ") + "'" + c.subject + "'" + " local p = '" + c.pattern +

@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "core/lanes_toml.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace {
+
+using lanes::test::with;
 
 using namespace std::chrono;
 
@@ -36,13 +39,6 @@ backoff = "5min"
 load_signal = "load"
 min_gap = "25Mbit"
 )";
-
-std::string with(std::string text, const std::string& from, const std::string& to) {
-    auto at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) text.replace(at, from.size(), to);
-    return text;
-}
 
 // A text lanes.toml refuses, and a part of the message it must give.
 struct Refused {

@@ -16,8 +16,11 @@
 #include "ctld/windows.hpp"
 #include "ctld/windows_config.hpp"
 #include "tests/unit/time_text.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace {
+
+using lanes::test::utc;
 
 using namespace std::chrono;
 using lanes::parse_controller_config;
@@ -30,10 +33,6 @@ std::string srcdir() {
 #else
     return ".";
 #endif
-}
-
-SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0) {
-    return SysSeconds{sys_days{year{y} / month{mo} / day{d}}} + hours{h} + minutes{mi};
 }
 
 TEST(Config, ShippedExampleParses) {

@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "ctld/router.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace lanes::test {
 
-// 2026-11-30 is a Monday.
-inline SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0) {
-    return std::chrono::sys_days{std::chrono::year{y} / mo / d} + std::chrono::hours{h} + std::chrono::minutes{mi};
-}
+// (utc(): test_util.hpp.) 2026-11-30 is a Monday: mon(9) is 09:00 UTC on it.
+inline SysSeconds mon(int hour, int minute = 0) { return utc(2026, 11, 30, hour, minute); }
 
 class FixedWindows final : public WindowOracle {
 public:

@@ -10,16 +10,14 @@
 #include "ctld/classifier.hpp"
 #include "lanesctl/json.hpp"
 #include "lanesctl/policy_fixture.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace lanes {
 namespace {
 
-namespace fs = std::filesystem;
+using lanes::test::golden_dir;
 
-fs::path golden_dir() {
-    const char* env = std::getenv("LANES_SRCDIR");
-    return fs::path(env && *env ? env : LANES_TEST_SRCDIR) / "tests" / "golden";
-}
+namespace fs = std::filesystem;
 
 // Runs every case of one set; returns how many ran.
 size_t run_set(const std::string& set) {

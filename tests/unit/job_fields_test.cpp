@@ -19,9 +19,12 @@
 #include "job_submit/job_desc_translate.hpp"
 #include "lanesctl/json.hpp"
 #include "lanesctl/policy_fixture.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace lanes {
 namespace {
+
+using lanes::test::golden_dir;
 
 namespace fs = std::filesystem;
 
@@ -338,11 +341,6 @@ TEST(JobFields, JsonKeysFillTheSameFields) {
 }
 
 // ---- the golden jobs through both paths ----
-
-fs::path golden_dir() {
-    const char* env = std::getenv("LANES_SRCDIR");
-    return fs::path(env && *env ? env : LANES_TEST_SRCDIR) / "tests" / "golden";
-}
 
 TEST(JobFields, GoldenJobsTranslateAlikeOnEveryPath) {
     size_t compared = 0;

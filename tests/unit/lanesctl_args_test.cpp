@@ -11,8 +11,12 @@
 
 #include "lanesctl/args.hpp"
 #include "lanesctl/time_spec.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace {
+
+using lanes::test::utc;
+using lanes::test::zone;
 
 using lanes::ctl::Command;
 using lanes::ctl::Options;
@@ -205,16 +209,6 @@ TEST(LanesctlArgs, ConfigPathOrder) {
 
 using namespace std::chrono;
 using lanes::SysSeconds;
-
-SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0) {
-    return SysSeconds{sys_days{year{y} / month{mo} / day{d}}} + hours{h} + minutes{mi} + seconds{s};
-}
-
-std::shared_ptr<const lanes::TimeZone> zone(const std::string& name) {
-    auto z = lanes::TimeZone::load(name);
-    EXPECT_TRUE(z) << name;
-    return z ? *z : nullptr;
-}
 
 lanes::ctl::ZoneLoader loader() {
     return [](const std::string& name) { return lanes::TimeZone::load(name); };

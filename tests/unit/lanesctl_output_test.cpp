@@ -13,17 +13,15 @@
 #include "lanesctl/policy_report.hpp"
 #include "node/ingress_plan.hpp"
 #include "node/node_facts.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace {
 
+using lanes::test::utc;
+using lanes::test::contains;
+
 using namespace std::chrono;
 using lanes::SysSeconds;
-
-SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0) {
-    return SysSeconds{sys_days{year{y} / month{mo} / day{d}}} + hours{h} + minutes{mi};
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 lanes::Decision training_decision() {
     lanes::Decision d;

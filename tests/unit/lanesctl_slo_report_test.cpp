@@ -12,18 +12,16 @@
 #include "ctld/windows_config.hpp"
 #include "lanesctl/args.hpp"
 #include "lanesctl/slo_report.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace {
+
+using lanes::test::utc;
+using lanes::test::contains;
 
 using namespace std::chrono;
 using lanes::SysSeconds;
 using namespace lanes::ctl;
-
-SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0) {
-    return SysSeconds{sys_days{year{y} / month{mo} / day{d}}} + hours{h} + minutes{mi};
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 lanes::Config config_with_peak() {
     auto c = lanes::parse_controller_config(R"(

@@ -15,11 +15,13 @@
 #include "node/job_state_store.hpp"
 #include "node/packet_marker.hpp"
 #include "node/traffic_control.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace lanes {
 namespace {
 
-constexpr uint64_t kGbit = 1'000'000'000ull;
+using lanes::test::kGbit;
+
 
 // The kernel as the fakes see it; shared so a test can inspect and break it.
 struct FakeKernel {

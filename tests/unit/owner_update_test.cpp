@@ -17,9 +17,9 @@
 namespace lanes {
 namespace {
 
+using test::mon;
 using test::utc;
 
-SysSeconds mon(int hour, int minute = 0) { return utc(2026, 11, 30, hour, minute); }
 
 struct OwnerUpdateJudge : ::testing::Test {
     test::FixedWindows windows;

@@ -18,11 +18,13 @@
 #include "node/packet_marker.hpp"
 #include "node/shaping_plan.hpp"
 #include "node/traffic_control.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace lanes {
 namespace {
 
-constexpr uint64_t kGbit = 1'000'000'000ull;
+using lanes::test::kGbit;
+
 
 NicFacts nic(std::string dev, uint64_t speed) {
     NicFacts n;

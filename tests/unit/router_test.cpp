@@ -7,6 +7,7 @@
 namespace lanes {
 namespace {
 
+using test::mon;
 using test::utc;
 using namespace std::chrono_literals;
 
@@ -78,7 +79,6 @@ constexpr auto D = OverrunAction::Defer;
 constexpr auto S = OverrunAction::Shorten;
 constexpr auto W = OverrunAction::Warn;
 constexpr auto R = OverrunAction::Reject;
-const auto mon = [](int h, int m = 0) { return utc(2026, 11, 30, h, m); };
 const auto tue = [](int h, int m = 0) { return utc(2026, 12, 1, h, m); };
 
 INSTANTIATE_TEST_SUITE_P(

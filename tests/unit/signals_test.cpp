@@ -18,8 +18,11 @@
 #include "signals/curl_fetcher.hpp"
 #include "signals/signal_monitor.hpp"
 #include "signals/signals.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace {
+
+using lanes::test::with;
 
 using namespace std::chrono;
 using lanes::FetchResult;
@@ -295,13 +298,6 @@ TEST(SignalConfig, Parses) {
     EXPECT_EQ(t->busy_window, "busy");
     EXPECT_EQ(t->busy_ceil->bits_per_second, 2'000'000'000u);
     EXPECT_EQ(t->avoid_windows, std::vector<std::string>{"busy"});
-}
-
-std::string with(std::string text, const std::string& from, const std::string& to) {
-    auto at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) text.replace(at, from.size(), to);
-    return text;
 }
 
 // What the evaluator sleeps until: a fresh value going stale, a window's

@@ -36,7 +36,7 @@ bool valid_utf8(const std::string& s) {
     }
 }
 
-struct Case {
+struct TextCase {
     const char* what;
     std::string input;
     std::string line;   // log_field / terminal_text / log_line
@@ -47,7 +47,7 @@ struct Case {
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
-const Case kCases[] = {
+const TextCase kTextCases[] = {
     {"plain", "train-llm", "train-llm", "train-llm", "\"train-llm\"", "train-llm"},
     {"empty", "", "", "", "\"\"", ""},
     {"ESC sequence", "\x1b[2Jx", "\\x1B[2Jx", "\\x1B[2Jx", "\"\\u001b[2Jx\"", kFffd + "[2Jx"},
@@ -79,10 +79,10 @@ const Case kCases[] = {
     {"quote and backslash", "a\"b\\c", "a\"b\\c", "a\"b\\c", "\"a\\\"b\\\\c\"", "a\\\"b\\\\c"},
 };
 
-class SinkEscape : public ::testing::TestWithParam<Case> {};
+class SinkEscape : public ::testing::TestWithParam<TextCase> {};
 
 TEST_P(SinkEscape, EachSinkGetsItsForm) {
-    const Case& c = GetParam();
+    const TextCase& c = GetParam();
     EXPECT_EQ(log_field(c.input), c.line);
     EXPECT_EQ(log_line(c.input), c.line);
     EXPECT_EQ(terminal_text(c.input), c.line);
@@ -93,7 +93,7 @@ TEST_P(SinkEscape, EachSinkGetsItsForm) {
 }
 
 TEST_P(SinkEscape, OutputIsInertAndValid) {
-    const Case& c = GetParam();
+    const TextCase& c = GetParam();
     EXPECT_TRUE(inert(log_field(c.input)));
     EXPECT_TRUE(inert(user_message(c.input), true));
     EXPECT_TRUE(valid_utf8(log_field(c.input)));
@@ -108,12 +108,12 @@ TEST_P(SinkEscape, OutputIsInertAndValid) {
 }
 
 TEST_P(SinkEscape, EscapingTwiceChangesNothing) {
-    const Case& c = GetParam();
+    const TextCase& c = GetParam();
     EXPECT_EQ(log_line(log_field(c.input)), log_field(c.input));
     EXPECT_EQ(user_message(user_message(c.input)), user_message(c.input));
 }
 
-INSTANTIATE_TEST_SUITE_P(Text, SinkEscape, ::testing::ValuesIn(kCases));
+INSTANTIATE_TEST_SUITE_P(Text, SinkEscape, ::testing::ValuesIn(kTextCases));
 
 TEST(SinkEscape, CutAtTheBoundBetweenCharactersAndMarked) {
     EXPECT_EQ(log_field(std::string(10, 'm'), 4), "mmmm [cut]");

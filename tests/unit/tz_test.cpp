@@ -13,26 +13,20 @@
 
 #include "ctld/windows.hpp"
 #include "tests/unit/time_text.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace {
+
+using lanes::test::utc;
+using lanes::test::zone;
 
 using namespace std::chrono;
 using lanes::SysSeconds;
 using lanes::TimeZone;
 using lanes::test::show;
 
-SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0) {
-    return SysSeconds{sys_days{year{y} / month{mo} / day{d}}} + hours{h} + minutes{mi} + seconds{s};
-}
-
 local_seconds loc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0) {
     return local_seconds{local_days{year{y} / month{mo} / day{d}}} + hours{h} + minutes{mi} + seconds{s};
-}
-
-std::shared_ptr<const TimeZone> zone(const std::string& name) {
-    auto z = TimeZone::load(name);
-    EXPECT_TRUE(z) << name << ": " << (z ? "" : z.error().message);
-    return z ? *z : nullptr;
 }
 
 struct OffsetCase {

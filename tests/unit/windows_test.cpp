@@ -9,8 +9,11 @@
 
 #include "ctld/windows.hpp"
 #include "tests/unit/time_text.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace {
+
+using lanes::test::utc;
 
 using namespace std::chrono;
 using lanes::DateRange;
@@ -19,10 +22,6 @@ using lanes::SysSeconds;
 using lanes::Window;
 using lanes::WindowSet;
 using lanes::test::show;
-
-SysSeconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0) {
-    return SysSeconds{sys_days{year{y} / month{mo} / day{d}}} + hours{h} + minutes{mi} + seconds{s};
-}
 
 year_month_day ymd(int y, unsigned m, unsigned d) { return year{y} / month{m} / day{d}; }
 
