@@ -42,8 +42,14 @@ check() {  # FILE OBJECT (its own main object file)
 }
 
 check "$build/job_submit/.libs/job_submit_lanes.so" "$build/job_submit/.libs/job_submit_lanes.o"
-check "$build/spank/.libs/spank_lanes.so" "$build/spank/.libs/spank_lanes.o"
-check "$build/lanesctl/lanesctl" "$build/lanesctl/lanesctl-main.o"
+# (The unity build compiles spank_lanes and lanesctl as one file each.)
+main_object() {  # the first of OBJECTS that exists
+    local o
+    for o in "$@"; do [[ -f $o ]] && { echo "$o"; return; }; done
+    echo "$1"
+}
+check "$build/spank/.libs/spank_lanes.so" "$(main_object "$build/spank/.libs/spank_lanes.o" "$build/spank/.libs/spank_lanes_unity.o")"
+check "$build/lanesctl/lanesctl" "$(main_object "$build/lanesctl/lanesctl-main.o" "$build/lanesctl/lanesctl-lanesctl_unity.o")"
 check "$build/policy_worker/lanes-policy-worker" "$build/policy_worker/lanes_policy_worker.o"
 check "$build/agent/lanes-agent" "$build/agent/main.o"
 if [[ $fortify == yes ]]; then
