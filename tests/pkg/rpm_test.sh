@@ -46,8 +46,13 @@ grep -q '/contrib/lanes.spec$' <<<"$listing" || bad "the tarball has no contrib/
 version=$(sed -n 's/^PACKAGE_VERSION = //p' "$LANES_BUILDDIR/Makefile")
 mv "$tarball" "$top/SOURCES/lanes-$version.tar.xz"
 
+# optflags -O1 -g0 (rpm's default: -O2 -g): the compiler here is the host
+# tree's, which already builds every file at -O2; what this test checks is the
+# spec (its %configure, %install and file lists, the Requires), and compiling
+# is most of its time.
 PATH=/usr/lib/ccache:$PATH rpmbuild -ta --nodeps --without check \
     --define "_topdir $top" --define 'debug_package %{nil}' --define "_smp_mflags -j$(nproc)" \
+    --define 'optflags -O1 -g0' \
     "$top/SOURCES/lanes-$version.tar.xz" >"$top/rpmbuild.log" 2>&1 ||
     { tail -40 "$top/rpmbuild.log"; echo "FAIL: rpmbuild -ta"; exit 1; }
 shopt -s nullglob
