@@ -15,8 +15,8 @@
 #include "core/lanes_toml.hpp"
 #include "ctld/windows.hpp"
 #include "ctld/windows_config.hpp"
-#include "tests/unit/time_text.hpp"
 #include "tests/unit/test_util.hpp"
+#include "tests/unit/time_text.hpp"
 
 namespace {
 

@@ -16,8 +16,8 @@
 
 namespace {
 
-using lanes::test::utc;
 using lanes::test::contains;
+using lanes::test::utc;
 
 using namespace std::chrono;
 using lanes::SysSeconds;

@@ -22,7 +22,6 @@ namespace {
 
 using lanes::test::kGbit;
 
-
 // The kernel as the fakes see it; shared so a test can inspect and break it.
 struct FakeKernel {
     std::map<std::string, int> ifindex{{"lo", 1}, {"eth0", 2}, {"eth1", 3}, {"ib0", 4}};

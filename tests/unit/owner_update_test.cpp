@@ -20,7 +20,6 @@ namespace {
 using test::mon;
 using test::utc;
 
-
 struct OwnerUpdateJudge : ::testing::Test {
     test::FixedWindows windows;
     Config config;

@@ -25,7 +25,6 @@ namespace {
 
 using lanes::test::kGbit;
 
-
 NicFacts nic(std::string dev, uint64_t speed) {
     NicFacts n;
     n.device = std::move(dev);

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "ctld/windows.hpp"
-#include "tests/unit/time_text.hpp"
 #include "tests/unit/test_util.hpp"
+#include "tests/unit/time_text.hpp"
 
 namespace {
 
