@@ -40,6 +40,7 @@ const char* control_cause_name(ControlCause cause) {
         case ControlCause::NoValue: return "no_value";
         case ControlCause::Headroom: return "headroom";
         case ControlCause::Uncongested: return "uncongested";
+        case ControlCause::Congested: return "congested";
         case ControlCause::None: break;
     }
     return "none";
@@ -189,6 +190,10 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         return d;
     }
     const uint64_t cut = std::max(limits_.floor_bits, scaled(ceil_, limits_.decrease));
+    // The SLO holds, but the network queues past the bound: the bottleneck is
+    // at its knee (ceil_controller.hpp).
+    const bool strained = sample.value && !broke && limits_.congestion_above && sample.congestion &&
+                          *sample.congestion > *limits_.congestion_above;
     if (!sample.value) {
         // Nothing to learn from an absence; the safe side.
         d.to_bits = cut;
@@ -208,6 +213,23 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
             d.to_bits = std::min(ceil_, std::max(d.to_bits, back));
         }
         d.cause = ControlCause::OverSlo;
+    } else if (strained) {
+        // Not right after a break (its queue may still be draining). At a
+        // ceil that held here: it no longer counts as held (one decision may
+        // have missed the bursts), no change. Elsewhere: a step down by the
+        // margin, never below what held, and this ceil bounds the search as a
+        // break would.
+        const std::optional<uint64_t> held = held_ceil(tick, sample.load);
+        if (broke_) {
+        } else if (held && *held >= ceil_) {
+            std::erase_if(held_,
+                          [&](const Observation& o) { return o.ceil_bits >= ceil_ && held_applies(o, sample.load); });
+        } else {
+            remember_broken(tick, sample.load);
+            d.to_bits = std::max({limits_.floor_bits, scaled(ceil_, 1 - limits_.margin), held.value_or(0)});
+            d.to_bits = std::min(ceil_, d.to_bits);
+            d.cause = ControlCause::Congested;
+        }
     } else if (*sample.value <= limits_.slo * (1 - limits_.margin)) {
         remember_held(tick, sample.load);
         const uint64_t held = std::max(ceil_, held_ceil(tick, sample.load).value_or(0));

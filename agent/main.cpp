@@ -405,6 +405,10 @@ void Agent::control_due() {
             std::string cause;
             if (d.cause == ControlCause::NoValue) {
                 cause = "no usable value of " + k.signal;
+            } else if (d.cause == ControlCause::Congested) {
+                cause = k.signal + " " + format_signal_value(*sample.value) + " <= slo " + format_signal_value(k.slo) +
+                        ", but " + k.congestion_signal + " " + format_signal_value(*sample.congestion) +
+                        " > congestion_above " + format_signal_value(k.congestion_above) + ": no margin in the network";
             } else {
                 cause = k.signal + " " + format_signal_value(*sample.value) +
                         (d.cause == ControlCause::OverSlo ? " > slo " : " <= slo*(1-margin) ") +

@@ -248,7 +248,7 @@ agent_metric() {  # NODE PROM-LINE-PREFIX -> value in the node agent's textfile 
 }
 ctl_changes() {  # NODE: the class's ceil changes, all causes
     local n=0 c
-    for c in over_slo no_value headroom; do
+    for c in over_slo no_value headroom congested; do
         n=$((n + $(agent_metric "$1" "lanes_agent_ceil_changes_total{class=\"training\",cause=\"$c\"}")))
     done
     echo $n

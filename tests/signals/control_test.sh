@@ -11,7 +11,8 @@
 # agent's lanes_agent_ceil_decisions_total) the changes are few (a count); every
 # change is logged with its cause and counted; the inference job is untouched;
 # SIGTERM gives the job its own ceil back. Part 2 (below): a congestion signal
-# tells a break of the SLO that was not the network's from one that was.
+# tells a break of the SLO that was not the network's from one that was; part
+# 3: an SLO met with the network's queue over the bound steps down.
 SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 . "$SRCDIR/tests/net/common.sh"
 IN_NS=$NA
@@ -27,7 +28,7 @@ metric() {  # PROM-LINE-PREFIX -> value in lanes_agent.prom (0 if absent)
 }
 changes() {
   local n=0 c
-  for c in over_slo no_value headroom; do
+  for c in over_slo no_value headroom congested; do
     n=$((n + $(metric "lanes_agent_ceil_changes_total{class=\"training\",cause=\"$c\"}")))
   done
   echo $n
@@ -250,6 +251,38 @@ echo "ok: the queue's series gone: cut, counted as congested"
 if command -v promtool >/dev/null; then
   promtool check metrics <"$METRICS" >"$T/promtool.out" 2>&1 || fail "promtool (part 2): $(cat "$T/promtool.out")"
 fi
+stop_agent
+
+# Part 3: the SLO met (3 ms, under slo*(1-margin) whatever the ceil) while
+# the queue is over the bound: no margin in the network. A fresh agent, at
+# the class's ceil, steps down by the margin (1Gbit -> 800Mbit), the change
+# counted with cause "congested"; with the queue back to 0, headroom: up
+# again, toward the ceil the strain bounded.
+echo 0.003 >"$T/forced"
+queue 0.005
+has_strain() {
+  prom_query 'lanes_test_queue_seconds' | grep -q '"0.005"' && prom_query 'lanes_test_demand' | grep -q '"0.003"'
+}
+wait_for "Prometheus to have the queue at 5 ms and p99 at 3 ms" 30 has_strain
+mv "$T/agent.log" "$T/agent-part2.log"
+rm -f "$METRICS"
+start_agent
+wait_for "the step down with no margin in the network" 30 grep -q \
+  "class training ceil 1Gbit -> 800Mbit on $DEV (cause: demand 0.003 <= slo 0.01, but queue 0.005 > congestion_above 0.002: no margin in the network)" \
+  "$T/agent.log"
+queue 0
+congested=$(metric 'lanes_agent_ceil_changes_total{class="training",cause="congested"}')
+[ "$congested" -ge 1 ] || fail "no congested count"
+[ "$(mbit "$(job_ceil_of 21)")" -lt 1000 ] || fail "job 21's ceil $(job_ceil_of 21) after the step down"
+headroom_at_least() { [ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="headroom"}')" -ge 1 ]; }
+wait_for "an increase once the queue is gone" 30 headroom_at_least
+up=$(grep "class training ceil .*(cause: demand 0.003 <= slo\*(1-margin) 0.008" "$T/agent.log" | head -1)
+[ -n "$up" ] || fail "no headroom line"
+from=$(sed -E 's/.*ceil ([0-9.]+[KMG]bit) -> .*/\1/' <<<"$up")
+to=$(sed -E 's/.*-> ([0-9.]+[KMG]bit) on .*/\1/' <<<"$up")
+[ "$(mbit "$to")" -gt "$(mbit "$from")" ] && [ "$(mbit "$to")" -lt 1000 ] ||
+  fail "the increase ($from -> $to) is not under the strained ceil"
+echo "ok: no margin in the network: $congested step(s) down (congested), then $from -> $to under the strained ceil"
 stop_agent
 : >"$T/forced"
 

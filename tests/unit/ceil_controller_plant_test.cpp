@@ -35,23 +35,39 @@ struct Plant {
     double queue_max = 21.6;
     double per_request = 1.0 / 30;
     int nodes = 2;
+    // From this utilisation on (0: never), the queue comes in bursts, as TCP's
+    // does on a real FIFO near its knee: the switch's queue reads 4 ms, and
+    // one second in five is over the SLO.
+    double bursts_above = 0;
+    int burst_clock = 0;
     double queue = 0;
     double p99 = 0, training = 0;
+    double congestion = 0;  // the switch's queueing delay, seconds
     void second(double ceil, double load) {
         const double inference = load * per_request;
         const double offered = nodes * ceil + inference;
         queue = std::clamp(queue + offered - capacity, 0.0, queue_max);
         const double utilisation = std::min(offered / capacity, 0.999);
         p99 = 0.0002 / (1 - utilisation) + queue / capacity;
+        congestion = queue / capacity;
+        if (bursts_above > 0 && offered / capacity >= bursts_above) {
+            congestion = std::max(congestion, 0.004);
+            if (++burst_clock % 5 == 0) p99 = std::max(p99, 0.015);
+        }
         training = std::min(nodes * ceil, capacity - inference);
     }
-    // The highest ceil (on a 0.5 Mbit/s grid) whose steady p99 meets the SLO.
+    // The highest ceil (on a 0.5 Mbit/s grid) whose p99 meets the SLO in
+    // every second of 30 once the first 5 are over.
     double best_fixed(double load) const {
         for (double c = kClassCeil; c >= kFloor; c -= 0.5) {
             Plant p = *this;
             p.queue = 0;
-            for (int i = 0; i < 30; ++i) p.second(c, load);
-            if (p.p99 <= kSlo) return c;
+            bool met = true;
+            for (int i = 0; i < 30; ++i) {
+                p.second(c, load);
+                if (i >= 5 && p.p99 > kSlo) met = false;
+            }
+            if (met) return c;
         }
         return kFloor;
     }
@@ -89,11 +105,12 @@ struct LoopRun {
 
 // `noise`: seconds (from the start) whose p99 is 15 ms whatever the ceil (a
 // stall of the machine, the probe's reconnections).
-LoopRun run(const ControlLimits& limits, bool load_signal, int offset, int scale = 1, std::vector<int> noise = {}) {
-    Plant plant;
+// `plant`: the fabric (a copy is run).
+LoopRun run(const ControlLimits& limits, bool load_signal, int offset, int scale = 1, std::vector<int> noise = {},
+            Plant plant = {}) {
     CeilController a(limits), b(limits);  // two nodes, fed the same samples
     LoopRun out;
-    std::vector<double> p99s, loads;
+    std::vector<double> p99s, loads, congestions;
     int t = offset;  // seconds; decisions at multiples of kDwell
     int since_step = 1000;
     for (const auto& phase : bench_phases(scale)) {
@@ -112,6 +129,8 @@ LoopRun run(const ControlLimits& limits, bool load_signal, int offset, int scale
                     sample.value = *std::max_element(p99s.begin() + static_cast<long>(end - 3),
                                                      p99s.begin() + static_cast<long>(end));
                     if (load_signal) sample.load = (loads[end - 3] + loads[end - 2] + loads[end - 1]) / 3;
+                    sample.congestion = *std::max_element(congestions.begin() + static_cast<long>(end - 3),
+                                                          congestions.begin() + static_cast<long>(end));
                     const auto da = a.decide(t / kDwell, sample);
                     b.decide(t / kDwell, sample);
                     if (da.changed()) ++f.changes;
@@ -121,6 +140,7 @@ LoopRun run(const ControlLimits& limits, bool load_signal, int offset, int scale
                 plant.second(static_cast<double>(a.ceil_bits()) / 1e6, load);
                 if (std::find(noise.begin(), noise.end(), t - offset) != noise.end()) plant.p99 = 0.015;
                 p99s.push_back(plant.p99);
+                congestions.push_back(plant.congestion);
                 loads.push_back(load);
                 sum += plant.training;
                 ++n;
@@ -163,6 +183,17 @@ void print(const char* what, int offset, const LoopRun& r) {
     }
 }
 
+// The goals in one phase: at most 3 changes, no second over the SLO
+// once a decision could see the step, training at least `share` of the best
+// fixed ceil (in the phases at one load).
+void expect_goals(const PhaseFigures& f, double share) {
+    EXPECT_LE(f.changes, 3);
+    EXPECT_EQ(f.late_over_seconds, 0);
+    if (f.best_fixed > 0) {
+        EXPECT_GE(f.training, share * f.best_fixed);
+    }
+}
+
 TEST(CeilControllerPlant, BenchSettingsMeetTheGoals) {
     // Every alignment of the load steps to the decision instants.
     for (int offset = 0; offset < kDwell; ++offset) {
@@ -171,12 +202,8 @@ TEST(CeilControllerPlant, BenchSettingsMeetTheGoals) {
         EXPECT_TRUE(r.nodes_agree);
         for (const auto& f : r.phases) {
             SCOPED_TRACE(f.name + " offset " + std::to_string(offset));
-            EXPECT_LE(f.changes, 3);
-            EXPECT_EQ(f.late_over_seconds, 0);
+            expect_goals(f, 0.9);
             EXPECT_EQ(f.probes_broken, 0);
-            if (f.best_fixed > 0) {
-                EXPECT_GE(f.training, 0.9 * f.best_fixed);
-            }
         }
     }
 }
@@ -187,11 +214,7 @@ TEST(CeilControllerPlant, LongPhasesStaySettled) {
         const LoopRun r = run(bench_limits(), true, offset, 4);
         for (const auto& f : r.phases) {
             SCOPED_TRACE(f.name + " offset " + std::to_string(offset));
-            EXPECT_LE(f.changes, 3);
-            EXPECT_EQ(f.late_over_seconds, 0);
-            if (f.best_fixed > 0) {
-                EXPECT_GE(f.training, 0.9 * f.best_fixed);
-            }
+            expect_goals(f, 0.9);
         }
     }
 }
@@ -230,6 +253,41 @@ TEST(CeilControllerPlant, AFinerMinGapTradesProbesForThroughput) {
     EXPECT_LE(high.probes_broken, 2);
     EXPECT_LE(high.changes, 2 + 3 * high.probes_broken);
     EXPECT_GT(high.late_over_seconds, 0);
+}
+
+TEST(CeilControllerPlant, NoMarginInTheNetworkStepsDownBeforeTheRowsMiss) {
+    // A FIFO whose queue comes in bursts from 93 % utilisation on: there
+    // p99 over the 3 s range is mostly under the SLO, and one second in five
+    // is over it. With p99 alone, the search rests where a decision happened
+    // to see no burst, and the seconds over the SLO come back while the load
+    // stays (8 late seconds over the seven offsets, up to 4 changes in a
+    // phase). With the switch's queue as the congestion signal (a bound of 2
+    // ms), every decision there sees no margin: a step down by the margin,
+    // and no second over the SLO once a decision could see a step (at most
+    // 2 changes in a phase).
+    Plant bursty;
+    bursty.bursts_above = 0.93;
+    auto with_queue = bench_limits();
+    with_queue.congestion_above = 0.002;
+    int late_without = 0;
+    for (int offset = 0; offset < kDwell; ++offset) {
+        const LoopRun without = run(bench_limits(), true, offset, 1, {}, bursty);
+        print("bursts, p99 alone", offset, without);
+        for (const auto& f : without.phases) late_without += f.late_over_seconds;
+        const LoopRun r = run(with_queue, true, offset, 1, {}, bursty);
+        print("bursts", offset, r);
+        EXPECT_TRUE(r.nodes_agree);
+        for (const auto& f : r.phases) {
+            SCOPED_TRACE(f.name + " offset " + std::to_string(offset));
+            // Training as with p99 alone (74-97 % of the best fixed ceil
+            // over the offsets, 76-95 % here): at 200 req/s the class's ceil
+            // is at the knee, and the search rests at 70.5 or 75.2 Mbit/s
+            // per node of a best fixed 89.5, within min_gap (24) of the
+            // ceil that broke or strained.
+            expect_goals(f, 0.75);
+        }
+    }
+    EXPECT_GT(late_without, 0) << "the bursts never cost a second without the congestion signal";
 }
 
 TEST(CeilControllerPlant, WithoutALoadSignalTheBackoffSpacesTheProbes) {

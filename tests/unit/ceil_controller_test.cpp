@@ -3,6 +3,7 @@
 // memory of the ceil that broke the SLO, and nodes that agree.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "agent/ceil_controller.hpp"
@@ -444,16 +445,22 @@ TEST(CeilController, PlanClampsToTheJobsOwnCeilAndRate) {
     EXPECT_TRUE(ceil_changes(plan_controlled_targets(cfg, {a}, {{{"training", "eth1"}, 20 * M}})).empty());
 }
 
-ControlSample with_congestion(double value, std::optional<double> congestion) {
-    ControlSample s{value, std::nullopt};
+ControlSample with_congestion(double value, std::optional<double> congestion,
+                              std::optional<double> load = std::nullopt) {
+    ControlSample s{value, load};
     s.congestion = congestion;
     return s;
 }
 
-TEST(CeilController, ABreakWithoutCongestionHoldsTheCeil) {
+// limits() with a congestion signal bounded at 2.
+ControlLimits queue_bounded() {
     auto l = limits();
     l.congestion_above = 2;
-    CeilController c(l);
+    return l;
+}
+
+TEST(CeilController, ABreakWithoutCongestionHoldsTheCeil) {
+    CeilController c(queue_bounded());
     auto d = c.decide(1, with_congestion(12, 0.5));
     EXPECT_FALSE(d.changed());
     EXPECT_EQ(d.cause, ControlCause::Uncongested);
@@ -467,9 +474,7 @@ TEST(CeilController, ABreakWithoutCongestionHoldsTheCeil) {
 }
 
 TEST(CeilController, AnUnknownCongestionCountsAsCongested) {
-    auto l = limits();
-    l.congestion_above = 2;
-    CeilController c(l);
+    CeilController c(queue_bounded());
     auto d = c.decide(1, with_congestion(12, std::nullopt));
     EXPECT_EQ(d.cause, ControlCause::OverSlo);
     EXPECT_EQ(d.to_bits, 50 * M);
@@ -483,9 +488,7 @@ TEST(CeilController, WithoutACongestionBoundTheCongestionValueIsIgnored) {
 }
 
 TEST(CeilController, AProbeHeldThroughAStallIsJudgedAsAProbe) {
-    auto l = limits();
-    l.congestion_above = 2;
-    CeilController c(l);
+    CeilController c(queue_bounded());
     EXPECT_EQ(c.decide(1, ControlSample{}).to_bits, 50 * M);
     EXPECT_EQ(c.decide(2, with_congestion(1, 0)).to_bits, 60 * M);  // 50 held: a probe of 60
     EXPECT_EQ(c.decide(3, with_congestion(12, 0)).cause, ControlCause::Uncongested);
@@ -493,6 +496,67 @@ TEST(CeilController, AProbeHeldThroughAStallIsJudgedAsAProbe) {
     auto d = c.decide(4, with_congestion(12, 5));
     EXPECT_EQ(d.cause, ControlCause::OverSlo);
     EXPECT_EQ(d.to_bits, 40 * M);
+}
+
+TEST(CeilController, NoMarginInTheNetworkStepsDownByTheMargin) {
+    CeilController c(queue_bounded());
+    // The SLO met, the queue over the bound, at a ceil that never held.
+    auto d = c.decide(1, with_congestion(1, 5, 1000));
+    EXPECT_EQ(d.cause, ControlCause::Congested);
+    EXPECT_STREQ(control_cause_name(d.cause), "congested");
+    EXPECT_EQ(d.to_bits, 80 * M);
+    EXPECT_EQ(c.broken_ceil(1, 1000), 100 * M) << "the strained ceil bounds the search";
+    EXPECT_FALSE(c.held_ceil(1, 1000)) << "never remembered as held";
+    // Headroom at 80: the midpoint toward 100, as after a break.
+    EXPECT_EQ(c.decide(2, with_congestion(1, 0, 1000)).to_bits, 90 * M);
+    // Strained again: down by the margin, but not below the 80 that held.
+    d = c.decide(3, with_congestion(1, 5, 1000));
+    EXPECT_EQ(d.cause, ControlCause::Congested);
+    EXPECT_EQ(d.to_bits, 80 * M);
+    // Held and strained were within min_gap: it rests at 80.
+    EXPECT_FALSE(c.decide(4, with_congestion(1, 0, 1000)).changed());
+    // A strain at a ceil that held here: no change, but it no longer counts
+    // as held; headroom in between makes it held again.
+    d = c.decide(5, with_congestion(1, 5, 1000));
+    EXPECT_FALSE(d.changed());
+    EXPECT_EQ(d.cause, ControlCause::None);
+    EXPECT_FALSE(c.held_ceil(5, 1000));
+    EXPECT_FALSE(c.decide(6, with_congestion(1, 0, 1000)).changed());
+    EXPECT_EQ(c.held_ceil(6, 1000), 80 * M);
+    EXPECT_FALSE(c.decide(7, with_congestion(1, 5, 1000)).changed());
+    // A second strain in a row steps down; in the hold band too.
+    d = c.decide(8, with_congestion(9, 5, 1000));
+    EXPECT_EQ(d.cause, ControlCause::Congested);
+    EXPECT_EQ(d.to_bits, 64 * M);
+}
+
+TEST(CeilController, NoStrainRightAfterABreak) {
+    CeilController c(queue_bounded());
+    EXPECT_EQ(c.decide(1, with_congestion(12, 5, 1000)).to_bits, 50 * M);
+    // The queue the break's ceil filled may still be draining.
+    auto d = c.decide(2, with_congestion(1, 5, 1000));
+    EXPECT_FALSE(d.changed());
+    EXPECT_FALSE(c.held_ceil(2, 1000));
+    d = c.decide(3, with_congestion(1, 5, 1000));
+    EXPECT_EQ(d.cause, ControlCause::Congested);
+    EXPECT_EQ(d.to_bits, 40 * M);
+    // Never below the floor.
+    for (int64_t t = 4; t < 20; ++t) c.decide(t, with_congestion(1, 5, 1000));
+    EXPECT_EQ(c.ceil_bits(), 10 * M);
+}
+
+TEST(CeilController, NoStrainWithoutAKnownQueueOrABound) {
+    CeilController c(queue_bounded());
+    EXPECT_EQ(c.decide(1, v(12)).to_bits, 50 * M);
+    EXPECT_EQ(c.decide(2, v(1)).to_bits, 60 * M);
+    // An unknown queue: the SLO signal alone decides (headroom).
+    auto d = c.decide(3, with_congestion(1, std::nullopt, 1000));
+    EXPECT_EQ(d.cause, ControlCause::Headroom);
+    EXPECT_EQ(d.to_bits, 70 * M);
+    // No bound: the queue is not read.
+    CeilController plain(limits());
+    EXPECT_EQ(plain.decide(1, v(12)).to_bits, 50 * M);
+    EXPECT_EQ(plain.decide(2, with_congestion(1, 5, 1000)).to_bits, 60 * M);
 }
 
 }  // namespace
