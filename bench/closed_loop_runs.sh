@@ -13,22 +13,25 @@
 # The best fixed ceil comes from a sweep in run 1 (CL_SWEEP, default
 # "94 80 75 70 56"); the later runs compare against it (CL_BEST), at the same loads.
 #
-#   bench/closed_loop_runs.sh [--runs N] [--out DIR] [--replot]
+#   bench/closed_loop_runs.sh [--runs N] [--out DIR] [--best FILE] [--replot]
 #
-#   --runs N    runs (default 10)
-#   --out DIR   each run's log, data and JSON (default: a new temp dir)
-#   --replot    no runs: the table again from DIR
+#   --runs N     runs (default 10)
+#   --out DIR    each run's log, data and JSON (default: a new temp dir)
+#   --best FILE  no sweep: every run compares against the sweep of an earlier
+#                batch's run-1.json (an A/B of two agents on one day's plant)
+#   --replot     no runs: the table again from DIR
 # The closed loop's settings (CL_PHASES, CL_SCRAPE, CL_STEP, ...) pass through;
 # default CL_PHASES "30 70 40 40 40". Needs root and a build (LANES_BUILDDIR,
 # default ./build). Exit: 0 done (whatever the figures), 1 error, 77 not root.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
-runs=10 out="" replot=0
+runs=10 out="" best_from="" replot=0
 while (($#)); do
     case $1 in
         --runs) runs=$2; shift ;;
         --out) out=$2; shift ;;
+        --best) best_from=$2; shift ;;
         --replot) replot=1 ;;
         -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "closed_loop_runs: unknown option '$1'" >&2; exit 1 ;;
@@ -36,6 +39,10 @@ while (($#)); do
     shift
 done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "closed_loop_runs: --runs '$runs' is not a positive number" >&2; exit 1; }
+if [[ -n $best_from ]]; then
+    [[ -s $best_from ]] || { echo "closed_loop_runs: --best $best_from: no such file" >&2; exit 1; }
+    best_from=$(cd "$(dirname "$best_from")" && pwd)/$(basename "$best_from")
+fi
 if ((!replot)); then
     ((EUID == 0)) || { echo "closed_loop_runs: needs root (the closed loop does)"; exit 77; }
     [[ -n $out ]] || out=$(mktemp -d "${TMPDIR:-/tmp}/lanes-closed-loop-runs.XXXXXX")
@@ -43,7 +50,9 @@ if ((!replot)); then
     export CL_PHASES=${CL_PHASES:-30 70 40 40 40}
     for ((i = 1; i <= runs; i++)); do
         read -r load_before _ </proc/loadavg
-        if ((i == 1)); then
+        if [[ -n $best_from ]]; then
+            sweep="" best=$best_from
+        elif ((i == 1)); then
             sweep=${CL_SWEEP-94 80 75 70 56} best=""
         else
             sweep="" best=$out/run-1.json
@@ -99,7 +108,7 @@ for p in paths:
         "; ".join("%s %.2f %%: %s" % (n, v, "n/m" if q is None else "%.1f ms" % q) for n, v, q in missed) or "-",
         "all met" if len(goals) == 3 else "missed: " + ", ".join(g for g in ("changes", "rows", "training") if g not in goals)))
 n = len(paths)
-print("best fixed ceil (run 1's sweep): " + "; ".join("%d req/s: %d Mbit/s per node" % (r, c) for r, c, t in (best or [])))
+print("best fixed ceil (run 1's sweep, or --best's): " + "; ".join("%d req/s: %d Mbit/s per node" % (r, c) for r, c, t in (best or [])))
 print("goals over %d runs: changes <= 3 per node per phase in %d; every late row >= 99 %% in %d; training >= 90 %% of the best fixed ceil in %d; all three in %d"
       % (n, met["changes"], met["rows"], met["training"], met["all"]))
 if missed_all:
