@@ -181,12 +181,14 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     probing_ = false;
     const bool broke = sample.value && *sample.value > limits_.slo;
     if (broke && limits_.congestion_above && sample.congestion && *sample.congestion <= *limits_.congestion_above) {
-        // Not the network's: nothing to learn about the ceil, which stays. The
-        // next break right after it is no evidence either (broke_), and a
-        // probe waits for a decision that can judge it.
+        // Not the network's: nothing to learn about the ceil, which stays,
+        // and a probe waits for a decision that can judge it. Nor is it a
+        // break for the next decision: the ceil did not move and the queue
+        // was empty, so a break with a queue right after it is the
+        // network's, whole (not the back-off only).
         d.cause = ControlCause::Uncongested;
         probing_ = probing;
-        broke_ = true;
+        broke_ = false;
         return d;
     }
     const uint64_t cut = std::max(limits_.floor_bits, scaled(ceil_, limits_.decrease));

@@ -254,7 +254,7 @@ private:
     uint64_t ceil_;
     std::optional<int64_t> last_tick_;
     bool probing_ = false;  // the last decision raised the ceil
-    bool broke_ = false;    // the last decision was on a value over the SLO
+    bool broke_ = false;    // the last decision was a break (an uncongested hold is none)
     std::vector<Observation> held_;
     std::vector<Observation> broken_;
     std::optional<uint64_t> last_broken_;  // the ceil of the last break, for the back-off

@@ -545,6 +545,22 @@ TEST(CeilController, NoStrainRightAfterABreak) {
     EXPECT_EQ(c.ceil_bits(), 10 * M);
 }
 
+TEST(CeilController, ABreakWithAQueueRightAfterAStallIsRememberedWhole) {
+    CeilController c(queue_bounded());
+    // A stall: held, the ceil unchanged and no queue to drain.
+    EXPECT_EQ(c.decide(1, with_congestion(30, 0, 1000)).cause, ControlCause::Uncongested);
+    // The same ceil breaks with a queue: the network's, at this load.
+    auto d = c.decide(2, with_congestion(12, 5, 1000));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 50 * M);
+    // Long after its back-off (4 ticks) the break still bounds the search at
+    // this load: 100 is not tried again (taken for a break right after a
+    // break, it was, 4 ticks on).
+    for (int64_t t = 3; t < 40; ++t) EXPECT_LT(c.decide(t, with_congestion(1, 0, 1000)).to_bits, 100 * M) << t;
+    EXPECT_EQ(c.broken_ceil(40, 1000), 100 * M);
+    EXPECT_EQ(c.ceil_bits(), 90 * M);
+}
+
 TEST(CeilController, NoStrainWithoutAKnownQueueOrABound) {
     CeilController c(queue_bounded());
     EXPECT_EQ(c.decide(1, v(12)).to_bits, 50 * M);
