@@ -192,9 +192,11 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         return d;
     }
     const uint64_t cut = std::max(limits_.floor_bits, scaled(ceil_, limits_.decrease));
-    // The SLO holds, but the network queues past the bound: the bottleneck is
-    // at its knee (ceil_controller.hpp).
-    const bool strained = sample.value && !broke && limits_.congestion_above && sample.congestion &&
+    // The SLO holds without margin, and the network queues past the bound:
+    // the bottleneck is at its knee (ceil_controller.hpp). With margin, a
+    // queue inference did not feel says nothing against the ceil.
+    const bool strained = sample.value && !broke && *sample.value > limits_.slo * (1 - limits_.margin) &&
+                          limits_.congestion_above && sample.congestion &&
                           *sample.congestion > *limits_.congestion_above;
     if (!sample.value) {
         // Nothing to learn from an absence; the safe side.

@@ -12,7 +12,8 @@
 # change is logged with its cause and counted; the inference job is untouched;
 # SIGTERM gives the job its own ceil back. Part 2 (below): a congestion signal
 # tells a break of the SLO that was not the network's from one that was; part
-# 3: an SLO met with the network's queue over the bound steps down.
+# 3: an SLO met without margin, the network's queue over the bound, steps
+# down; with margin it does not.
 SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 . "$SRCDIR/tests/net/common.sh"
 IN_NS=$NA
@@ -253,23 +254,35 @@ if command -v promtool >/dev/null; then
 fi
 stop_agent
 
-# Part 3: the SLO met (3 ms, under slo*(1-margin) whatever the ceil) while
-# the queue is over the bound: no margin in the network. A fresh agent, at
-# the class's ceil, steps down by the margin (1Gbit -> 800Mbit), the change
-# counted with cause "congested"; with the queue back to 0, headroom: up
-# again, toward the ceil the strain bounded.
+# Part 3: the network's queue over the bound while the SLO is met. With its
+# margin (p99 3 ms, under slo*(1-margin) = 8 ms): a queue inference did not
+# feel, no strain: a fresh agent at the class's ceil keeps it over three
+# decisions. Without margin (9 ms): no margin in the network: a step down by
+# the margin (1Gbit -> 800Mbit), counted with cause "congested"; with the
+# queue back to 0 and p99 at 3 ms, headroom: up again, toward the ceil the
+# strain bounded.
 echo 0.003 >"$T/forced"
 queue 0.005
-has_strain() {
-  prom_query 'lanes_test_queue_seconds' | grep -q '"0.005"' && prom_query 'lanes_test_demand' | grep -q '"0.003"'
+prom_has() {  # QUEUE DEMAND: Prometheus' values of both series
+  prom_query 'lanes_test_queue_seconds' | grep -q "\"$1\"" && prom_query 'lanes_test_demand' | grep -q "\"$2\""
 }
-wait_for "Prometheus to have the queue at 5 ms and p99 at 3 ms" 30 has_strain
+wait_for "Prometheus to have the queue at 5 ms and p99 at 3 ms" 30 prom_has 0.005 0.003
 mv "$T/agent.log" "$T/agent-part2.log"
 rm -f "$METRICS"
 start_agent
+decisions_at_least() { [ "$(decisions)" -ge "$1" ]; }
+wait_for "three decisions with the queue at 5 ms and p99 at 3 ms" 60 decisions_at_least 3
+[ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="congested"}')" -eq 0 ] ||
+  fail "a strain while p99 had its margin"
+! grep -q "no margin in the network" "$T/agent.log" || fail "a strain while p99 had its margin (agent.log)"
+[ "$(mbit "$(job_ceil_of 21)")" -eq 1000 ] || fail "job 21's ceil $(job_ceil_of 21) with p99 at 3 ms"
+echo "ok: a queue while p99 has its margin: $(decisions) decisions, job 21 still at 1Gbit"
+echo 0.009 >"$T/forced"
+wait_for "Prometheus to have p99 at 9 ms" 30 prom_has 0.005 0.009
 wait_for "the step down with no margin in the network" 30 grep -q \
-  "class training ceil 1Gbit -> 800Mbit on $DEV (cause: demand 0.003 <= slo 0.01, but queue 0.005 > congestion_above 0.002: no margin in the network)" \
+  "class training ceil 1Gbit -> 800Mbit on $DEV (cause: demand 0.009 <= slo 0.01, but queue 0.005 > congestion_above 0.002: no margin in the network)" \
   "$T/agent.log"
+echo 0.003 >"$T/forced"
 queue 0
 congested=$(metric 'lanes_agent_ceil_changes_total{class="training",cause="congested"}')
 [ "$congested" -ge 1 ] || fail "no congested count"

@@ -500,8 +500,9 @@ TEST(CeilController, AProbeHeldThroughAStallIsJudgedAsAProbe) {
 
 TEST(CeilController, NoMarginInTheNetworkStepsDownByTheMargin) {
     CeilController c(queue_bounded());
-    // The SLO met, the queue over the bound, at a ceil that never held.
-    auto d = c.decide(1, with_congestion(1, 5, 1000));
+    // The SLO met without margin (9 > 8), the queue over the bound, at a
+    // ceil that never held.
+    auto d = c.decide(1, with_congestion(9, 5, 1000));
     EXPECT_EQ(d.cause, ControlCause::Congested);
     EXPECT_STREQ(control_cause_name(d.cause), "congested");
     EXPECT_EQ(d.to_bits, 80 * M);
@@ -510,21 +511,21 @@ TEST(CeilController, NoMarginInTheNetworkStepsDownByTheMargin) {
     // Headroom at 80: the midpoint toward 100, as after a break.
     EXPECT_EQ(c.decide(2, with_congestion(1, 0, 1000)).to_bits, 90 * M);
     // Strained again: down by the margin, but not below the 80 that held.
-    d = c.decide(3, with_congestion(1, 5, 1000));
+    d = c.decide(3, with_congestion(9, 5, 1000));
     EXPECT_EQ(d.cause, ControlCause::Congested);
     EXPECT_EQ(d.to_bits, 80 * M);
     // Held and strained were within min_gap: it rests at 80.
     EXPECT_FALSE(c.decide(4, with_congestion(1, 0, 1000)).changed());
     // A strain at a ceil that held here: no change, but it no longer counts
     // as held; headroom in between makes it held again.
-    d = c.decide(5, with_congestion(1, 5, 1000));
+    d = c.decide(5, with_congestion(9, 5, 1000));
     EXPECT_FALSE(d.changed());
     EXPECT_EQ(d.cause, ControlCause::None);
     EXPECT_FALSE(c.held_ceil(5, 1000));
     EXPECT_FALSE(c.decide(6, with_congestion(1, 0, 1000)).changed());
     EXPECT_EQ(c.held_ceil(6, 1000), 80 * M);
-    EXPECT_FALSE(c.decide(7, with_congestion(1, 5, 1000)).changed());
-    // A second strain in a row steps down; in the hold band too.
+    EXPECT_FALSE(c.decide(7, with_congestion(9, 5, 1000)).changed());
+    // A second strain in a row steps down.
     d = c.decide(8, with_congestion(9, 5, 1000));
     EXPECT_EQ(d.cause, ControlCause::Congested);
     EXPECT_EQ(d.to_bits, 64 * M);
@@ -534,14 +535,14 @@ TEST(CeilController, NoStrainRightAfterABreak) {
     CeilController c(queue_bounded());
     EXPECT_EQ(c.decide(1, with_congestion(12, 5, 1000)).to_bits, 50 * M);
     // The queue the break's ceil filled may still be draining.
-    auto d = c.decide(2, with_congestion(1, 5, 1000));
+    auto d = c.decide(2, with_congestion(9, 5, 1000));
     EXPECT_FALSE(d.changed());
     EXPECT_FALSE(c.held_ceil(2, 1000));
-    d = c.decide(3, with_congestion(1, 5, 1000));
+    d = c.decide(3, with_congestion(9, 5, 1000));
     EXPECT_EQ(d.cause, ControlCause::Congested);
     EXPECT_EQ(d.to_bits, 40 * M);
     // Never below the floor.
-    for (int64_t t = 4; t < 20; ++t) c.decide(t, with_congestion(1, 5, 1000));
+    for (int64_t t = 4; t < 20; ++t) c.decide(t, with_congestion(9, 5, 1000));
     EXPECT_EQ(c.ceil_bits(), 10 * M);
 }
 
@@ -559,6 +560,21 @@ TEST(CeilController, ABreakWithAQueueRightAfterAStallIsRememberedWhole) {
     for (int64_t t = 3; t < 40; ++t) EXPECT_LT(c.decide(t, with_congestion(1, 0, 1000)).to_bits, 100 * M) << t;
     EXPECT_EQ(c.broken_ceil(40, 1000), 100 * M);
     EXPECT_EQ(c.ceil_bits(), 90 * M);
+}
+
+TEST(CeilController, AQueueWhileTheSloHasItsMarginIsNoStrain) {
+    CeilController c(queue_bounded());
+    EXPECT_EQ(c.decide(1, with_congestion(12, 5, 1000)).to_bits, 50 * M);
+    EXPECT_FALSE(c.decide(2, with_congestion(9, 0, 1000)).changed());  // the hold band
+    // p99 with its margin: the queue was one inference did not feel.
+    auto d = c.decide(3, with_congestion(1, 9, 1000));
+    EXPECT_EQ(d.cause, ControlCause::Headroom);
+    EXPECT_EQ(d.to_bits, 60 * M);
+    EXPECT_EQ(c.held_ceil(3, 1000), 50 * M);
+    // At the class's ceil too: no step down.
+    CeilController top(queue_bounded());
+    for (int64_t t = 1; t < 10; ++t) EXPECT_FALSE(top.decide(t, with_congestion(7.9, 5, 1000)).changed()) << t;
+    EXPECT_EQ(top.held_ceil(9, 1000), 100 * M);
 }
 
 TEST(CeilController, NoStrainWithoutAKnownQueueOrABound) {
