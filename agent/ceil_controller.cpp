@@ -192,12 +192,7 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         return d;
     }
     const uint64_t cut = std::max(limits_.floor_bits, scaled(ceil_, limits_.decrease));
-    // The SLO holds without margin, and the network queues past the bound:
-    // the bottleneck is at its knee (ceil_controller.hpp). With margin, a
-    // queue inference did not feel says nothing against the ceil.
-    const bool strained = sample.value && !broke && *sample.value > limits_.slo * (1 - limits_.margin) &&
-                          limits_.congestion_above && sample.congestion &&
-                          *sample.congestion > *limits_.congestion_above;
+    const bool queued = limits_.congestion_above && sample.congestion && *sample.congestion > *limits_.congestion_above;
     if (!sample.value) {
         // Nothing to learn from an absence; the safe side.
         d.to_bits = cut;
@@ -217,8 +212,11 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
             d.to_bits = std::min(ceil_, std::max(d.to_bits, back));
         }
         d.cause = ControlCause::OverSlo;
-    } else if (strained) {
-        // Not right after a break (its queue may still be draining). At a
+    } else if (queued && *sample.value > limits_.slo * (1 - limits_.margin)) {
+        // Strained: the SLO holds without margin and the network queues past
+        // the bound, the bottleneck at its knee (ceil_controller.hpp). With
+        // margin, a queue inference did not feel says nothing against the
+        // ceil (headroom, below). Not right after a break (its queue may still be draining). At a
         // ceil that held here: it no longer counts as held (one decision may
         // have missed the bursts), no change. Elsewhere: a step down by the
         // margin, never below what held, and this ceil bounds the search as a

@@ -264,13 +264,13 @@ TEST(CeilControllerPlant, AFinerMinGapTradesProbesForThroughput) {
 TEST(CeilControllerPlant, NoMarginInTheNetworkStepsDownBeforeTheRowsMiss) {
     // A FIFO whose queue comes in bursts from 93 % utilisation on: there
     // p99 over the 3 s range is mostly under the SLO (without margin), and
-    // one second in five is over it. With p99 alone, the search rests where a decision happened
-    // to see no burst, and the seconds over the SLO come back while the load
-    // stays (8 late seconds over the seven offsets, up to 4 changes in a
-    // phase). With the switch's queue as the congestion signal (a bound of 2
-    // ms), every decision there sees no margin: a step down by the margin,
-    // and no second over the SLO once a decision could see a step (at most
-    // 2 changes in a phase).
+    // one second in five is over it. With p99 alone, the search rests where
+    // a decision happened to see no burst, and the seconds over the SLO come
+    // back while the load stays (8 late seconds over the seven offsets, up
+    // to 4 changes in a phase). With the switch's queue as the congestion
+    // signal (a bound of 2 ms), every decision there sees no margin: a step
+    // down by the margin, and no second over the SLO once a decision could
+    // see a step (at most 2 changes in a phase).
     Plant bursty;
     bursty.bursts_above = 0.93;
     auto with_queue = bench_limits();
