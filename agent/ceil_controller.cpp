@@ -25,6 +25,7 @@ ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class
     l.step_bits = std::max<uint64_t>(1, config.increase.resolve(link_bits));
     l.min_gap_bits = config.min_gap ? std::max<uint64_t>(1, config.min_gap->resolve(link_bits)) : l.step_bits;
     l.decrease = config.decrease;
+    l.full_decrease_at = config.full_decrease_at;
     l.slo = config.slo;
     l.margin = config.margin;
     const int64_t dwell = std::max<int64_t>(1, config.dwell.count());
@@ -48,6 +49,14 @@ const char* control_cause_name(ControlCause cause) {
 
 CeilController::CeilController(ControlLimits limits) : limits_(limits), ceil_(limits.ceil_bits) {
     backoff_ = limits_.backoff_ticks;
+}
+
+double CeilController::break_factor(double value) const {
+    const double full = limits_.decrease;
+    if (limits_.full_decrease_at <= 1 || limits_.slo <= 0) return full;
+    const double over = (value / limits_.slo - 1) / (limits_.full_decrease_at - 1);
+    // At least a tenth of the whole cut: a break always moves the ceil.
+    return 1 - (1 - full) * std::clamp(over, 0.1, 1.0);
 }
 
 int64_t CeilController::longest_backoff() const { return limits_.backoff_ticks * kMaxBackoffFactor; }
@@ -202,14 +211,15 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         // A ceil that was resting and broke, with no load to say what moved:
         // the load or the plant changed, and what held before says nothing.
         if (!probing && !sample.load) held_.clear();
-        d.to_bits = cut;
+        // Nothing held here: a cut in proportion to how far the SLO broke.
+        d.to_bits = std::max(limits_.floor_bits, scaled(ceil_, break_factor(*sample.value)));
         if (auto held = held_ceil(tick, sample.load)) {
             // Back to the ceil that held at this load; after a probe from it,
             // as far below it as the probe went above, to drain the queue the
             // probe filled. Never a deeper cut than the factor gives.
             uint64_t back = *held;
             if (probing) back = 2 * *held > ceil_ ? 2 * *held - ceil_ : 0;
-            d.to_bits = std::min(ceil_, std::max(d.to_bits, back));
+            d.to_bits = std::min(ceil_, std::max(cut, back));
         }
         d.cause = ControlCause::OverSlo;
     } else if (queued && *sample.value > limits_.slo * (1 - limits_.margin)) {

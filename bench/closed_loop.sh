@@ -37,6 +37,8 @@
 # Settings: CL_MODE (control), CL_SLO_MS (10), CL_LOW_RATE (200 req/s),
 # CL_HIGH_RATE (1500), CL_REPLY_BYTES (4096), CL_PHASES ("20 45 30 40 30"),
 # CL_SPIKE (6), CL_SCRAPE (1), CL_FLOOR (10Mbit), CL_STEP (47Mbit), CL_MIN_GAP (24Mbit),
+# CL_FULL_DECREASE_AT (4: a break at 4x the SLO or more halves the ceil, one
+# nearer it cuts less; 1: every break halves it),
 # CL_DWELL (7s; 90s with CL_SCRAPE=15), CL_BUSY_CEIL (25Mbit, busy mode),
 # CL_SWEEP (""), CL_SWEEP_SECONDS (25), CL_BEST (""), CL_JSON (""), CL_CONGESTION
 # (1: the controller's congestion_signal is the switch's queue, exported as
@@ -67,6 +69,7 @@ spike=${CL_SPIKE:-6}
 mode=${CL_MODE:-control}
 scrape=${CL_SCRAPE:-1}
 floor=${CL_FLOOR:-10Mbit} step=${CL_STEP:-47Mbit} min_gap=${CL_MIN_GAP:-24Mbit}
+full_decrease_at=${CL_FULL_DECREASE_AT:-4}
 busy_ceil=${CL_BUSY_CEIL:-25Mbit}
 congestion=${CL_CONGESTION:-1}
 sweep=${CL_SWEEP:-} sweep_s=${CL_SWEEP_SECONDS:-25}
@@ -166,6 +169,7 @@ slo = $slo_s
 margin = 0.2
 floor = "$floor"
 decrease = 0.5
+full_decrease_at = $full_decrease_at
 increase = "$step"
 min_gap = "$min_gap"
 dwell = "$dwell"

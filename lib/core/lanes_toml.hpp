@@ -69,11 +69,14 @@ struct ClassPath {
 // jobs between `floor` and the class's ceil, following an SLO signal (see
 // agent/ceil_controller.hpp for the design, lanes.toml(5) for the keys).
 struct CeilControlConfig {
-    std::string signal;               // [signals.NAME] whose value is held under slo
-    double slo = 0;                   // the value not to exceed
-    double margin = 0.2;              // increase only while value <= slo * (1 - margin)
-    Rate floor;                       // the lowest ceil it sets
-    double decrease = 0.5;            // ceil *= decrease when value > slo; in (0, 1)
+    std::string signal;     // [signals.NAME] whose value is held under slo
+    double slo = 0;         // the value not to exceed
+    double margin = 0.2;    // increase only while value <= slo * (1 - margin)
+    Rate floor;             // the lowest ceil it sets
+    double decrease = 0.5;  // ceil *= decrease when value > slo; in (0, 1)
+    // A break with value at or over full_decrease_at * slo takes the whole
+    // decrease; one nearer the SLO a part in proportion. 1: every break the whole.
+    double full_decrease_at = 1;
     Rate increase;                    // the largest step up while the SLO holds with margin
     std::optional<Rate> min_gap;      // no probe between a held and a broken ceil closer; unset: increase
     std::chrono::seconds dwell{60};   // decisions only at multiples of this (wall clock)

@@ -151,6 +151,16 @@ void parse_class_control(ConfigParse& ctx, TableReader& cr, ClassConfig& cls) {
     } else if (t->get("decrease")) {
         ok = false;
     }
+    if (auto v = read_number(r, "full_decrease_at")) {
+        if (*v < 1)
+            r.error(*t->get("full_decrease_at"), "full_decrease_at",
+                    "must be 1 or above (a multiple of slo: the signal's value from which a break takes the whole "
+                    "decrease; 1: every break)"),
+                ok = false;
+        else c.full_decrease_at = *v;
+    } else if (t->get("full_decrease_at")) {
+        ok = false;
+    }
     if (auto v = read_rate(r, "floor", false)) {
         c.floor = *v;
         if (cls.ceil && comparable_above(c.floor, *cls.ceil))

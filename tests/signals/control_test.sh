@@ -214,12 +214,13 @@ PY
 #  - Queue 0 (known, under the bound): the ceil is held, each decision
 #    counted and logged as "uncongested"; a cut only on a decision that had
 #    no value of the queue (a fetch that failed: the safe side).
-#  - Queue 5 ms: the cut, its cause naming the queue.
+#  - Queue 5 ms: the cut, its cause naming the queue; with full_decrease_at =
+#    3 and p99 at twice the SLO, half the whole decrease (x0.75).
 #  - The queue's series gone: the cut, "counted as congested" (fail closed).
 echo 0.02 >"$T/forced"
 queue() { echo "lanes_test_queue_seconds $1" >"$PROM_DIR/queue.prom.tmp" && mv "$PROM_DIR/queue.prom.tmp" "$PROM_DIR/queue.prom"; }
 queue 0
-sed -i 's/^backoff = "24s"$/&\nfloor = "10Mbit"\ncongestion_signal = "queue"\ncongestion_above = 0.002/; 0,/^floor = "100Mbit"$/{/^floor = "100Mbit"$/d}' "$T/lanes.toml"
+sed -i 's/^backoff = "24s"$/&\nfloor = "10Mbit"\ncongestion_signal = "queue"\ncongestion_above = 0.002\nfull_decrease_at = 3/; 0,/^floor = "100Mbit"$/{/^floor = "100Mbit"$/d}' "$T/lanes.toml"
 cat >>"$T/lanes.toml" <<TOML
 [signals.queue]
 url = "$PROM_URL"
@@ -244,8 +245,15 @@ grep -q "class training ceil [0-9.]*[MG]bit held on $DEV (cause: demand 0.02 > s
   fail "no \"held\" line"
 echo "ok: p99 over the SLO with no queue: $(holds) decisions held the ceil ($(job_ceil_of 21)), $cuts cut(s) on a missing value"
 queue 0.005
-wait_for "the cut with a queue" 30 grep -q "class training ceil .*(cause: demand 0.02 > slo 0.01, queue 0.005 > congestion_above 0.002)" "$T/agent.log"
-echo "ok: p99 over the SLO with a queue of 5 ms: cut, the cause names the queue"
+cut_line="class training ceil .*(cause: demand 0.02 > slo 0.01, queue 0.005 > congestion_above 0.002)"
+wait_for "the cut with a queue" 30 grep -q "$cut_line" "$T/agent.log"
+cut=$(grep "$cut_line" "$T/agent.log" | head -1)
+from=$(sed -E 's/.*ceil ([0-9.]+[KMG]bit) -> .*/\1/' <<<"$cut")
+to=$(sed -E 's/.*-> ([0-9.]+[KMG]bit) on .*/\1/' <<<"$cut")
+# In whole Mbit/s (mbit cuts the fraction): 0.75 of the ceil, give or take one.
+diff=$((4 * $(mbit "$to") - 3 * $(mbit "$from")))
+[ "${diff#-}" -le 4 ] || fail "the cut with p99 at twice the SLO and full_decrease_at = 3: $from -> $to, not x0.75"
+echo "ok: p99 over the SLO with a queue of 5 ms: cut $from -> $to (x0.75: half the decrease at twice the SLO), the cause names the queue"
 rm -f "$PROM_DIR/queue.prom"
 wait_for "the cut without a value of the queue" 30 grep -q "no usable value of queue (counted as congested)" "$T/agent.log"
 echo "ok: the queue's series gone: cut, counted as congested"

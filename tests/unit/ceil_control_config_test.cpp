@@ -112,8 +112,16 @@ TEST(CeilControlConfig, Defaults) {
     const auto& k = *c->find_class("training")->control;
     EXPECT_EQ(k.margin, 0.2);
     EXPECT_EQ(k.decrease, 0.5);
+    EXPECT_EQ(k.full_decrease_at, 1);  // every break the whole decrease
     EXPECT_EQ(k.backoff, seconds{0});  // 4 dwells
     EXPECT_FALSE(k.min_gap);           // the increase
+}
+
+TEST(CeilControlConfig, FullDecreaseAtIsAMultipleOfTheSlo) {
+    auto c =
+        lanes::parse_config(with(kControlled, "decrease = 0.6", "decrease = 0.6\nfull_decrease_at = 3"), "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->find_class("training")->control->full_decrease_at, 3);
 }
 
 TEST(CeilControlConfig, SignalDelayIsTheIntervalPlusTheQueryRange) {
@@ -142,6 +150,10 @@ TEST(CeilControlConfig, SettingsThatCannotConvergeAreRefused) {
         {with(kControlled, "decrease = 0.6", "decrease = 1"),
          "lanes.toml:18:12: classes.training.control.decrease: out of range (0 < decrease < 1"},
         {with(kControlled, "decrease = 0.6", "decrease = 0"), "classes.training.control.decrease: out of range"},
+        {with(kControlled, "decrease = 0.6", "decrease = 0.6\nfull_decrease_at = 0.5"),
+         "lanes.toml:19:20: classes.training.control.full_decrease_at: must be 1 or above"},
+        {with(kControlled, "decrease = 0.6", "decrease = 0.6\nfull_decrease_at = \"3x\""),
+         "classes.training.control.full_decrease_at: "},
         {with(kControlled, "margin = 0.25", "margin = 1.5"),
          "lanes.toml:16:10: classes.training.control.margin: out of range (0 <= margin < 1)"},
         {with(kControlled, "slo = 0.01", "slo = 0"), "lanes.toml:15:7: classes.training.control.slo: must be above 0"},

@@ -53,6 +53,38 @@ TEST(CeilController, NoValueDecreasesWithItsOwnCause) {
     EXPECT_FALSE(c.broken_ceil(2, std::nullopt));
 }
 
+TEST(CeilController, ABreakCutsInProportionToItsOvershootWhereNothingHeld) {
+    ControlLimits l = limits();
+    l.full_decrease_at = 3;  // the whole decrease from a value of 30
+    auto first_cut = [&](std::optional<double> value) {
+        CeilController c(l);
+        return static_cast<double>(c.decide(1, ControlSample{value, std::nullopt}).to_bits);
+    };
+    EXPECT_NEAR(first_cut(12), 95.0 * M, 1);            // a tenth of the way: a tenth of the cut
+    EXPECT_NEAR(first_cut(20), 75.0 * M, 1);            // half
+    EXPECT_NEAR(first_cut(30), 50.0 * M, 1);            // the whole decrease
+    EXPECT_NEAR(first_cut(300), 50.0 * M, 1);           // never deeper
+    EXPECT_NEAR(first_cut(10.01), 95.0 * M, 1);         // at least a tenth of the cut
+    EXPECT_NEAR(first_cut(std::nullopt), 50.0 * M, 1);  // no value: the whole
+    l.full_decrease_at = 1;                             // the default: every break the whole
+    EXPECT_NEAR(first_cut(12), 50.0 * M, 1);
+}
+
+TEST(CeilController, AProbeThatBreaksMildlyStillGoesBelowTheCeilThatHeld) {
+    ControlLimits l = limits();
+    l.full_decrease_at = 3;
+    CeilController c(l);
+    EXPECT_NEAR(static_cast<double>(c.decide(1, v(16)).to_bits), 85.0 * M, 1);
+    const uint64_t held = c.ceil_bits();
+    const uint64_t probe = c.decide(2, v(1)).to_bits;  // held; the midpoint to the 100 that broke
+    EXPECT_NEAR(static_cast<double>(probe), 92.5 * M, 1);
+    // The probe breaks by a little: not to 95 % of it (above what held), but
+    // as far below what held as the probe went above it, as without the key.
+    auto d = c.decide(3, v(12));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 2 * held - probe);
+}
+
 TEST(CeilController, DeadBandHolds) {
     CeilController c(limits());
     c.decide(1, v(12));  // 50
