@@ -211,15 +211,17 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         // A ceil that was resting and broke, with no load to say what moved:
         // the load or the plant changed, and what held before says nothing.
         if (!probing && !sample.load) held_.clear();
-        // Nothing held here: a cut in proportion to how far the SLO broke.
-        d.to_bits = std::max(limits_.floor_bits, scaled(ceil_, break_factor(*sample.value)));
+        // A cut in proportion to how far the SLO broke (full_decrease_at).
+        const uint64_t mild = std::max(limits_.floor_bits, scaled(ceil_, break_factor(*sample.value)));
+        d.to_bits = mild;
         if (auto held = held_ceil(tick, sample.load)) {
-            // Back to the ceil that held at this load; after a probe from it,
-            // as far below it as the probe went above, to drain the queue the
-            // probe filled. Never a deeper cut than the factor gives.
-            uint64_t back = *held;
-            if (probing) back = 2 * *held > ceil_ ? 2 * *held - ceil_ : 0;
-            d.to_bits = std::min(ceil_, std::max(cut, back));
+            // A probe from the ceil that held at this load goes as far below
+            // it as the probe went above, to drain the queue the probe filled;
+            // a resting ceil back to it, or less deep when the break was mild.
+            // Never a deeper cut than the factor gives.
+            if (probing) d.to_bits = std::max(cut, 2 * *held > ceil_ ? 2 * *held - ceil_ : 0);
+            else d.to_bits = std::max(mild, *held);
+            d.to_bits = std::min(ceil_, d.to_bits);
         }
         d.cause = ControlCause::OverSlo;
     } else if (queued && *sample.value > limits_.slo * (1 - limits_.margin)) {

@@ -25,9 +25,9 @@
 // highest ceil that held the SLO with margin (h) and the lowest that broke it
 // (b), and halves the gap between them:
 //  - At each decision instant, the value v of the SLO signal:
-//      v > slo                    break: remember b = ceil; back to h when h is
-//                                 known at this load, else ceil * f(v)
-//                                 (never deeper than ceil * decrease)
+//      v > slo                    break: remember b = ceil; ceil * f(v), no
+//                                 lower than h when h is known at this load
+//                                 (after a probe from h, below h: next)
 //      slo*(1-margin) < v <= slo, strained (with a congestion_signal, below):
 //        queue over               ceil * (1 - margin), no lower than h
 //        congestion_above
@@ -55,7 +55,7 @@
 //    Mbit/s FIFO of 200). Going as far below h as the probe went above it
 //    drains at least as fast as the probe filled. The next headroom goes on
 //    from h (the next midpoint, or h itself): two changes per failed probe.
-//  - Where nothing held at the load, the cut follows how far the SLO broke:
+//  - But for a probe's, the cut follows how far the SLO broke:
 //    f(v) = 1 - (1 - decrease) * clamp((v/slo - 1) / (full_decrease_at - 1),
 //    0.1, 1): the whole decrease from full_decrease_at * slo, a tenth of it
 //    just over the SLO (full_decrease_at = 1: always the whole). A FIFO's p99
@@ -66,10 +66,12 @@
 //    times, in 7 of 21 runs, while 96 % of its 10-second rows met the SLO;
 //    the whole cut, 94 to 47 and back to 70.5 Mbit/s, cost training a
 //    quarter for the rest of the phase.) A mild cut that is not enough
-//    breaks again one dwell later and cuts again.
+//    breaks again one dwell later and cuts again. Never below h: a resting
+//    ceil that breaks by a little is noise at the knee more often than a
+//    plant that moved.
 //  - A ceil that was resting and broke, without a load to tell why, says the
 //    load or the plant changed: what held before is forgotten, and the cut
-//    is the factor.
+//    is f(v).
 //  - The memory is per load (`load_signal`): a ceil that held at load L holds
 //    at any load up to L (plus kLoadNoise); a ceil that broke at L breaks at
 //    any load above L * (1 - margin). When the load steps to one seen before,
@@ -267,7 +269,7 @@ private:
     bool held_applies(const Observation& o, const std::optional<double>& load) const;
     bool broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const;
     bool breaks_again(const std::optional<double>& load) const;
-    // The factor a break with this value cuts by where nothing held:
+    // f(v), the factor a break with this value cuts by (but a probe's):
     // decrease at or over full_decrease_at * slo, nearer 1 just over slo.
     double break_factor(double value) const;
     int64_t longest_backoff() const;  // the back-off's cap, and the longest any break counts
