@@ -55,6 +55,7 @@ double CeilController::break_factor(double value) const {
     const double full = limits_.decrease;
     if (limits_.full_decrease_at <= 1 || limits_.slo <= 0) return full;
     const double over = (value / limits_.slo - 1) / (limits_.full_decrease_at - 1);
+    if (std::isnan(over)) return full;  // the safe side
     // At least a tenth of the whole cut: a break always moves the ceil.
     return 1 - (1 - full) * std::clamp(over, 0.1, 1.0);
 }

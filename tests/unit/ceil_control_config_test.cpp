@@ -152,6 +152,8 @@ TEST(CeilControlConfig, SettingsThatCannotConvergeAreRefused) {
         {with(kControlled, "decrease = 0.6", "decrease = 0"), "classes.training.control.decrease: out of range"},
         {with(kControlled, "decrease = 0.6", "decrease = 0.6\nfull_decrease_at = 0.5"),
          "lanes.toml:19:20: classes.training.control.full_decrease_at: must be 1 or above"},
+        {with(kControlled, "decrease = 0.6", "decrease = 0.6\nfull_decrease_at = inf"),
+         "classes.training.control.full_decrease_at: must be a finite number"},
         {with(kControlled, "decrease = 0.6", "decrease = 0.6\nfull_decrease_at = \"3x\""),
          "classes.training.control.full_decrease_at: "},
         {with(kControlled, "margin = 0.25", "margin = 1.5"),

@@ -3,6 +3,7 @@
 // memory of the ceil that broke the SLO, and nodes that agree.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -66,7 +67,8 @@ TEST(CeilController, ABreakCutsInProportionToItsOvershootWhereNothingHeld) {
     EXPECT_NEAR(first_cut(300), 50.0 * M, 1);           // never deeper
     EXPECT_NEAR(first_cut(10.01), 95.0 * M, 1);         // at least a tenth of the cut
     EXPECT_NEAR(first_cut(std::nullopt), 50.0 * M, 1);  // no value: the whole
-    l.full_decrease_at = 1;                             // the default: every break the whole
+    EXPECT_NEAR(first_cut(std::numeric_limits<double>::infinity()), 50.0 * M, 1);
+    l.full_decrease_at = 1;  // the default: every break the whole
     EXPECT_NEAR(first_cut(12), 50.0 * M, 1);
 }
 
