@@ -217,9 +217,9 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         d.to_bits = mild;
         if (auto held = held_ceil(tick, sample.load)) {
             // A probe from the ceil that held at this load goes as far below
-            // it as the probe went above, to drain the queue the probe filled;
-            // a resting ceil back to it, or less deep when the break was mild.
-            // Never a deeper cut than the factor gives.
+            // it as the probe went above, to drain the queue the probe filled,
+            // but never deeper than decrease; a resting ceil takes its
+            // proportional cut, no lower than the ceil that held.
             if (probing) d.to_bits = std::max(cut, 2 * *held > ceil_ ? 2 * *held - ceil_ : 0);
             else d.to_bits = std::max(mild, *held);
             d.to_bits = std::min(ceil_, d.to_bits);
@@ -229,11 +229,11 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         // Strained: the SLO holds without margin and the network queues past
         // the bound, the bottleneck at its knee (ceil_controller.hpp). With
         // margin, a queue inference did not feel says nothing against the
-        // ceil (headroom, below). Not right after a break (its queue may still be draining). At a
-        // ceil that held here: it no longer counts as held (one decision may
-        // have missed the bursts), no change. Elsewhere: a step down by the
-        // margin, never below what held, and this ceil bounds the search as a
-        // break would.
+        // ceil (headroom, below). Not right after a break (its queue may
+        // still be draining). At a ceil that held here: it no longer counts
+        // as held (one decision may have missed the bursts), no change.
+        // Elsewhere: a step down by the margin, never below what held, and
+        // this ceil bounds the search as a break would.
         const std::optional<uint64_t> held = held_ceil(tick, sample.load);
         if (broke_) {
         } else if (held && *held >= ceil_) {

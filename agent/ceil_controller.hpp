@@ -55,7 +55,7 @@
 //    Mbit/s FIFO of 200). Going as far below h as the probe went above it
 //    drains at least as fast as the probe filled. The next headroom goes on
 //    from h (the next midpoint, or h itself): two changes per failed probe.
-//  - But for a probe's, the cut follows how far the SLO broke:
+//  - Every other break's cut follows how far the SLO broke:
 //    f(v) = 1 - (1 - decrease) * clamp((v/slo - 1) / (full_decrease_at - 1),
 //    0.1, 1): the whole decrease from full_decrease_at * slo, a tenth of it
 //    just over the SLO (full_decrease_at = 1: always the whole). A FIFO's p99
