@@ -24,7 +24,9 @@
 # range and a 90 s dwell, like a real deployment; the phases must then be
 # minutes long). Per phase it prints: the controller's changes per node, SLO
 # attainment per 10 s row (the share of requests under the SLO, from the
-# probe's histogram), training throughput; then, with CL_SWEEP (ceils, e.g.
+# probe's histogram) and the worst row judged (one that begins more than 5 s
+# after the last change of the load and holds none: a phase's start, a step of
+# the ramp, the spike's end; bench/closed_loop_score.py), training throughput; then, with CL_SWEEP (ceils, e.g.
 # "94 75 56 38 25"), the best fixed ceil at the low and the high load (the
 # highest whose every 10 s row meets 99 %, training at that ceil for
 # CL_SWEEP_SECONDS each), and training's throughput in each phase against it;
@@ -347,7 +349,8 @@ done
 ) >"$out/training-bytes.txt" &
 pids+=($!)
 
-load() {  # RATE SECONDS
+load() {  # RATE SECONDS; each change of the load a step (closed_loop_score.py)
+    echo "$(date +%s.%N) $1" >>"$out/steps.txt"
     fabric_exec far "${rt[@]}" "$probe" load --connect "$infer:7000" --rate "$1" --duration "$2" --connections 16 \
         --reply-bytes "$reply" --metrics 127.0.0.1:9101 --json >>"$out/load.json" 2>>"$out/load.err"
 }
@@ -419,6 +422,7 @@ cat "$out/report.txt"
 cluster_run_ctl scancel "$train_id" "$serve_id" >/dev/null 2>&1
 
 # The figures on stdout, the chart with --plot.
+printf '%s\n' "$t0" "$slo_ms" "$row" "$mode" "$(fabric__tc_rate_bits "$uplink")" >"$out/score.args"
 python3 "$LANES_SRCDIR/bench/closed_loop_score.py" "$out" "$t0" "$slo_ms" "$row" "$mode" "${CL_BEST:-}" "${CL_JSON:-}" \
     "$(fabric__tc_rate_bits "$uplink")"
 if [[ -n $plot ]]; then

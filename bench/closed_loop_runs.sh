@@ -5,34 +5,41 @@
 # meet #23's goals, every run reported, good or bad:
 #   - changes: at most 3 ceil changes per node in each phase (a phase begins at
 #     a load step; the ramp's five steps count as one phase, which is stricter);
-#   - rows: every 10 s row of SLO attainment that ends more than 5 s after the
-#     phase's step at 99 % or more (a row under it is listed with the worst
-#     queue the switch held in it: none means a stall of this machine);
+#   - rows: every 10 s row of SLO attainment that begins more than 5 s after
+#     the last change of the load and holds none (a phase's start, a step of
+#     the ramp, the spike's end) at 99 % or more (a row under it is listed
+#     with the worst queue the switch held in it: none means a stall of this
+#     machine);
 #   - training: at least 90 % of the best fixed ceil's throughput at that load
 #     (phases low, high, low again).
 # The best fixed ceil comes from a sweep in run 1 (CL_SWEEP, default
 # "94 80 75 70 56"); the later runs compare against it (CL_BEST), at the same loads.
 #
-#   bench/closed_loop_runs.sh [--runs N] [--out DIR] [--best FILE] [--replot]
+#   bench/closed_loop_runs.sh [--runs N] [--out DIR] [--best FILE] [--replot | --rescore]
 #
 #   --runs N     runs (default 10)
 #   --out DIR    each run's log, data and JSON (default: a new temp dir)
 #   --best FILE  no sweep: every run compares against the sweep of an earlier
 #                batch's run-1.json (an A/B of two agents on one day's plant)
 #   --replot     no runs: the table again from DIR
+#   --rescore    no runs: score each run of DIR again (bench/closed_loop_score.py:
+#                the rules of this tree, the best fixed ceil of --best or run 1),
+#                then the table
 # The closed loop's settings (CL_PHASES, CL_SCRAPE, CL_STEP, ...) pass through;
-# default CL_PHASES "30 70 40 40 40". Needs root and a build (LANES_BUILDDIR,
+# default CL_PHASES "30 70 40 125 40" (the ramp's five steps of 25 s, each
+# with a row that begins 5 s after it and ends before the next). Needs root and a build (LANES_BUILDDIR,
 # default ./build). Exit: 0 done (whatever the figures), 1 error, 77 not root.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
-runs=10 out="" best_from="" replot=0
+runs=10 out="" best_from="" replot=0 rescore=0
 while (($#)); do
     case $1 in
         --runs) runs=$2; shift ;;
         --out) out=$2; shift ;;
         --best) best_from=$2; shift ;;
         --replot) replot=1 ;;
+        --rescore) replot=1 rescore=1 ;;
         -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "closed_loop_runs: unknown option '$1'" >&2; exit 1 ;;
     esac
@@ -47,7 +54,7 @@ if ((!replot)); then
     ((EUID == 0)) || { echo "closed_loop_runs: needs root (the closed loop does)"; exit 77; }
     [[ -n $out ]] || out=$(mktemp -d "${TMPDIR:-/tmp}/lanes-closed-loop-runs.XXXXXX")
     mkdir -p "$out" || exit 1
-    export CL_PHASES=${CL_PHASES:-30 70 40 40 40}
+    export CL_PHASES=${CL_PHASES:-30 70 40 125 40}
     for ((i = 1; i <= runs; i++)); do
         read -r load_before _ </proc/loadavg
         if [[ -n $best_from ]]; then
@@ -66,7 +73,24 @@ if ((!replot)); then
         ((i == 1)) && [[ ! -s $out/run-1.json ]] && { echo "closed_loop_runs: run 1 gave no figures (see $out/run-1.log)" >&2; exit 1; }
     done
 fi
-[[ -n $out && -d $out ]] || { echo "closed_loop_runs: --replot needs --out DIR" >&2; exit 1; }
+[[ -n $out && -d $out ]] || { echo "closed_loop_runs: --replot and --rescore need --out DIR" >&2; exit 1; }
+if ((rescore)); then
+    # Run 1 first: the later runs compare against its sweep (or --best).
+    for dir in $(find "$out" -maxdepth 1 -type d -name 'run-[0-9]*' -printf '%f\n' | sort -t- -k2n); do
+        i=${dir#run-}
+        best=$best_from
+        [[ -z $best && $i != 1 ]] && best=$out/run-1.json
+        # closed_loop.sh records how it scored (score.args); a run from before
+        # it did ran with the defaults: its t0 is the second of its first phase.
+        if [[ -s $out/$dir/score.args ]]; then
+            mapfile -t args <"$out/$dir/score.args"
+        else
+            args=("$(awk 'NR == 1 { print int($2) }' "$out/$dir/phases.txt")" 10 10 control 200000000)
+        fi
+        python3 "$here/closed_loop_score.py" "$out/$dir" "${args[@]:0:4}" "$best" "$out/$dir.json" "${args[4]}" \
+            >"$out/$dir.score" 2>&1 || { echo "closed_loop_runs: scoring $dir failed (see $out/$dir.score)" >&2; exit 1; }
+    done
+fi
 python3 - "$out" <<'PY'
 import glob, json, math, os, re, sys
 out = sys.argv[1]
@@ -76,7 +100,7 @@ paths = sorted(glob.glob(os.path.join(out, "run-*.json")), key=key)
 if not paths:
     sys.exit("closed_loop_runs: no run-*.json in %s" % out)
 names = ["low", "high", "fall", "ramp", "spike"]
-print("run | load before/after | changes per node (low high fall ramp spike) | min row >5 s after the step | training vs best fixed (low high fall) | missed rows: switch queue at most | goals")
+print("run | load before/after | changes per node (low high fall ramp spike) | min row >5 s after a step | training vs best fixed (low high fall) | missed rows: switch queue at most | goals")
 met = {"changes": 0, "rows": 0, "training": 0, "all": 0}
 missed_all = []  # (attainment, queue max ms or None) of every late row under 99 %
 best = None

@@ -11,6 +11,39 @@ out, t0, slo, row, mode = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) / 
 best_from, json_to, uplink_bits = sys.argv[6], sys.argv[7], float(sys.argv[8])
 marks = [(l.split()[0], float(l.split()[1])) for l in open(out + "/phases.txt")]
 phases = [(n, a, b) for (n, a), (_, b) in zip(marks, marks[1:])]
+# Every change of the offered load: each phase's start, the ramp's steps, the
+# spike's end. closed_loop.sh records them (steps.txt: start, rate); for a run
+# recorded before it did, they are rebuilt from the phases and the probe's
+# load calls in order (load.json: rate, elapsed), each at the end of the last
+# one in its phase (the probe starts in tens of milliseconds).
+def load_steps():
+    try:
+        recs = [(float(t), float(r)) for t, r in (l.split()[:2] for l in open(out + "/steps.txt"))]
+    except FileNotFoundError:
+        recs = []
+        calls = [json.loads(l) for l in open(out + "/load.json") if l.strip()]
+        calls = [(float(c["rate"]), float(c["elapsed_s"])) for c in calls]
+        i = 0
+        for name, a, b in phases:
+            t = a
+            while i < len(calls) and (t == a or t + 1.5 < b):
+                recs.append((t, calls[i][0]))
+                t += calls[i][1]
+                i += 1
+    out_, last = [], None
+    for t, r in sorted(recs):
+        if r != last:
+            out_.append(t)
+        last = r
+    return out_
+steps = load_steps() + [a for n, a, b in phases if n != "end"]
+# A row is judged ("late") when it starts more than 5 s after the last change
+# of the load and holds none (issue 23: "every 10 s row more than 5 s after a
+# step"): a row that holds a step, a ramp's or the spike's end, is part of
+# that step's transient.
+def judged(end):
+    start = end - row
+    return all(s <= start - 5 or s >= end for s in steps)
 p99 = [(float(t), float(v)) for t, v in (l.split() for l in open(out + "/p99.txt"))]
 good = {float(t): float(v) for t, v in (l.split() for l in open(out + "/good.txt"))}
 alls = {float(t): float(v) for t, v in (l.split() for l in open(out + "/all.txt"))}
@@ -92,13 +125,13 @@ summary = []
 for name, a, b in phases:
     ch = {n: sum(1 for t, nn, *_ in changes if nn == n and a <= t < b) for n in ("train1", "train2")}
     rows = attain(a, b)
-    late = [v for t, v in rows if t - row >= a + 5]
+    late = [v for t, v in rows if judged(t)]
     # Each late row under 99 %, with the worst queue the switch held in it.
-    missed = [(t - t0, v, queue_max(t - row, t)) for t, v in rows if t - row >= a + 5 and v < 99.0]
+    missed = [(t - t0, v, queue_max(t - row, t)) for t, v in rows if judged(t) and v < 99.0]
     qmax = queue_max(a, b)
     tput = mean_in(thr, a, b)
     med = statistics.median([v for t, v in p99 if a <= t < b] or [float("nan")]) * 1e3
-    print("  %-6s changes train1 %d train2 %d | p99 median %6.2f ms | rows %s | min row >5 s after the step %s | training %5.1f Mbit/s | switch queue max %s" % (
+    print("  %-6s changes train1 %d train2 %d | p99 median %6.2f ms | rows %s | min row >5 s after a step %s | training %5.1f Mbit/s | switch queue max %s" % (
         name, ch["train1"], ch["train2"], med, " ".join("%.1f" % v for t, v in rows) or "-",
         "%.1f %%" % min(late) if late else "-", tput, "-" if qmax is None else "%.1f ms" % qmax))
     held = {n: sum(1 for t, nn in holds if nn == n and a <= t < b) for n in ("train1", "train2")}
