@@ -13,7 +13,9 @@
 #   - training: at least 90 % of the best fixed ceil's throughput at that load
 #     (phases low, high, low again).
 # The best fixed ceil comes from a sweep in run 1 (CL_SWEEP, default
-# "94 80 75 70 56"); the later runs compare against it (CL_BEST), at the same loads.
+# "94 85 75 70 65 56", CL_SWEEP_SECONDS 120 each: a ceil at the knee can meet
+# two rows and miss most of the next ten); the later runs compare against it
+# (CL_BEST), at the same loads.
 #
 #   bench/closed_loop_runs.sh [--runs N] [--out DIR] [--best FILE] [--replot | --rescore]
 #
@@ -60,12 +62,14 @@ if ((!replot)); then
         if [[ -n $best_from ]]; then
             sweep="" best=$best_from
         elif ((i == 1)); then
-            sweep=${CL_SWEEP-94 80 75 70 56} best=""
+            sweep=${CL_SWEEP-94 85 75 70 65 56} best=""
         else
             sweep="" best=$out/run-1.json
         fi
-        CL_SWEEP=$sweep CL_BEST=$best CL_JSON=$out/run-$i.json LANES_BUILDDIR=${LANES_BUILDDIR:-$src/build} \
-            timeout 1800 bash "$here/closed_loop.sh" --out "$out/run-$i" >"$out/run-$i.log" 2>&1
+        sweep_s=${CL_SWEEP_SECONDS:-120}
+        CL_SWEEP=$sweep CL_SWEEP_SECONDS=$sweep_s CL_BEST=$best CL_JSON=$out/run-$i.json \
+            LANES_BUILDDIR=${LANES_BUILDDIR:-$src/build} \
+            timeout $((1200 + $(wc -w <<<"$sweep") * 2 * (sweep_s + 10))) bash "$here/closed_loop.sh" --out "$out/run-$i" >"$out/run-$i.log" 2>&1
         rc=$?
         read -r load_after _ </proc/loadavg
         echo "$load_before $load_after" >"$out/run-$i.load"
