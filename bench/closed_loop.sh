@@ -38,7 +38,7 @@
 #   (--plot also writes the report's chart next to it: docs/closed-loop-report.png)
 # Settings: CL_MODE (control), CL_SLO_MS (10), CL_LOW_RATE (200 req/s),
 # CL_HIGH_RATE (1500), CL_REPLY_BYTES (4096), CL_PHASES ("20 45 30 40 30"),
-# CL_SPIKE (6), CL_SCRAPE (1), CL_FLOOR (10Mbit), CL_STEP (19Mbit), CL_MIN_GAP (30Mbit),
+# CL_SPIKE (6), CL_SCRAPE (1), CL_FLOOR (10Mbit), CL_STEP (47Mbit), CL_MIN_GAP (24Mbit),
 # CL_FULL_DECREASE_AT (4: a break at 4x the SLO or more halves the ceil, one
 # nearer it cuts less; 1: every break halves it),
 # CL_DWELL (7s; 90s with CL_SCRAPE=15), CL_BUSY_CEIL (25Mbit, busy mode),
@@ -70,7 +70,7 @@ read -r p1 p2 p3 p4 p5 <<<"${CL_PHASES:-20 45 30 40 30}"
 spike=${CL_SPIKE:-6}
 mode=${CL_MODE:-control}
 scrape=${CL_SCRAPE:-1}
-floor=${CL_FLOOR:-10Mbit} step=${CL_STEP:-19Mbit} min_gap=${CL_MIN_GAP:-30Mbit}
+floor=${CL_FLOOR:-10Mbit} step=${CL_STEP:-47Mbit} min_gap=${CL_MIN_GAP:-24Mbit}
 full_decrease_at=${CL_FULL_DECREASE_AT:-4}
 busy_ceil=${CL_BUSY_CEIL:-25Mbit}
 congestion=${CL_CONGESTION:-1}
