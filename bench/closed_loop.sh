@@ -25,8 +25,9 @@
 # minutes long). Per phase it prints: the controller's changes per node, SLO
 # attainment per 10 s row (the share of requests under the SLO, from the
 # probe's histogram) and the worst row judged (one that begins more than 5 s
-# after the last change of the load and holds none: a phase's start, a step of
-# the ramp, the spike's end; bench/closed_loop_score.py), training throughput; then, with CL_SWEEP (ceils, e.g.
+# after the last change of the load and holds none: a phase's start, a step
+# of the ramp, the spike's end; bench/closed_loop_score.py), training
+# throughput; then, with CL_SWEEP (ceils, e.g.
 # "94 75 56 38 25"), the best fixed ceil at the low and the high load (the
 # highest whose every 10 s row meets 99 %, training at that ceil for
 # CL_SWEEP_SECONDS each), and training's throughput in each phase against it;
@@ -423,8 +424,7 @@ cluster_run_ctl scancel "$train_id" "$serve_id" >/dev/null 2>&1
 
 # The figures on stdout, the chart with --plot.
 printf '%s\n' "$t0" "$slo_ms" "$row" "$mode" "$(fabric__tc_rate_bits "$uplink")" >"$out/score.args"
-python3 "$LANES_SRCDIR/bench/closed_loop_score.py" "$out" "$t0" "$slo_ms" "$row" "$mode" "${CL_BEST:-}" "${CL_JSON:-}" \
-    "$(fabric__tc_rate_bits "$uplink")"
+python3 "$LANES_SRCDIR/bench/closed_loop_score.py" "$out" --best "${CL_BEST:-}" --json "${CL_JSON:-}"
 if [[ -n $plot ]]; then
     gnuplot <<EOF || { say "gnuplot failed"; exit 1; }
 set terminal pngcairo size 960,540 font "Sans,10"

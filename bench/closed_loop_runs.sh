@@ -29,8 +29,8 @@
 #                then the table
 # The closed loop's settings (CL_PHASES, CL_SCRAPE, CL_STEP, ...) pass through;
 # default CL_PHASES "30 70 40 125 40" (the ramp's five steps of 25 s, each
-# with a row that begins 5 s after it and ends before the next). Needs root and a build (LANES_BUILDDIR,
-# default ./build). Exit: 0 done (whatever the figures), 1 error, 77 not root.
+# with a row that begins 5 s after it and ends before the next). Needs root
+# and a build (LANES_BUILDDIR, default ./build). Exit: 0 done (whatever the figures), 1 error, 77 not root.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -84,15 +84,8 @@ if ((rescore)); then
         i=${dir#run-}
         best=$best_from
         [[ -z $best && $i != 1 ]] && best=$out/run-1.json
-        # closed_loop.sh records how it scored (score.args); a run from before
-        # it did ran with the defaults: its t0 is the second of its first phase.
-        if [[ -s $out/$dir/score.args ]]; then
-            mapfile -t args <"$out/$dir/score.args"
-        else
-            args=("$(awk 'NR == 1 { print int($2) }' "$out/$dir/phases.txt")" 10 10 control 200000000)
-        fi
-        python3 "$here/closed_loop_score.py" "$out/$dir" "${args[@]:0:4}" "$best" "$out/$dir.json" "${args[4]}" \
-            >"$out/$dir.score" 2>&1 || { echo "closed_loop_runs: scoring $dir failed (see $out/$dir.score)" >&2; exit 1; }
+        python3 "$here/closed_loop_score.py" "$out/$dir" --best "$best" --json "$out/$dir.json" >"$out/$dir.score" 2>&1 ||
+            { echo "closed_loop_runs: scoring $dir failed (see $out/$dir.score)" >&2; exit 1; }
     done
 fi
 python3 - "$out" <<'PY'

@@ -5,11 +5,25 @@
 # throughput; the sweep's best fixed ceils (or an earlier run's, --best);
 # JSON for bench/closed_loop_runs.sh (--json); the chart's data files.
 #
-#   closed_loop_score.py DIR T0 SLO_MS ROW_S MODE BEST_JSON_OR_EMPTY JSON_OUT_OR_EMPTY UPLINK_BITS
-import json, re, statistics, sys
-out, t0, slo, row, mode = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) / 1000, int(sys.argv[4]), sys.argv[5]
-best_from, json_to, uplink_bits = sys.argv[6], sys.argv[7], float(sys.argv[8])
+#   closed_loop_score.py DIR [--best FILE] [--json FILE]
+#
+# The run's settings come from DIR/score.args (closed_loop.sh writes it: t0,
+# SLO in ms, row in s, mode, uplink in bit/s, a line each); a run recorded
+# before it did ran with the defaults, and its t0 is the second its first
+# phase began.
+import argparse, json, re, statistics, sys
+ap = argparse.ArgumentParser(description="Score a run of bench/closed_loop.sh.")
+ap.add_argument("dir")
+ap.add_argument("--best", default="", help="an earlier run's JSON: its best fixed ceils, when DIR has no sweep")
+ap.add_argument("--json", default="", help="write the figures here")
+args = ap.parse_args()
+out, best_from, json_to = args.dir, args.best, args.json
 marks = [(l.split()[0], float(l.split()[1])) for l in open(out + "/phases.txt")]
+try:
+    t0, slo, row, mode, uplink_bits = open(out + "/score.args").read().split()
+except FileNotFoundError:
+    t0, slo, row, mode, uplink_bits = int(marks[0][1]), 10, 10, "control", 200e6
+t0, slo, row, uplink_bits = float(t0), float(slo) / 1000, int(row), float(uplink_bits)
 phases = [(n, a, b) for (n, a), (_, b) in zip(marks, marks[1:])]
 # Every change of the offered load: each phase's start, the ramp's steps, the
 # spike's end. closed_loop.sh records them (steps.txt: start, rate); for a run
@@ -30,12 +44,12 @@ def load_steps():
                 recs.append((t, calls[i][0]))
                 t += calls[i][1]
                 i += 1
-    out_, last = [], None
+    changed, last = [], None
     for t, r in sorted(recs):
         if r != last:
-            out_.append(t)
+            changed.append(t)
         last = r
-    return out_
+    return changed
 steps = load_steps() + [a for n, a, b in phases if n != "end"]
 # A row is judged ("late") when it starts more than 5 s after the last change
 # of the load and holds none (issue 23: "every 10 s row more than 5 s after a

@@ -4,9 +4,9 @@
 # judges have one right answer: a 10 s row counts for the goal only when it
 # begins more than 5 s after the last change of the load and holds none (a
 # phase's start, a step of the ramp, the end of the spike). Then the same
-# directory without steps.txt (a run recorded before closed_loop.sh wrote it):
-# the steps rebuilt from the phases and the probe's load calls give the same
-# rows. Then bench/closed_loop_runs.sh --rescore over it, against a best fixed
+# directory without steps.txt and score.args (a run recorded before
+# closed_loop.sh wrote them): the steps rebuilt from the phases and the
+# probe's load calls, and the default settings, give the same rows. Then bench/closed_loop_runs.sh --rescore over it, against a best fixed
 # ceil of another batch.
 set -uo pipefail
 src=${LANES_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -35,6 +35,7 @@ phases.append("end %.3f" % (t + 0.05))
 open(d + "/phases.txt", "w").write("\n".join(phases) + "\n")
 open(d + "/steps.txt", "w").write("\n".join(steps) + "\n")
 open(d + "/load.json", "w").write("\n".join(calls) + "\n")
+open(d + "/score.args", "w").write("%d\n10\n10\ncontrol\n200000000\n" % T0)
 # Rows (end time: attainment %); every other row is 100 %.
 special = {
     T0 + 40: 10.0,   # high: begins at the step, not judged
@@ -60,8 +61,7 @@ json.dump({"best_fixed": [[200, 94, 160.0], [1500, 75, 150.0]]}, open(best, "w")
 PY
 
 score() {  # DIR JSON
-    python3 "$src/bench/closed_loop_score.py" "$1" 1000000 10 10 control "$out/best.json" "$2" 200000000 \
-        >"$2.out" 2>&1 || { cat "$2.out"; fail "closed_loop_score.py failed on $1"; }
+    python3 "$src/bench/closed_loop_score.py" "$1" --best "$out/best.json" --json "$2" >"$2.out" 2>&1 || { cat "$2.out"; fail "closed_loop_score.py failed on $1"; }
 }
 check() {  # JSON: the judged rows, phase by phase
     local j=$1 got
@@ -88,10 +88,10 @@ score "$out/batch/run-1" "$out/with-steps.json"
 check "$out/with-steps.json"
 echo "PASS: a row that holds a step (a phase's start, the ramp's, the spike's end) is not judged; 5 s after one it is"
 
-rm "$out/batch/run-1/steps.txt"
+rm "$out/batch/run-1/steps.txt" "$out/batch/run-1/score.args"
 score "$out/batch/run-1" "$out/rebuilt.json"
 check "$out/rebuilt.json"
-echo "PASS: without steps.txt, the steps rebuilt from the phases and load.json judge the same rows"
+echo "PASS: without steps.txt and score.args, the steps rebuilt from the phases and load.json judge the same rows"
 
 bash "$src/bench/closed_loop_runs.sh" --rescore --out "$out/batch" --best "$out/best.json" >"$out/table" 2>&1 ||
     fail "closed_loop_runs.sh --rescore failed: $(cat "$out/table")"
