@@ -3,6 +3,7 @@
 #include "agent/ceil_controller.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace lanes::agent {
@@ -31,7 +32,12 @@ ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class
     const int64_t dwell = std::max<int64_t>(1, config.dwell.count());
     l.backoff_ticks =
         config.backoff.count() > 0 ? std::max<int64_t>(1, (config.backoff.count() + dwell - 1) / dwell) : 4;
-    if (!config.congestion_signal.empty()) l.congestion_above = config.congestion_above;
+    if (!config.congestion_signal.empty()) {
+        l.congestion_above = config.congestion_above;
+        l.strain_count = config.strain_count;
+        l.strain_window = std::max(config.strain_window, config.strain_count);
+    }
+    l.strain_decrease = config.strain_decrease.value_or(1 - config.margin);
     return l;
 }
 
@@ -203,6 +209,16 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     }
     const uint64_t cut = std::max(limits_.floor_bits, scaled(ceil_, limits_.decrease));
     const bool queued = limits_.congestion_above && sample.congestion && *sample.congestion > *limits_.congestion_above;
+    // The strain by count: this decision and the last ones at this ceil.
+    int queued_count = 0;
+    const int window = std::min(limits_.strain_window, 64);
+    if (limits_.strain_count > 0 && sample.value && *sample.value <= limits_.slo) {
+        queued_bits_ = (queued_bits_ << 1) | (queued ? 1 : 0);
+        queued_known_ = std::min(queued_known_ + 1, window);
+        const uint64_t mask = window >= 64 ? ~uint64_t{0} : (uint64_t{1} << window) - 1;
+        queued_count = std::popcount(queued_bits_ & mask);
+    }
+    const bool strained_by_count = queued && queued_count >= limits_.strain_count && limits_.strain_count > 0;
     if (!sample.value) {
         // Nothing to learn from an absence; the safe side.
         d.to_bits = cut;
@@ -225,6 +241,21 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
             d.to_bits = std::min(ceil_, d.to_bits);
         }
         d.cause = ControlCause::OverSlo;
+    } else if (strained_by_count && !broke_) {
+        // Queued in strain_count of the last decisions at this ceil: a ceil at
+        // the knee, whatever p99's margin (ceil_controller.hpp). What held here
+        // at or above it no longer counts, this ceil bounds the search while the
+        // load stays, and it steps down by strain_decrease, never below a lower
+        // ceil that held nor the floor.
+        std::erase_if(held_,
+                      [&](const Observation& o) { return o.ceil_bits >= ceil_ && held_applies(o, sample.load); });
+        remember_broken(tick, sample.load);
+        const std::optional<uint64_t> held = held_ceil(tick, sample.load);
+        d.to_bits = std::max({limits_.floor_bits, scaled(ceil_, limits_.strain_decrease), held.value_or(0)});
+        d.to_bits = std::min(ceil_, d.to_bits);
+        d.cause = ControlCause::Congested;
+        d.queued = queued_count;
+        d.of = queued_known_;
     } else if (queued && *sample.value > limits_.slo * (1 - limits_.margin)) {
         // Strained: the SLO holds without margin and the network queues past
         // the bound, the bottleneck at its knee (ceil_controller.hpp). With
@@ -241,7 +272,7 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
                           [&](const Observation& o) { return o.ceil_bits >= ceil_ && held_applies(o, sample.load); });
         } else {
             remember_broken(tick, sample.load);
-            d.to_bits = std::max({limits_.floor_bits, scaled(ceil_, 1 - limits_.margin), held.value_or(0)});
+            d.to_bits = std::max({limits_.floor_bits, scaled(ceil_, limits_.strain_decrease), held.value_or(0)});
             d.to_bits = std::min(ceil_, d.to_bits);
             d.cause = ControlCause::Congested;
         }
@@ -266,6 +297,7 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         probing_ = d.to_bits > ceil_;
     }
     if (d.to_bits == d.from_bits) d.cause = ControlCause::None;
+    if (d.to_bits != ceil_ || broke) queued_bits_ = 0, queued_known_ = 0;
     ceil_ = d.to_bits;
     broke_ = broke;
     return d;

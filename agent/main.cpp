@@ -405,6 +405,12 @@ void Agent::control_due() {
             std::string cause;
             if (d.cause == ControlCause::NoValue) {
                 cause = "no usable value of " + k.signal;
+            } else if (d.cause == ControlCause::Congested && d.queued > 0) {
+                cause = k.signal + " " + format_signal_value(*sample.value) + " <= slo " + format_signal_value(k.slo) +
+                        ", but " + k.congestion_signal + " over congestion_above " +
+                        format_signal_value(k.congestion_above) + " at " + std::to_string(d.queued) + " of the last " +
+                        std::to_string(d.of) + " decisions at this ceil (now " +
+                        format_signal_value(*sample.congestion) + "): the network's knee";
             } else if (d.cause == ControlCause::Congested) {
                 cause = k.signal + " " + format_signal_value(*sample.value) + " <= slo " + format_signal_value(k.slo) +
                         ", but " + k.congestion_signal + " " + format_signal_value(*sample.congestion) +

@@ -45,7 +45,9 @@
 # CL_DWELL (7s; 90s with CL_SCRAPE=15), CL_BUSY_CEIL (25Mbit, busy mode),
 # CL_SWEEP (""), CL_SWEEP_SECONDS (25), CL_BEST (""), CL_JSON (""), CL_CONGESTION
 # (1: the controller's congestion_signal is the switch's queue, exported as
-# lanes_bench_switch_queue_seconds, with congestion_above = SLO / 5; 0: none).
+# lanes_bench_switch_queue_seconds, with congestion_above = SLO / 5; 0: none),
+# CL_STRAIN ("2 6 0.92": with the congestion signal, strain_count,
+# strain_window and strain_decrease; "": only the strain without margin).
 # Needs root and a built tree (LANES_BUILDDIR, ./build).
 set -uo pipefail
 export TZ=UTC
@@ -75,6 +77,7 @@ floor=${CL_FLOOR:-10Mbit} step=${CL_STEP:-47Mbit} min_gap=${CL_MIN_GAP:-24Mbit}
 full_decrease_at=${CL_FULL_DECREASE_AT:-4}
 busy_ceil=${CL_BUSY_CEIL:-25Mbit}
 congestion=${CL_CONGESTION:-1}
+read -r strain_count strain_window strain_decrease <<<"${CL_STRAIN-2 6 0.92}"
 sweep=${CL_SWEEP:-} sweep_s=${CL_SWEEP_SECONDS:-25}
 case $mode in control | busy) ;; *) echo "closed_loop: CL_MODE is control or busy" >&2; exit 2 ;; esac
 # The signal's delay follows the scrape: fetch as often as Prometheus scrapes,
@@ -181,6 +184,11 @@ TOML
             ((congestion)) && cat <<TOML
 congestion_signal = "queue"
 congestion_above = $(python3 -c "print($slo_s / 5)")
+TOML
+            ((congestion)) && [[ -n $strain_count ]] && cat <<TOML
+strain_count = $strain_count
+strain_window = $strain_window
+strain_decrease = $strain_decrease
 TOML
             ;;
         busy) cat <<TOML

@@ -87,6 +87,13 @@ struct CeilControlConfig {
     // congestion_above is not the network's: the ceil is held, not cut.
     std::string congestion_signal;
     double congestion_above = 0;
+    // Optional, with a congestion signal: a ceil whose congestion value was over
+    // congestion_above at strain_count of the last strain_window decisions
+    // (the SLO met) is strained whatever the SLO signal's margin, and steps
+    // down by strain_decrease. 0: only a strain without margin (one decision).
+    int strain_count = 0;
+    int strain_window = 0;
+    std::optional<double> strain_decrease;  // unset: 1 - margin
     int line = 0;
     bool operator==(const CeilControlConfig&) const = default;
 };

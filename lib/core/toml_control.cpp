@@ -128,6 +128,47 @@ void parse_class_control(ConfigParse& ctx, TableReader& cr, ClassConfig& cls) {
                 "a queue of 2 ms");
     }
 
+    // The strain by count: how many of the last decisions at a ceil saw the
+    // network queue, the SLO met (ceil_controller.hpp).
+    if (auto v = r.integer("strain_count", 1, 64)) {
+        c.strain_count = static_cast<int>(*v);
+        if (!t->get("congestion_signal"))
+            r.error(*t->get("strain_count"), "strain_count",
+                    "needs \"congestion_signal\" (the signal whose value over congestion_above it counts)"),
+                ok = false;
+    } else if (t->get("strain_count")) {
+        ok = false;
+    }
+    if (auto v = r.integer("strain_window", 1, 64)) {
+        c.strain_window = static_cast<int>(*v);
+        if (!t->get("strain_count"))
+            r.error(*t->get("strain_window"), "strain_window",
+                    "needs \"strain_count\" (how many of these decisions must see a queue)"),
+                ok = false;
+        else if (c.strain_count > c.strain_window)
+            r.error(*t->get("strain_window"), "strain_window",
+                    "smaller than strain_count (" + std::to_string(c.strain_count) +
+                        "): the strain could never be counted"),
+                ok = false;
+    } else if (t->get("strain_window")) {
+        ok = false;
+    } else if (c.strain_count > 0) {
+        c.strain_window = c.strain_count;  // that many in a row
+    }
+    if (auto v = read_number(r, "strain_decrease")) {
+        if (*v <= 0 || *v >= 1)
+            r.error(*t->get("strain_decrease"), "strain_decrease",
+                    "out of range (0 < strain_decrease < 1: the factor a strained ceil is multiplied by)"),
+                ok = false;
+        else c.strain_decrease = *v;
+        if (!t->get("congestion_signal"))
+            r.error(*t->get("strain_decrease"), "strain_decrease",
+                    "needs \"congestion_signal\" (a strain is the network queueing while the SLO holds)"),
+                ok = false;
+    } else if (t->get("strain_decrease")) {
+        ok = false;
+    }
+
     if (auto v = read_number(r, "slo")) {
         if (*v <= 0) r.error(*t->get("slo"), "slo", "must be above 0"), ok = false;
         else c.slo = *v;

@@ -13,7 +13,8 @@
 # SIGTERM gives the job its own ceil back. Part 2 (below): a congestion signal
 # tells a break of the SLO that was not the network's from one that was; part
 # 3: an SLO met without margin, the network's queue over the bound, steps
-# down; with margin it does not.
+# down; with margin it does not; part 4: with strain_count, a queue at that
+# many decisions steps down whatever p99's margin.
 SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 . "$SRCDIR/tests/net/common.sh"
 IN_NS=$NA
@@ -304,6 +305,33 @@ to=$(sed -E 's/.*-> ([0-9.]+[KMG]bit) on .*/\1/' <<<"$up")
 [ "$(mbit "$to")" -gt "$(mbit "$from")" ] && [ "$(mbit "$to")" -lt 1000 ] ||
   fail "the increase ($from -> $to) is not under the strained ceil"
 echo "ok: no margin in the network: $congested step(s) down (congested), then $from -> $to under the strained ceil"
+stop_agent
+
+# Part 4: the strain by count (strain_count = 2, strain_window = 3,
+# strain_decrease = 0.92). p99 at 3 ms (its margin) and the queue at 5 ms at
+# every decision: a fresh agent at the class's ceil steps down at the second
+# decision (2 of 2), 1Gbit -> 920Mbit, the line saying how often; what held
+# at 1Gbit no longer counts, so with the queue gone it rests under it
+# (1000 - 920 is within min_gap, the increase of 100Mbit): no probe of 1Gbit
+# while p99 keeps its margin.
+queue 0.005
+wait_for "Prometheus to have the queue at 5 ms and p99 at 3 ms (part 4)" 30 prom_has 0.005 0.003
+sed -i 's/^congestion_above = 0.002$/&\nstrain_count = 2\nstrain_window = 3\nstrain_decrease = 0.92/' "$T/lanes.toml"
+"$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check (part 4): $(cat "$T/check.out")"
+mv "$T/agent.log" "$T/agent-part3.log"
+rm -f "$METRICS"
+start_agent
+count_line="class training ceil 1Gbit -> 920Mbit on $DEV (cause: demand 0.003 <= slo 0.01, but queue over congestion_above 0.002 at 2 of the last 2 decisions at this ceil (now 0.005): the network's knee)"
+wait_for "the strain by count" 30 grep -qF "$count_line" "$T/agent.log"
+[ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="congested"}')" -eq 1 ] || fail "not one congested count"
+queue 0
+wait_for "Prometheus to have the queue at 0 (part 4)" 30 prom_has 0 0.003
+at=$(decisions)
+decisions_past() { [ "$(decisions)" -ge $((at + 4)) ]; }
+wait_for "four more decisions" 60 decisions_past
+[ "$(mbit "$(job_ceil_of 21)")" -eq 920 ] || fail "job 21's ceil $(job_ceil_of 21) after the strain, the queue gone"
+[ "$(grep -c "class training ceil" "$T/agent.log")" -eq 1 ] || fail "changes after the strain: $(grep "class training ceil" "$T/agent.log")"
+echo "ok: a queue at 2 of 2 decisions with p99 at 3 ms: 1Gbit -> 920Mbit (congested, by count), then at rest under it"
 stop_agent
 : >"$T/forced"
 

@@ -102,6 +102,42 @@ TEST(CeilControlConfig, ACongestionSignal) {
     expect_refused(cases);
 }
 
+TEST(CeilControlConfig, AStrainByCount) {
+    const std::string text = with(with(kControlled, "[classes.training]\n",
+                                       "[signals.queue]\nurl = \"http://127.0.0.1:9090\"\n"
+                                       "query = 'max(max_over_time(switch_queue_seconds[20s]))'\ninterval = \"5s\"\n"
+                                       "[classes.training]\n"),
+                                  "min_gap = \"25Mbit\"\n",
+                                  "min_gap = \"25Mbit\"\ncongestion_signal = \"queue\"\ncongestion_above = 0.002\n"
+                                  "strain_count = 2\nstrain_window = 6\nstrain_decrease = 0.92\n");
+    auto c = lanes::parse_config(text, "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    const auto& k = *c->find_class("training")->control;
+    EXPECT_EQ(k.strain_count, 2);
+    EXPECT_EQ(k.strain_window, 6);
+    EXPECT_EQ(k.strain_decrease, 0.92);
+    // strain_window defaults to strain_count: that many in a row.
+    auto in_a_row = lanes::parse_config(with(text, "strain_window = 6\n", ""), "lanes.toml");
+    ASSERT_TRUE(in_a_row) << in_a_row.error().message;
+    EXPECT_EQ(in_a_row->find_class("training")->control->strain_window, 2);
+    const auto& plain = *lanes::parse_config(kControlled, "lanes.toml")->find_class("training")->control;
+    EXPECT_EQ(plain.strain_count, 0);
+    EXPECT_FALSE(plain.strain_decrease);
+
+    const std::vector<Refused> cases = {
+        {with(text, "strain_window = 6", "strain_window = 1"),
+         "classes.training.control.strain_window: smaller than strain_count (2)"},
+        {with(text, "strain_count = 2\n", ""), "classes.training.control.strain_window: needs \"strain_count\""},
+        {with(text, "strain_count = 2", "strain_count = 0"), "classes.training.control.strain_count: "},
+        {with(text, "strain_window = 6", "strain_window = 65"), "classes.training.control.strain_window: "},
+        {with(text, "strain_decrease = 0.92", "strain_decrease = 1"),
+         "classes.training.control.strain_decrease: out of range (0 < strain_decrease < 1"},
+        {with(with(text, "congestion_signal = \"queue\"\n", ""), "congestion_above = 0.002\n", ""),
+         "classes.training.control.strain_count: needs \"congestion_signal\""},
+    };
+    expect_refused(cases);
+}
+
 TEST(CeilControlConfig, Defaults) {
     std::string text = with(kControlled, "margin = 0.25\n", "");
     text = with(text, "decrease = 0.6\n", "");

@@ -586,6 +586,72 @@ TEST(CeilController, NoMarginInTheNetworkStepsDownByTheMargin) {
     EXPECT_EQ(d.to_bits, 64 * M);
 }
 
+// queue_bounded() with the strain by count: 2 of the last 4 decisions, a
+// step of 0.9.
+ControlLimits counted_strain(int count = 2, int window = 4) {
+    auto l = queue_bounded();
+    l.strain_count = count;
+    l.strain_window = window;
+    l.strain_decrease = 0.9;
+    return l;
+}
+
+TEST(CeilController, AQueueInTwoOfFourDecisionsStrainsTheClassCeilThatHeld) {
+    CeilController c(counted_strain());
+    // p99 with its margin throughout: the band rule never strains.
+    EXPECT_FALSE(c.decide(1, with_congestion(1, 0, 200)).changed());
+    EXPECT_EQ(c.held_ceil(1, 200), 100 * M);
+    EXPECT_FALSE(c.decide(2, with_congestion(1, 5, 200)).changed());  // 1 of 2
+    EXPECT_FALSE(c.decide(3, with_congestion(1, 0, 200)).changed());  // 1 of 3
+    auto d = c.decide(4, with_congestion(1, 5, 200));                 // 2 of 4
+    EXPECT_EQ(d.cause, ControlCause::Congested);
+    EXPECT_EQ(d.to_bits, 90 * M);
+    EXPECT_EQ(d.queued, 2);
+    EXPECT_EQ(d.of, 4);
+    EXPECT_EQ(c.broken_ceil(4, 200), 100 * M) << "the class's ceil no longer counts as held: it bounds the search";
+    EXPECT_EQ(c.broken_ceil(4, 1500), 100 * M) << "and at every higher load";
+    // 90 holds: it rests there (100 - 90 is within min_gap), for as long as
+    // the load stays, without a probe of 100.
+    for (int64_t t = 5; t < 40; ++t) EXPECT_FALSE(c.decide(t, with_congestion(1, 0, 200)).changed()) << t;
+    EXPECT_EQ(c.ceil_bits(), 90 * M);
+}
+
+TEST(CeilController, OneQueuedDecisionInTheWindowIsNoStrain) {
+    // A queue at every fourth decision: one in any window of 4 ...
+    CeilController c(counted_strain(2, 4));
+    for (int64_t t = 1; t < 60; ++t)
+        EXPECT_FALSE(c.decide(t, with_congestion(1, t % 4 == 1 ? 5 : 0, 200)).changed()) << t;
+    // ... but two in a window of 5.
+    CeilController wider(counted_strain(2, 5));
+    for (int64_t t = 1; t < 5; ++t)
+        EXPECT_FALSE(wider.decide(t, with_congestion(1, t % 4 == 1 ? 5 : 0, 200)).changed());
+    EXPECT_EQ(wider.decide(5, with_congestion(1, 5, 200)).cause, ControlCause::Congested);
+    // Without strain_count, any number of queues with margin is headroom.
+    CeilController off(queue_bounded());
+    for (int64_t t = 1; t < 20; ++t) EXPECT_FALSE(off.decide(t, with_congestion(1, 5, 200)).changed());
+}
+
+TEST(CeilController, TheCountStartsAgainAtEveryNewCeil) {
+    CeilController c(counted_strain(2, 4));
+    c.decide(1, with_congestion(1, 5, 200));
+    c.decide(2, with_congestion(1, 5, 200));
+    ASSERT_EQ(c.ceil_bits(), 90 * M);
+    // The queues at 100 say nothing of 90: one queue at 90 is 1 of 1.
+    EXPECT_FALSE(c.decide(3, with_congestion(1, 5, 200)).changed());
+    EXPECT_EQ(c.held_ceil(3, 200), 90 * M);
+    // A second one at 90: 2 of 2. What held at 90 goes, and it steps down
+    // (never below a lower ceil that held: none here).
+    auto d = c.decide(4, with_congestion(1, 5, 200));
+    EXPECT_EQ(d.cause, ControlCause::Congested);
+    EXPECT_EQ(d.to_bits, 81 * M);
+    EXPECT_FALSE(c.held_ceil(4, 200));
+    // Nor is a decision over the SLO counted: a break cuts and starts again.
+    CeilController b(counted_strain(2, 4));
+    b.decide(1, with_congestion(1, 5, 200));
+    EXPECT_EQ(b.decide(2, with_congestion(12, 5, 200)).cause, ControlCause::OverSlo);
+    EXPECT_NE(b.decide(3, with_congestion(1, 5, 200)).cause, ControlCause::Congested) << "right after a break";
+}
+
 TEST(CeilController, NoStrainRightAfterABreak) {
     CeilController c(queue_bounded());
     EXPECT_EQ(c.decide(1, with_congestion(12, 5, 1000)).to_bits, 50 * M);
