@@ -294,7 +294,10 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         }
         d.to_bits = std::min(limits_.ceil_bits, d.to_bits);
         d.cause = ControlCause::Headroom;
-        probing_ = d.to_bits > ceil_;
+        // A probe goes above every ceil that held here; a return to one that
+        // held (the load fell, a cut is over) is a resting ceil: if it breaks,
+        // the proportional cut, no lower than what held below it.
+        probing_ = d.to_bits > held;
     }
     if (d.to_bits == d.from_bits) d.cause = ControlCause::None;
     if (d.to_bits != ceil_ || broke) queued_bits_ = 0, queued_known_ = 0;

@@ -52,13 +52,20 @@
 //    log2((b - h) / min_gap) failed probes, and none once the gap is under
 //    min_gap: min_gap is what the operator trades, the distance under the
 //    knee the ceil may rest at against the bad rows its probes cost.
-//  - A probe that breaks is not stepped back to h itself but to h - (probe -
+//  - A probe (a ceil above every one that held at this load) that breaks is
+//    not stepped back to h itself but to h - (probe -
 //    h), never deeper than the factor: at h the bottleneck may be nearly full
 //    and drain the queue the probe filled too slowly for the next decision to
 //    see the SLO met (measured: 80 -> 75 Mbit/s did not drain a 75+75+49
 //    Mbit/s FIFO of 200). Going as far below h as the probe went above it
 //    drains at least as fast as the probe filled. The next headroom goes on
 //    from h (the next midpoint, or h itself): two changes per failed probe.
+//    A return to a ceil that held here (the load fell back, straight to the
+//    ceil that held at it) is no probe: it rests there. (Measured: 94 Mbit/s
+//    per node, back at 200 req/s where it had held, broke at 18 ms with a
+//    9 ms queue; taken as a failed probe from the 70.5 that held at 1500
+//    req/s, it went to 47, and training had 83 % of the best fixed ceil in
+//    that phase.)
 //  - Every other break's cut follows how far the SLO broke:
 //    f(v) = 1 - (1 - decrease) * clamp((v/slo - 1) / (full_decrease_at - 1),
 //    0.1, 1): the whole decrease from full_decrease_at * slo, a tenth of it

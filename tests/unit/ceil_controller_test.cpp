@@ -87,6 +87,21 @@ TEST(CeilController, AProbeThatBreaksMildlyStillGoesBelowTheCeilThatHeld) {
     EXPECT_EQ(d.to_bits, 2 * held - probe);
 }
 
+TEST(CeilController, AReturnToACeilThatHeldIsNoProbe) {
+    ControlLimits l = limits();
+    l.full_decrease_at = 3;
+    CeilController c(l);
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());  // the class's ceil holds at 200
+    EXPECT_EQ(c.decide(2, ControlSample{50, 1500}).to_bits, 50 * M);
+    // Back at 200: straight to the 100 that held there, a return, not a probe.
+    EXPECT_EQ(c.decide(3, ControlSample{1, 200}).to_bits, 100 * M);
+    // It breaks by a little: the proportional cut (x0.85 at 1.6 times the
+    // SLO), not as far below the 50 that held at 1500 as it is above it.
+    auto d = c.decide(4, ControlSample{16, 200});
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_NEAR(static_cast<double>(d.to_bits), 85.0 * M, 1);
+}
+
 TEST(CeilController, ARestingCeilThatBreaksMildlyIsCutInProportion) {
     ControlLimits l = limits();
     l.full_decrease_at = 3;
@@ -238,10 +253,11 @@ TEST(CeilController, ALoadSeenBeforeGoesStraightToTheCeilThatHeldThere) {
     // And down again: straight to the 100 that held at 200.
     EXPECT_EQ(c.decide(11, ControlSample{1, 200}).to_bits, 100 * M);
     // A load between: 100 broke at 1000, so at 900 too (not clearly lower);
-    // 90 held at 1000, so at 900 too. The last decision raised the ceil from
-    // 90: as far below 90 as 100 is above, to drain what the raise queued.
-    EXPECT_EQ(c.decide(12, ControlSample{12, 900}).to_bits, 80 * M);
-    EXPECT_EQ(c.decide(13, ControlSample{1, 900}).to_bits, 90 * M);
+    // 90 held at 1000, so at 900 too. The last decision returned to 100,
+    // which held at 200: no probe, a resting ceil: its cut (the whole
+    // decrease here) no lower than the 90 that held, and it rests there.
+    EXPECT_EQ(c.decide(12, ControlSample{12, 900}).to_bits, 90 * M);
+    EXPECT_FALSE(c.decide(13, ControlSample{1, 900}).changed());
 }
 
 TEST(CeilController, ABreakWhereTheCeilHeldCountsForTheBackoffOnly) {
@@ -272,8 +288,9 @@ TEST(CeilController, ACeilThatHeldAndBreaksTwiceIsForgotten) {
     EXPECT_EQ(c.decide(5, ControlSample{1, 200}).to_bits, 80 * M);
     EXPECT_EQ(c.decide(6, ControlSample{1, 200}).to_bits, 100 * M);  // the back-off is over: it held here
     // It breaks again: the plant changed. What held at 100 is forgotten; the
-    // search goes on below (drain at 60, the midpoint above the 80 that held).
-    EXPECT_EQ(c.decide(7, ControlSample{12, 200}).to_bits, 60 * M);
+    // search goes on below (the return to 100 was no probe: down to the 80
+    // that held, then the midpoint above it).
+    EXPECT_EQ(c.decide(7, ControlSample{12, 200}).to_bits, 80 * M);
     EXPECT_EQ(c.decide(8, ControlSample{1, 200}).to_bits, 90 * M);
     // 100 - 90 <= min_gap: it rests, with no probe at each back-off, until the
     // break is older than the longest back-off (64 x 4 ticks).
@@ -289,10 +306,10 @@ TEST(CeilController, ABreakAtAnotherLoadDoesNotMakeNoiseASecondBreak) {
     EXPECT_EQ(c.ceil_bits(), 90 * M);
     EXPECT_EQ(c.decide(7, ControlSample{1, 200}).to_bits, 100 * M);  // back at 200, where it held
     // One noisy value there: the first break of 100 at this load, for the
-    // back-off only (doubled: 100 broke last, at 1000); 100 held here.
-    EXPECT_EQ(c.decide(8, ControlSample{12, 200}).to_bits, 80 * M);
-    EXPECT_EQ(c.decide(9, ControlSample{1, 200}).to_bits, 90 * M);
-    for (int64_t t = 10; t < 16; ++t) EXPECT_FALSE(c.decide(t, ControlSample{1, 200}).changed()) << t;
+    // back-off only (doubled: 100 broke last, at 1000); 100 held here. The
+    // return was no probe: down to the 90 that held (at 1000), not below it.
+    EXPECT_EQ(c.decide(8, ControlSample{12, 200}).to_bits, 90 * M);
+    for (int64_t t = 9; t < 16; ++t) EXPECT_FALSE(c.decide(t, ControlSample{1, 200}).changed()) << t;
     EXPECT_EQ(c.decide(16, ControlSample{1, 200}).to_bits, 100 * M);
 }
 
