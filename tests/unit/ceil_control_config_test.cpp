@@ -120,9 +120,10 @@ TEST(CeilControlConfig, AStrainByCount) {
     auto in_a_row = lanes::parse_config(with(text, "strain_window = 6\n", ""), "lanes.toml");
     ASSERT_TRUE(in_a_row) << in_a_row.error().message;
     EXPECT_EQ(in_a_row->find_class("training")->control->strain_window, 2);
-    const auto& plain = *lanes::parse_config(kControlled, "lanes.toml")->find_class("training")->control;
-    EXPECT_EQ(plain.strain_count, 0);
-    EXPECT_FALSE(plain.strain_decrease);
+    auto plain = lanes::parse_config(kControlled, "lanes.toml");
+    ASSERT_TRUE(plain) << plain.error().message;
+    EXPECT_EQ(plain->find_class("training")->control->strain_count, 0);
+    EXPECT_FALSE(plain->find_class("training")->control->strain_decrease);
 
     const std::vector<Refused> cases = {
         {with(text, "strain_window = 6", "strain_window = 1"),
