@@ -187,6 +187,15 @@ void CeilController::remember_broken(int64_t tick, const std::optional<double>& 
     if (broken_.size() > kMemory) broken_.erase(broken_.begin());
 }
 
+uint64_t CeilController::step_down_strained(int64_t tick, const std::optional<double>& load) {
+    remember_broken(tick, load);
+    // What held below this ceil: the break just remembered is at this ceil,
+    // above it, so it hides none of them.
+    const std::optional<uint64_t> held = held_ceil(tick, load);
+    const uint64_t to = std::max({limits_.floor_bits, scaled(ceil_, limits_.strain_decrease), held.value_or(0)});
+    return std::min(ceil_, to);
+}
+
 ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample) {
     ControlDecision d;
     d.tick = tick;
@@ -249,10 +258,7 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         // ceil that held nor the floor.
         std::erase_if(held_,
                       [&](const Observation& o) { return o.ceil_bits >= ceil_ && held_applies(o, sample.load); });
-        remember_broken(tick, sample.load);
-        const std::optional<uint64_t> held = held_ceil(tick, sample.load);
-        d.to_bits = std::max({limits_.floor_bits, scaled(ceil_, limits_.strain_decrease), held.value_or(0)});
-        d.to_bits = std::min(ceil_, d.to_bits);
+        d.to_bits = step_down_strained(tick, sample.load);
         d.cause = ControlCause::Congested;
         d.queued = queued_count;
         d.of = queued_known_;
@@ -271,9 +277,7 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
             std::erase_if(held_,
                           [&](const Observation& o) { return o.ceil_bits >= ceil_ && held_applies(o, sample.load); });
         } else {
-            remember_broken(tick, sample.load);
-            d.to_bits = std::max({limits_.floor_bits, scaled(ceil_, limits_.strain_decrease), held.value_or(0)});
-            d.to_bits = std::min(ceil_, d.to_bits);
+            d.to_bits = step_down_strained(tick, sample.load);
             d.cause = ControlCause::Congested;
         }
     } else if (*sample.value <= limits_.slo * (1 - limits_.margin)) {

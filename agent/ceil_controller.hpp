@@ -312,6 +312,10 @@ private:
     int64_t longest_backoff() const;  // the back-off's cap, and the longest any break counts
     void remember_held(int64_t tick, const std::optional<double>& load);
     void remember_broken(int64_t tick, const std::optional<double>& load);
+    // A strained ceil (congested, the SLO met): it bounds the search as a
+    // break would, and the ceil steps down by strain_decrease, never below a
+    // lower ceil that held here nor the floor.
+    uint64_t step_down_strained(int64_t tick, const std::optional<double>& load);
 
     ControlLimits limits_;
     uint64_t ceil_;
