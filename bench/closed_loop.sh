@@ -47,7 +47,9 @@
 # (1: the controller's congestion_signal is the switch's queue, exported as
 # lanes_bench_switch_queue_seconds, with congestion_above = SLO / 5; 0: none),
 # CL_STRAIN ("2 6 0.92": with the congestion signal, strain_count,
-# strain_window and strain_decrease; "": only the strain without margin).
+# strain_window and strain_decrease; "": only the strain without margin),
+# CL_QUEUE_RANGE (the congestion signal's range: the dwell less the interval,
+# 6s; 3s was the p99's range, which sees 3 s of each 7 s dwell).
 # Needs root and a built tree (LANES_BUILDDIR, ./build).
 set -uo pipefail
 export TZ=UTC
@@ -88,6 +90,10 @@ if ((scrape == 1)); then interval=1s range=3s dwell=7s
 elif ((scrape == 15)); then interval=15s range=45s dwell=90s
 else echo "closed_loop: CL_SCRAPE is 1 or 15" >&2; exit 2; fi
 dwell=${CL_DWELL:-$dwell}
+# The switch's queue is read over the whole dwell but the fetch (a max over
+# time, so a decision sees every burst since the last one, not only those in
+# the p99's range): its delay, interval + range, is then the dwell itself.
+qrange=${CL_QUEUE_RANGE:-$((${dwell%s} - ${interval%s}))s}
 lanesctl=$LANES_BUILDDIR/lanesctl/lanesctl
 probe=$LANES_BUILDDIR/bench/inference_probe
 out=${out:-$(mktemp -d /tmp/lanes-closed-loop.XXXXXX)}
@@ -154,11 +160,11 @@ stale_after = "$((${interval%s} * 5))s"
 fallback = 0
 
 # The switch's queueing delay (its exporter, started below): the worst at
-# each end of the uplink over the p99's range, summed (a request and its reply
-# can meet both).
+# each end of the uplink since the last decision, summed (a request and its
+# reply can meet both).
 [signals.queue]
 url = "http://$far:9090"
-query = "sum(max_over_time(lanes_bench_switch_queue_seconds[$range]))"
+query = "sum(max_over_time(lanes_bench_switch_queue_seconds[$qrange]))"
 interval = "$interval"
 timeout = "900ms"
 stale_after = "$((${interval%s} * 5))s"
