@@ -48,8 +48,9 @@
 # lanes_bench_switch_queue_seconds, with congestion_above = SLO / 5; 0: none),
 # CL_STRAIN ("2 6 0.92": with the congestion signal, strain_count,
 # strain_window and strain_decrease; "": only the strain without margin),
-# CL_QUEUE_RANGE (the congestion signal's range: the dwell less the interval,
-# 6s; 3s was the p99's range, which sees 3 s of each 7 s dwell).
+# CL_QUEUE_RANGE (the congestion signal's range; default the dwell less the
+# interval, 6s, or 75s with CL_SCRAPE=15; the p99's range, 3s, sees 3 s of
+# each 7 s dwell).
 # Needs root and a built tree (LANES_BUILDDIR, ./build).
 set -uo pipefail
 export TZ=UTC
@@ -90,9 +91,9 @@ if ((scrape == 1)); then interval=1s range=3s dwell=7s
 elif ((scrape == 15)); then interval=15s range=45s dwell=90s
 else echo "closed_loop: CL_SCRAPE is 1 or 15" >&2; exit 2; fi
 dwell=${CL_DWELL:-$dwell}
-# The switch's queue is read over the whole dwell but the fetch (a max over
-# time, so a decision sees every burst since the last one, not only those in
-# the p99's range): its delay, interval + range, is then the dwell itself.
+# The switch's queue is read as a max over the dwell less the fetch interval,
+# so a decision sees every burst since the last one, not only those in the
+# p99's range; its delay (interval + range) is then the dwell itself.
 qrange=${CL_QUEUE_RANGE:-$((${dwell%s} - ${interval%s}))s}
 lanesctl=$LANES_BUILDDIR/lanesctl/lanesctl
 probe=$LANES_BUILDDIR/bench/inference_probe
