@@ -48,6 +48,7 @@ const char* control_cause_name(ControlCause cause) {
         case ControlCause::Headroom: return "headroom";
         case ControlCause::Uncongested: return "uncongested";
         case ControlCause::Congested: return "congested";
+        case ControlCause::LoadRose: return "load_rose";
         case ControlCause::None: break;
     }
     return "none";
@@ -196,6 +197,30 @@ uint64_t CeilController::step_down_strained(int64_t tick, const std::optional<do
     return std::min(ceil_, to);
 }
 
+std::optional<uint64_t> CeilController::held_higher_up(int64_t tick, const std::optional<double>& load) const {
+    if (!load) return {};
+    // This ceil, or a higher one, held at a lower load, and none at this load
+    // or near it (within the margin below): a rise. Never seen to hold (a
+    // probe, a return to the class's ceil), or held near here: no guess, the
+    // SLO signal decides.
+    bool held_lower = false;
+    for (const auto& o : held_) {
+        if (o.ceil_bits < ceil_) continue;
+        if (!o.load || *load <= *o.load * (1 + limits_.margin)) return {};
+        held_lower = true;
+    }
+    if (!held_lower) return {};
+    // Nothing broke at a higher load at or under this ceil: nothing says the
+    // knee is below it.
+    if (std::none_of(broken_.begin(), broken_.end(), [&](const Observation& o) {
+            return o.ceil_bits <= ceil_ && o.load && *o.load > *load && broken_applies(o, tick, o.load);
+        }))
+        return {};
+    const std::optional<uint64_t> held = held_ceil(tick, load);
+    if (!held || *held >= ceil_) return {};
+    return std::max(*held, limits_.floor_bits);
+}
+
 ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample) {
     ControlDecision d;
     d.tick = tick;
@@ -250,6 +275,15 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
             d.to_bits = std::min(ceil_, d.to_bits);
         }
         d.cause = ControlCause::OverSlo;
+    } else if (auto held_higher = held_higher_up(tick, sample.load)) {
+        // The load rose well above any where this ceil held, and at a higher
+        // load a ceil at or under it broke while a lower one held: the knee
+        // is somewhere between, so the ceil goes to the one that held up
+        // there before a bad row says where (ceil_controller.hpp). This ceil
+        // counts as broken at this load: the search goes on under it.
+        remember_broken(tick, sample.load);
+        d.to_bits = *held_higher;
+        d.cause = ControlCause::LoadRose;
     } else if (strained_by_count && !broke_) {
         // Queued in strain_count of the last decisions at this ceil: a ceil at
         // the knee, whatever p99's margin (ceil_controller.hpp). What held here

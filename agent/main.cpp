@@ -415,6 +415,12 @@ void Agent::control_due() {
                 cause = k.signal + " " + format_signal_value(*sample.value) + " <= slo " + format_signal_value(k.slo) +
                         ", but " + k.congestion_signal + " " + format_signal_value(*sample.congestion) +
                         " > congestion_above " + format_signal_value(k.congestion_above) + ": no margin in the network";
+            } else if (d.cause == ControlCause::LoadRose) {
+                cause = k.load_signal + " " + format_signal_value(*sample.load) +
+                        " more than margin over any load this ceil held at, and a ceil at or under it broke at a "
+                        "higher load: the ceil that held there (" +
+                        k.signal + " " + format_signal_value(*sample.value) + " <= slo " + format_signal_value(k.slo) +
+                        ")";
             } else {
                 cause = k.signal + " " + format_signal_value(*sample.value) +
                         (d.cause == ControlCause::OverSlo ? " > slo " : " <= slo*(1-margin) ") +
@@ -425,7 +431,8 @@ void Agent::control_due() {
                              ? ", " + k.congestion_signal + " " + format_signal_value(*sample.congestion) +
                                    " > congestion_above " + format_signal_value(k.congestion_above)
                              : ", no usable value of " + k.congestion_signal + " (counted as congested)";
-            if (sample.load) cause += ", load " + format_signal_value(*sample.load);
+            if (sample.load && d.cause != ControlCause::LoadRose)
+                cause += ", load " + format_signal_value(*sample.load);
             const std::string line = "class " + name + " ceil " + format_rate(d.from_bits) + " -> " +
                                      format_rate(d.to_bits) + " on " + nic.device + " (cause: " + cause + ")";
             log_line(LogLevel::Info, line);

@@ -260,6 +260,47 @@ TEST(CeilController, ALoadSeenBeforeGoesStraightToTheCeilThatHeldThere) {
     EXPECT_FALSE(c.decide(13, ControlSample{1, 900}).changed());
 }
 
+TEST(CeilController, ALoadWellAboveWhereTheCeilHeldGoesToTheCeilThatHeldHigherUp) {
+    CeilController c(limits());
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());       // 100 held at 200
+    EXPECT_EQ(c.decide(2, ControlSample{12, 1000}).to_bits, 50 * M);  // and broke at 1000
+    for (int64_t t = 3; t <= 7; ++t) c.decide(t, ControlSample{1, 1000});
+    EXPECT_EQ(*c.held_ceil(7, 1000.0), 90 * M);  // 90 held at 1000
+    EXPECT_EQ(c.decide(8, ControlSample{1, 200}).to_bits, 100 * M);
+    // A load within the margin over the one 100 held at: the SLO decides.
+    EXPECT_FALSE(c.decide(9, ControlSample{1, 230}).changed());
+    // Well above it (460 > 230 * 1.2), under the 1000 where 100 broke and 90
+    // held: the knee is somewhere between, so 90 before a bad row says where.
+    auto d = c.decide(10, ControlSample{1, 460});
+    EXPECT_EQ(d.cause, ControlCause::LoadRose);
+    EXPECT_STREQ(control_cause_name(d.cause), "load_rose");
+    EXPECT_EQ(d.to_bits, 90 * M);
+    // 100 counts as broken at 460 now: no probe back (the gap is min_gap),
+    // and none at the loads above it.
+    EXPECT_EQ(*c.broken_ceil(11, 460.0), 100 * M);
+    EXPECT_FALSE(c.decide(11, ControlSample{1, 460}).changed());
+    EXPECT_FALSE(c.decide(12, ControlSample{1, 720}).changed());
+    EXPECT_FALSE(c.decide(13, ControlSample{1, 1000}).changed());
+    // The load falls to where 100 held: straight back.
+    EXPECT_EQ(c.decide(14, ControlSample{1, 200}).to_bits, 100 * M);
+}
+
+TEST(CeilController, ALoadRiseWithNothingBrokenHigherUpIsNoGuess) {
+    CeilController c(limits());
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());
+    // Nothing broke anywhere: a higher load keeps the ceil until the SLO says.
+    EXPECT_FALSE(c.decide(2, ControlSample{1, 1000}).changed());
+    EXPECT_EQ(c.decide(3, ControlSample{12, 1500}).cause, ControlCause::OverSlo);
+    // 50 held at 1500 (60 not yet), 100 broke there and held at 1000. A rise
+    // to 1300 with the SLO broken is a break, cut as any other (no lower
+    // than the 50 that held higher up), not a guess.
+    EXPECT_EQ(c.decide(4, ControlSample{1, 1500}).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(5, ControlSample{1, 1000}).to_bits, 100 * M);
+    auto d = c.decide(6, ControlSample{12, 1300});
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 50 * M);
+}
+
 TEST(CeilController, ABreakWhereTheCeilHeldCountsForTheBackoffOnly) {
     CeilController c(limits());
     EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());  // 100 holds at 200 req/s
