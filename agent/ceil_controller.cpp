@@ -247,6 +247,14 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     int queued_count = 0;
     const int window = std::min(limits_.strain_window, 64);
     if (limits_.strain_count > 0 && sample.value && *sample.value <= limits_.slo) {
+        // At this ceil and this load: a load that moved by more than margin
+        // either way starts the count again, as a new ceil does. The queue
+        // the decisions before it read was the last load's, and the first
+        // one after it may read that load's too (its range spans the step).
+        if (sample.load && count_load_ &&
+            (*sample.load > *count_load_ * (1 + limits_.margin) || *sample.load < *count_load_ * (1 - limits_.margin)))
+            queued_bits_ = 0, queued_known_ = 0;
+        if (queued_known_ == 0) count_load_ = sample.load;
         queued_bits_ = (queued_bits_ << 1) | (queued ? 1 : 0);
         queued_known_ = std::min(queued_known_ + 1, window);
         const uint64_t mask = window >= 64 ? ~uint64_t{0} : (uint64_t{1} << window) - 1;

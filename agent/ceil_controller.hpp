@@ -179,7 +179,13 @@
 //    down by strain_decrease at once (the count is the repeat). A count, not
 //    one decision: one queued decision is common at a ceil that holds (up to
 //    6 % of decisions at 85); a window of several is what a ceil at the knee
-//    fills. The count starts again whenever the ceil moves. The signal is
+//    fills. The count starts again whenever the ceil moves, and whenever
+//    the load moves by more than margin from where it began: the queue read
+//    before a load step was the last load's. (Measured: one queued decision
+//    at 1500 req/s and the first at 200, whose 6 s range held the end of
+//    the high load's queue, made 2 of 6; the strain at 200 bounded the ceil
+//    at 64.86 of 94 Mbit/s there, and training had 71 % of the best fixed
+//    ceil in the phase.) The signal is
 //    weak at 200 req/s (2 of 6 came in 4 runs of 10 on the bench): a 3 s
 //    window sees 3 of the dwell's 7 seconds.
 //  - Decisions are taken only at wall-clock instants that are multiples of the
@@ -345,6 +351,8 @@ private:
     // i-th latest queued past congestion_above. Cleared when the ceil moves.
     uint64_t queued_bits_ = 0;
     int queued_known_ = 0;
+    // The load at the first of them: one more than margin away starts again.
+    std::optional<double> count_load_;
 };
 
 // Every running job of a class with a controller, on every NIC of the job:

@@ -339,7 +339,9 @@ TEST(CeilControllerPlant, AQueueCountedOverDecisionsFindsAKneeThatIsABand) {
     // while the load stays; with strain_count = 2 of 6 and a step of 0.92 it
     // steps under the band (86.48 and 64.86 Mbit/s per node) within a few
     // decisions and stays: fewer seconds over the SLO at every offset (0-1
-    // late against 3-9 over the five phases), at most 3 changes a phase,
+    // late at six offsets and 3 at one, against 5-9 over the five phases:
+    // the count starts again at each step of the load, so a queue before the
+    // step does not strain the ceil after it), at most 3 changes a phase,
     // training at 92-104 % of the best fixed ceil but at one offset, where a
     // second over the SLO met a decision in the band before the count did:
     // the break's cut, then 88 % in the fall.
@@ -364,9 +366,11 @@ TEST(CeilControllerPlant, AQueueCountedOverDecisionsFindsAKneeThatIsABand) {
             late += r.phases[i].late_over_seconds;
             late_without += without.phases[i].late_over_seconds;
             EXPECT_LE(r.phases[i].changes, 3);
-            if (r.phases[i].best_fixed > 0) EXPECT_GE(r.phases[i].training, 0.85 * r.phases[i].best_fixed);
+            if (r.phases[i].best_fixed > 0) {
+                EXPECT_GE(r.phases[i].training, 0.85 * r.phases[i].best_fixed);
+            }
         }
-        EXPECT_LE(late, 1);
+        EXPECT_LE(late, 3);
         EXPECT_LT(late, late_without);
         EXPECT_LE(r.final_ceil, 86'480'000u) << "the run ends at 200 req/s, under the band";
     }

@@ -710,6 +710,23 @@ TEST(CeilController, TheCountStartsAgainAtEveryNewCeil) {
     EXPECT_NE(b.decide(3, with_congestion(1, 5, 200)).cause, ControlCause::Congested) << "right after a break";
 }
 
+TEST(CeilController, TheCountStartsAgainAtANewLoad) {
+    CeilController c(counted_strain(2, 4));
+    // One queued decision at 1500 req/s, then the load falls to 200: the
+    // first decision there reads the high load's queue (its range spans the
+    // step). 1 of 1 at this load, no strain; the SLO's margin: headroom.
+    EXPECT_FALSE(c.decide(1, with_congestion(1, 5, 1500)).changed());
+    EXPECT_FALSE(c.decide(2, with_congestion(1, 0, 1500)).changed());
+    EXPECT_NE(c.decide(3, with_congestion(1, 5, 200)).cause, ControlCause::Congested);
+    EXPECT_EQ(c.ceil_bits(), 100 * M);
+    // A second queue at 200: 2 of 2 at this load.
+    EXPECT_EQ(c.decide(4, with_congestion(1, 5, 200)).cause, ControlCause::Congested);
+    // A load within the margin is the same load: the count goes on.
+    CeilController d(counted_strain(2, 4));
+    EXPECT_FALSE(d.decide(1, with_congestion(1, 5, 1500)).changed());
+    EXPECT_EQ(d.decide(2, with_congestion(1, 5, 1300)).cause, ControlCause::Congested);
+}
+
 TEST(CeilController, NoStrainRightAfterABreak) {
     CeilController c(queue_bounded());
     EXPECT_EQ(c.decide(1, with_congestion(12, 5, 1000)).to_bits, 50 * M);
