@@ -14,7 +14,8 @@
 # tells a break of the SLO that was not the network's from one that was; part
 # 3: an SLO met without margin, the network's queue over the bound, steps
 # down; with margin it does not; part 4: with strain_count, a queue at that
-# many decisions steps down whatever p99's margin.
+# many decisions steps down whatever p99's margin; part 5: with a load
+# signal, a load well above where the ceil held goes to what held higher up.
 SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 . "$SRCDIR/tests/net/common.sh"
 IN_NS=$NA
@@ -30,7 +31,7 @@ metric() {  # PROM-LINE-PREFIX -> value in lanes_agent.prom (0 if absent)
 }
 changes() {
   local n=0 c
-  for c in over_slo no_value headroom congested; do
+  for c in over_slo no_value headroom congested load_rose; do
     n=$((n + $(metric "lanes_agent_ceil_changes_total{class=\"training\",cause=\"$c\"}")))
   done
   echo $n
@@ -334,6 +335,96 @@ wait_for "four more decisions" 60 decisions_past
 echo "ok: a queue at 2 of 2 decisions with p99 at 3 ms: 1Gbit -> 920Mbit (congested, by count), then at rest under it"
 stop_agent
 : >"$T/forced"
+
+# Part 5: a load signal (load_signal), and a load well above where the ceil
+# held. The plant: p99 over the SLO (20 ms) at 1000 req/s while job 21's ceil
+# is over 950 Mbit/s, 3 ms otherwise; the test sets the load. Its p99 and its
+# load are one textfile, so each scrape sees both of the same instant. At
+# 200 the class's ceil holds; at 1000 it breaks: 1Gbit -> 500Mbit, then up by
+# halving the gap (steps of at most 100) to 900Mbit, where the gap to the
+# 1Gbit that broke is min_gap: it rests. At 200 again: straight back to the
+# 1Gbit that held there. Then 500 req/s, more than margin over 200, under the
+# 1000 where 1Gbit broke and 900Mbit held: down to 900Mbit before any break
+# (cause "load_rose"), and no probe back at 500 after it.
+echo 200 >"$T/load"
+(
+  for ((i = 0; i < 2000; i++)); do
+    c=$(job_ceil_of 21)
+    [ -n "$c" ] || break
+    l=$(cat "$T/load")
+    if [ "$l" -ge 1000 ] && [ "$(mbit "$c")" -gt 950 ]; then p=0.02; else p=0.003; fi
+    printf 'lanes_test_p99 %s\nlanes_test_load %s\n' "$p" "$l" >"$PROM_DIR/plant.prom.tmp"
+    mv "$PROM_DIR/plant.prom.tmp" "$PROM_DIR/plant.prom"
+    sleep 0.1
+  done
+) &
+STARTED_PIDS="$STARTED_PIDS $!"
+rm -f "$PROM_DIR/queue.prom"
+cat >"$T/lanes.toml" <<TOML
+default_class = "training"
+[signals.demand]
+url = "$PROM_URL"
+query = "max(lanes_test_p99)"
+interval = "1s"
+timeout = "500ms"
+stale_after = "4s"
+[signals.load]
+url = "$PROM_URL"
+query = "max(lanes_test_load)"
+interval = "1s"
+timeout = "500ms"
+stale_after = "4s"
+[classes.training]
+rate = "100Mbit"
+ceil = "1Gbit"
+[classes.training.control]
+signal = "demand"
+load_signal = "load"
+slo = 0.01
+margin = 0.2
+floor = "100Mbit"
+decrease = 0.5
+increase = "100Mbit"
+dwell = "3s"
+[classes.inference]
+rate = "100Mbit"
+ceil = "1Gbit"
+[nodes]
+state_dir = "$STATE"
+cgroup_root = "$CGROOT"
+[[nodes.nic]]
+device = "$DEV"
+link_speed = "10Gbit"
+[agent]
+textfile_dir = "$PROM_DIR"
+TOML
+"$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check (part 5): $(cat "$T/check.out")"
+decisions_past_two() { [ "$(decisions)" -ge $((at + 2)) ]; }
+plant_has() { prom_query 'lanes_test_load' | grep -q "\"$1\""; }
+wait_for "Prometheus to have the plant's load at 200" 30 plant_has 200
+mv "$T/agent.log" "$T/agent-part4.log"
+rm -f "$METRICS"
+start_agent
+wait_for "two decisions at 200 req/s" 30 decisions_at_least 2
+[ "$(job_ceil_of 21)" = 1Gbit ] || fail "job 21's ceil $(job_ceil_of 21) at 200 req/s"
+echo 1000 >"$T/load"
+wait_for "the break at 1000 req/s" 30 grep -q "class training ceil 1Gbit -> 500Mbit on $DEV (cause: demand 0.02 > slo 0.01, load 1000)" "$T/agent.log"
+wait_for "the search to reach 900Mbit" 60 grep -q "class training ceil 800Mbit -> 900Mbit on $DEV" "$T/agent.log"
+at=$(decisions)
+wait_for "a decision at 900Mbit (it holds there; one more: the count may trail the log line)" 30 decisions_past_two
+echo 200 >"$T/load"
+wait_for "the return to 1Gbit at 200 req/s" 30 grep -q "class training ceil 900Mbit -> 1Gbit on $DEV (cause: demand 0.003 <= slo\*(1-margin) 0.008, load 200)" "$T/agent.log"
+echo 500 >"$T/load"
+rose_line="class training ceil 1Gbit -> 900Mbit on $DEV (cause: load 500 more than margin over any load this ceil held at, and a ceil at or under it broke at a higher load: the ceil that held there (demand 0.003 <= slo 0.01))"
+wait_for "the step down at 500 req/s" 30 grep -qF "$rose_line" "$T/agent.log"
+[ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="load_rose"}')" -eq 1 ] || fail "not one load_rose count"
+[ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="over_slo"}')" -eq 1 ] || fail "a break besides the one at 1000 req/s"
+at=$(decisions)
+wait_for "four more decisions at 500 req/s" 30 decisions_past
+[ "$(job_ceil_of 21)" = 900Mbit ] || fail "job 21's ceil $(job_ceil_of 21) at 500 req/s after the guess"
+[ "$(grep -c "class training ceil .* -> " "$T/agent.log")" -eq 7 ] || fail "changes after the guess: $(grep "class training ceil" "$T/agent.log")"
+echo "ok: a load well above where 1Gbit held, under one where it broke: 1Gbit -> 900Mbit (load_rose) with p99 at 3 ms, then at rest"
+stop_agent
 
 tool remove 21 >/dev/null; tool remove 22 >/dev/null
 echo "PASS"
