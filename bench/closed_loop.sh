@@ -50,7 +50,8 @@
 # strain_window and strain_decrease; "": only the strain without margin),
 # CL_QUEUE_RANGE (the congestion signal's range; default the dwell less the
 # interval, 6s, or 75s with CL_SCRAPE=15; the p99's range, 3s, sees 3 s of
-# each 7 s dwell).
+# each 7 s dwell), CL_LOAD (offered: the load signal is the clients' offered
+# rate; completed: the rate of their replies).
 # Needs root and a built tree (LANES_BUILDDIR, ./build).
 set -uo pipefail
 export TZ=UTC
@@ -135,6 +136,15 @@ conf=$LANES_CLUSTER_CONF
 slo_s=$(python3 -c "print($slo_ms / 1000)")
 mid=$(((low + high) / 2))
 p99_q="histogram_quantile(0.99, sum by (le) (rate(lanes_probe_latency_seconds_bucket[$range])))"
+# The load: the requests the clients offer (their schedule's rate), as a load
+# balancer counts arrivals; CL_LOAD=completed: the rate of replies, which
+# falls while the queue holds them (the break itself) and loses the last
+# second of each probe, one per load step.
+case ${CL_LOAD:-offered} in
+    offered) load_q="sum(last_over_time(lanes_probe_offered_requests_per_second[2s]))" ;;
+    completed) load_q="sum(rate(lanes_probe_latency_seconds_count[$range]))" ;;
+    *) echo "closed_loop: CL_LOAD is offered or completed" >&2; exit 2 ;;
+esac
 agent_conf() {  # control | busy | fixed CEIL  -> the agents' lanes.toml on stdout
     local what=$1
     if [[ $what == control ]]; then
@@ -154,7 +164,7 @@ fallback = 0          # no requests: no latency
 
 [signals.load]
 url = "http://$far:9090"
-query = "sum(rate(lanes_probe_latency_seconds_count[$range]))"
+query = "$load_q"
 interval = "$interval"
 timeout = "900ms"
 stale_after = "$((${interval%s} * 5))s"

@@ -24,7 +24,8 @@
 //
 // --metrics serves the latency histogram in Prometheus' text format over HTTP
 // (GET any path) from the same event loop, for a Prometheus server to scrape
-// while the load runs (lanes_probe_latency_seconds, lanes_probe_requests_total).
+// while the load runs (lanes_probe_latency_seconds, lanes_probe_requests_total,
+// lanes_probe_offered_requests_per_second: the schedule's --rate).
 //
 // --samples FILE writes every latency (ms, one a line, timeouts as the time
 // they waited) for a bootstrap confidence interval of the p99 (fabric_scale.sh).
@@ -604,6 +605,7 @@ int load(int argc, char** argv) {
     const auto hard_stop = send_end + kHardStopGrace;
     LatencyRecorder rec;
     rec.attach(&histogram);
+    histogram.set_offered_rate(*rate);
     rec.set_scheduled(schedule.count());
     rec.reserve(schedule.count());
 

@@ -88,6 +88,10 @@ public:
         sum_ += s;
     }
     void count_outcome(int which) { ++outcomes_[which]; }  // 0 ok, 1 timeout, 2 error
+    // The rate the open-loop schedule sends at (requests per second): the
+    // offered load, which a stall of the replies or a restart of the probe
+    // does not move (the rate of completions does).
+    void set_offered_rate(double per_second) { offered_rate_ = per_second; }
     std::string prometheus_text() const {
         std::string out =
             "# HELP lanes_probe_latency_seconds Request latency from due time to the reply's last byte.\n"
@@ -110,6 +114,11 @@ public:
                           static_cast<unsigned long long>(outcomes_[i]));
             out += line;
         }
+        out +=
+            "# HELP lanes_probe_offered_requests_per_second The open-loop schedule's rate (--rate).\n"
+            "# TYPE lanes_probe_offered_requests_per_second gauge\n";
+        std::snprintf(line, sizeof line, "lanes_probe_offered_requests_per_second %.9g\n", offered_rate_);
+        out += line;
         return out;
     }
 
@@ -118,6 +127,7 @@ private:
     std::array<uint64_t, 3> outcomes_{};
     uint64_t count_ = 0;
     double sum_ = 0;
+    double offered_rate_ = 0;
 };
 
 class LatencyRecorder {

@@ -196,6 +196,11 @@ TEST(ProbeHistogram, PrometheusTextIsCumulative) {
     EXPECT_NE(t.find("lanes_probe_requests_total{outcome=\"timeout\"} 1\n"), std::string::npos);
     EXPECT_NE(t.find("lanes_probe_requests_total{outcome=\"error\"} 1\n"), std::string::npos);
     EXPECT_EQ(rec.summarize().ok, 2u);
+    EXPECT_NE(
+        t.find("# TYPE lanes_probe_offered_requests_per_second gauge\nlanes_probe_offered_requests_per_second 0\n"),
+        std::string::npos);
+    h.set_offered_rate(1500);
+    EXPECT_NE(h.prometheus_text().find("lanes_probe_offered_requests_per_second 1500\n"), std::string::npos);
 }
 
 }  // namespace
