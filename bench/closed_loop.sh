@@ -137,11 +137,13 @@ slo_s=$(python3 -c "print($slo_ms / 1000)")
 mid=$(((low + high) / 2))
 p99_q="histogram_quantile(0.99, sum by (le) (rate(lanes_probe_latency_seconds_bucket[$range])))"
 # The load: the requests the clients offer (their schedule's rate), as a load
-# balancer counts arrivals; CL_LOAD=completed: the rate of replies, which
-# falls while the queue holds them (the break itself) and loses the last
-# second of each probe, one per load step.
+# balancer counts arrivals, over the p99's range, so that a decision reads
+# both of the same seconds (a decision right after a step then reads a load
+# between the two, as it reads a p99 between them); CL_LOAD=completed: the
+# rate of replies, which falls while the queue holds them (the break itself)
+# and loses the last second of each probe, one per load step.
 case ${CL_LOAD:-offered} in
-    offered) load_q="sum(last_over_time(lanes_probe_offered_requests_per_second[2s]))" ;;
+    offered) load_q="sum(avg_over_time(lanes_probe_offered_requests_per_second[$range]))" ;;
     completed) load_q="sum(rate(lanes_probe_latency_seconds_count[$range]))" ;;
     *) echo "closed_loop: CL_LOAD is offered or completed" >&2; exit 2 ;;
 esac
