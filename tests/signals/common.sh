@@ -7,6 +7,7 @@
 #   start_prometheus TARGET...         -> PROM_URL (scrapes every 1s; its query log in $T/query.log)
 #   wait_for DESC SECONDS CMD...       retries CMD until it succeeds
 # For the lanes-agent tests (with tests/net/common.sh sourced first):
+#   node_tables                        the inference class, node, NIC and [agent]
 #   write_agent_toml < SIGNALS-AND-WINDOWS  -> $T/lanes.toml: that text, the
 #                                      training (busy_window "busy") and inference
 #                                      classes, the namespace's node and NIC, and
@@ -93,16 +94,10 @@ AGENT_BIN=$BUILDDIR/agent/lanes-agent
 PROM_DIR=$T/textfile
 METRICS=$PROM_DIR/lanes_agent.prom
 
-write_agent_toml() {  # < the [signals.*] and [windows.*] tables
-  {
-    echo 'default_class = "training"'
-    cat
-    cat <<TOML
-[classes.training]
-rate = "100Mbit"
-ceil = "1Gbit"
-busy_window = "busy"
-busy_ceil = "200Mbit"
+# The inference class, the namespace's node and NIC, and the agent's
+# textfile: the end of every agent lanes.toml.
+node_tables() {
+  cat <<TOML
 [classes.inference]
 rate = "100Mbit"
 ceil = "1Gbit"
@@ -115,6 +110,20 @@ link_speed = "10Gbit"
 [agent]
 textfile_dir = "$PROM_DIR"
 TOML
+}
+
+write_agent_toml() {  # < the [signals.*] and [windows.*] tables
+  {
+    echo 'default_class = "training"'
+    cat
+    cat <<TOML
+[classes.training]
+rate = "100Mbit"
+ceil = "1Gbit"
+busy_window = "busy"
+busy_ceil = "200Mbit"
+TOML
+    node_tables
   } >"$T/lanes.toml"
 }
 

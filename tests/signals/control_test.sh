@@ -92,17 +92,7 @@ decrease = 0.5
 increase = "100Mbit"
 dwell = "3s"
 backoff = "24s"
-[classes.inference]
-rate = "100Mbit"
-ceil = "1Gbit"
-[nodes]
-state_dir = "$STATE"
-cgroup_root = "$CGROOT"
-[[nodes.nic]]
-device = "$DEV"
-link_speed = "10Gbit"
-[agent]
-textfile_dir = "$PROM_DIR"
+$(node_tables)
 TOML
 "$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check: $(cat "$T/check.out")"
 # Prometheus has scraped the plant: the first decision sees a value (without
@@ -386,17 +376,7 @@ floor = "100Mbit"
 decrease = 0.5
 increase = "100Mbit"
 dwell = "3s"
-[classes.inference]
-rate = "100Mbit"
-ceil = "1Gbit"
-[nodes]
-state_dir = "$STATE"
-cgroup_root = "$CGROOT"
-[[nodes.nic]]
-device = "$DEV"
-link_speed = "10Gbit"
-[agent]
-textfile_dir = "$PROM_DIR"
+$(node_tables)
 TOML
 "$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check (part 5): $(cat "$T/check.out")"
 decisions_past_two() { [ "$(decisions)" -ge $((at + 2)) ]; }
