@@ -329,6 +329,29 @@ TEST(CeilController, ALoadWellAboveWhereTheCeilHeldGoesToTheCeilThatHeldHigherUp
     EXPECT_EQ(c.decide(14, ControlSample{1, 200}).to_bits, 100 * M);
 }
 
+TEST(CeilController, NoGuessRightAfterABreak) {
+    auto l = limits();
+    l.full_decrease_at = 4;  // a break just over the SLO cuts by a tenth of decrease
+    CeilController c(l);
+    EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());       // 100 held at 200
+    EXPECT_EQ(c.decide(2, ControlSample{50, 1000}).to_bits, 50 * M);  // and broke at 1000
+    for (int64_t t = 3; t <= 6; ++t) c.decide(t, ControlSample{1, 1000});
+    EXPECT_EQ(c.ceil_bits(), 90 * M);
+    EXPECT_EQ(c.decide(7, ControlSample{50, 1000}).to_bits, 70 * M);  // 90 broke there too: 80 - (90 - 80)
+    EXPECT_EQ(c.decide(8, ControlSample{1, 1000}).to_bits, 80 * M);   // 80 held at 1000
+    EXPECT_EQ(c.decide(9, ControlSample{1, 200}).to_bits, 100 * M);
+    // Just over the SLO at 200: a tenth of the cut, 95.
+    EXPECT_EQ(c.decide(10, ControlSample{10.5, 200}).to_bits, 95 * M);
+    // 460 is well above the 200 where 100 held, 90 broke at 1000 and 80
+    // held there: a guess (80) but for the break just before. Its cut is
+    // what this decision judges: 95 held at 460, within min_gap of the 100
+    // that broke.
+    auto d = c.decide(11, ControlSample{1, 460});
+    EXPECT_NE(d.cause, ControlCause::LoadRose);
+    EXPECT_FALSE(d.changed());
+    EXPECT_EQ(*c.held_ceil(11, 460.0), 95 * M);
+}
+
 TEST(CeilController, ALoadRiseWithNothingBrokenHigherUpIsNoGuess) {
     CeilController c(limits());
     EXPECT_FALSE(c.decide(1, ControlSample{1, 200}).changed());
