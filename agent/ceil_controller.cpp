@@ -230,8 +230,7 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     last_tick_ = tick;
     // A probe goes above every ceil that held at its load; at a load where
     // this ceil (or a higher one) held, it is none (the load fell since).
-    const std::optional<uint64_t> held_here = held_ceil(tick, sample.load);
-    const bool probing = probing_ && !(sample.load && held_here && *held_here >= ceil_);
+    const bool probing = probing_ && !(sample.load && held_ceil(tick, sample.load).value_or(0) >= ceil_);
     probing_ = false;
     const bool broke = sample.value && *sample.value > limits_.slo;
     // A rise's first decision: its ranges may hold both loads, and what
