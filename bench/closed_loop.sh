@@ -16,6 +16,10 @@
 # with margin, no probe once that gap is CL_MIN_GAP or less.
 # CL_MODE=busy: the two-level switch of before (busy_window/busy_ceil on a
 # signal window: 2 while p99 misses the SLO, +1 while the load is high).
+# CL_MODE=fixed: no controller: training at one fixed ceil per node
+# (CL_FIXED, e.g. 56Mbit) for the whole run, as the sweep holds one: the rows
+# a ceil under every knee still misses are this machine's, not the ceil's
+# (docs/signals.md, "A fixed ceil under every knee").
 #
 # Phases (CL_PHASES, seconds): low load, high load, low again, a slow ramp from
 # low to high in five steps, a spike (high for CL_SPIKE seconds, then low).
@@ -37,7 +41,7 @@
 #
 #   bash bench/closed_loop.sh [--plot docs/closed-loop.png] [--out DIR]
 #   (--plot also writes the report's chart next to it: docs/closed-loop-report.png)
-# Settings: CL_MODE (control), CL_SLO_MS (10), CL_LOW_RATE (200 req/s),
+# Settings: CL_MODE (control), CL_FIXED (fixed mode: the ceil, NMbit), CL_SLO_MS (10), CL_LOW_RATE (200 req/s),
 # CL_HIGH_RATE (1500), CL_REPLY_BYTES (4096), CL_PHASES ("20 45 30 40 30"),
 # CL_SPIKE (6), CL_SCRAPE (1), CL_FLOOR (10Mbit), CL_STEP (47Mbit), CL_MIN_GAP (24Mbit),
 # CL_FULL_DECREASE_AT (4: a break at 4x the SLO or more halves the ceil, one
@@ -83,7 +87,12 @@ busy_ceil=${CL_BUSY_CEIL:-25Mbit}
 congestion=${CL_CONGESTION:-1}
 read -r strain_count strain_window strain_decrease <<<"${CL_STRAIN-2 6 0.92}"
 sweep=${CL_SWEEP:-} sweep_s=${CL_SWEEP_SECONDS:-25}
-case $mode in control | busy) ;; *) echo "closed_loop: CL_MODE is control or busy" >&2; exit 2 ;; esac
+fixed_ceil=${CL_FIXED:-}
+case $mode in
+    control | busy) ;;
+    fixed) [[ $fixed_ceil =~ ^[0-9]+Mbit$ ]] || { echo "closed_loop: CL_MODE=fixed needs CL_FIXED, e.g. 56Mbit" >&2; exit 2; } ;;
+    *) echo "closed_loop: CL_MODE is control, busy or fixed" >&2; exit 2 ;;
+esac
 # The signal's delay follows the scrape: fetch as often as Prometheus scrapes,
 # a range of three scrapes, and a dwell of at least fetch + range (+ a scrape
 # for Prometheus itself, which lanes.toml does not know).
@@ -243,7 +252,7 @@ TOML
 }
 # Next to the cluster's: a relative [policy] script path still resolves.
 aconf=$(dirname "$conf")/lanes-agent.toml aconf_fixed=$(dirname "$conf")/lanes-agent-fixed.toml
-agent_conf "$mode" >"$aconf"
+agent_conf "$mode" "$fixed_ceil" >"$aconf"
 "$lanesctl" --config "$aconf" check >"$out/check.txt" 2>&1 || { cat "$out/check.txt" >&2; exit 1; }
 
 # Prometheus and the inference clients on the far side of the uplink.
@@ -286,7 +295,7 @@ train_id=$(lanes_cluster_submit -J train-llama -N2 --lanes-class=training -t $((
     exit 1
 cluster_wait_job "$serve_id" RUNNING 30 >/dev/null || { say "inference service did not start"; exit 1; }
 cluster_wait_job "$train_id" RUNNING 30 >/dev/null || { say "training did not start"; exit 1; }
-say "inference job $serve_id on infer1, training job $train_id on train1+train2 (ceil 94Mbit, $mode, scrape ${scrape}s)"
+say "inference job $serve_id on infer1, training job $train_id on train1+train2 (ceil 94Mbit, $mode${fixed_ceil:+ at $fixed_ceil}, scrape ${scrape}s)"
 
 # The switch's own queue, every 0.1 s for the whole run (sweep included): a row
 # that misses the SLO with the FIFO short was a stall of this machine, not a

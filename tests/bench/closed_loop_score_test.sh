@@ -7,7 +7,8 @@
 # directory without steps.txt and score.args (a run recorded before
 # closed_loop.sh wrote them): the steps rebuilt from the phases and the
 # probe's load calls, and the default settings, give the same rows. Then bench/closed_loop_runs.sh --rescore over it, against a best fixed
-# ceil of another batch. Last, a sweep: a ceil swept twice at one load is
+# ceil of another batch; and a run at a fixed ceil, judged on its rows
+# only. Last, a sweep: a ceil swept twice at one load is
 # the best fixed ceil only when the rows of both its cells meet the SLO.
 set -uo pipefail
 src=${LANES_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -101,6 +102,20 @@ grep -q "every late row >= 99 % in 0; training >= 90 % of the best fixed ceil in
     fail "the rescored goals: $(cat "$out/table")"
 [[ -s $out/batch/run-1.json ]] || fail "--rescore wrote no run-1.json"
 echo "PASS: closed_loop_runs.sh --rescore scores the batch again against another best fixed ceil"
+
+# A run at a fixed ceil (CL_MODE=fixed): judged on its rows only.
+mkdir -p "$out/fixed"
+cp -r "$out/batch/run-1" "$out/fixed/run-1"
+printf '%s\n' 1000000 10 10 fixed 200000000 >"$out/fixed/run-1/score.args"
+for n in train1 train2; do
+    echo "1000001.5 lanes: agent: JobId=7 (training) on fab0: ceil 94Mbit -> 56Mbit (window busy)" >"$out/fixed/run-1/agent-$n.log"
+done
+bash "$src/bench/closed_loop_runs.sh" --rescore --out "$out/fixed" >"$out/fixed.table" 2>&1 ||
+    fail "closed_loop_runs.sh --rescore of a fixed run failed: $(cat "$out/fixed.table")"
+grep -q "^  1 | .* | ramp 98.00 %: n/m | fixed ceil: rows missed$" "$out/fixed.table" || fail "the fixed run's row: $(cat "$out/fixed.table")"
+grep -q "^fixed ceil, 1 of 1 runs: every late row >= 99 % in 0 " "$out/fixed.table" || fail "the fixed batch's count: $(cat "$out/fixed.table")"
+grep -q "^goals over" "$out/fixed.table" && fail "a fixed batch judged on the controller's goals: $(cat "$out/fixed.table")"
+echo "PASS: a run at a fixed ceil is judged on its rows only"
 
 # A sweep after the run: 94 Mbit/s per node twice at 200 req/s, one row of the
 # second cell at 98 %; 85 twice, every row met; 65 once at 1500 req/s.
