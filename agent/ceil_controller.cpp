@@ -152,7 +152,7 @@ bool CeilController::breaks_again(const std::optional<double>& load) const {
     });
 }
 
-void CeilController::remember_broken(int64_t tick, const std::optional<double>& load) {
+void CeilController::remember_broken(int64_t tick, const std::optional<double>& load, bool strained) {
     // A break where a ceil at or above this one held at this load: the plant
     // changed, or the value was noise. Remembered for the back-off only, and
     // what held is kept (held_ceil() ignores it while the break counts).
@@ -184,12 +184,26 @@ void CeilController::remember_broken(int64_t tick, const std::optional<double>& 
     std::erase_if(broken_, [&](const Observation& o) {
         return o.ceil_bits >= ceil_ && (!o.load || !load || *o.load >= *load) && after >= o.after;
     });
-    broken_.push_back(Observation{ceil_, load, tick, tick + backoff_, after});
+    broken_.push_back(Observation{ceil_, load, tick, tick + backoff_, after, strained});
     if (broken_.size() > kMemory) broken_.erase(broken_.begin());
 }
 
+std::optional<uint64_t> CeilController::strained_rest(int64_t tick, const std::optional<double>& load) const {
+    // Only at the load it strained at: at a higher one the knee is lower by
+    // an amount the strain does not tell.
+    const std::optional<uint64_t> bound = broken_ceil(tick, load);
+    if (!bound || !load) return {};
+    const double margin = limits_.margin;
+    const bool here = std::any_of(broken_.begin(), broken_.end(), [&](const Observation& o) {
+        return o.strained && o.ceil_bits == *bound && o.load && *o.load >= *load * (1 - margin) &&
+               *load >= *o.load * (1 - margin) && broken_applies(o, tick, load);
+    });
+    if (!here) return {};
+    return std::max(limits_.floor_bits, scaled(*bound, limits_.strain_decrease));
+}
+
 uint64_t CeilController::step_down_strained(int64_t tick, const std::optional<double>& load) {
-    remember_broken(tick, load);
+    remember_broken(tick, load, true);
     // What held below this ceil: the break just remembered is at this ceil,
     // above it, so it hides none of them.
     const std::optional<uint64_t> held = held_ceil(tick, load);
@@ -338,7 +352,16 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     } else if (*sample.value <= limits_.slo * (1 - limits_.margin)) {
         remember_held(tick, sample.load);
         const uint64_t held = std::max(ceil_, held_ceil(tick, sample.load).value_or(0));
-        if (auto broken = broken_ceil(tick, sample.load)) {
+        bool to_strained_rest = false;
+        if (auto rest = strained_rest(tick, sample.load)) {
+            // The lowest bound here strained at this load: the knee is at
+            // it, not somewhere under it, so the search is over. The ceil
+            // rests where that strain stepped down to, straight from under
+            // it (one change, no midpoints), or stays at a higher ceil that
+            // held (ceil_controller.hpp).
+            d.to_bits = std::max(held, *rest);
+            to_strained_rest = true;
+        } else if (auto broken = broken_ceil(tick, sample.load)) {
             // Between the highest that held and the lowest that broke: the
             // midpoint, or nothing once the gap is under min_gap.
             const uint64_t gap = *broken > held ? *broken - held : 0;
@@ -355,8 +378,9 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         d.cause = ControlCause::Headroom;
         // A probe goes above every ceil that held here; a return to one that
         // held (the load fell, a cut is over) is a resting ceil: if it breaks,
-        // the proportional cut, no lower than what held below it.
-        probing_ = d.to_bits > held;
+        // the proportional cut, no lower than what held below it. So is the
+        // rest under a strain: that strain met the SLO at this load.
+        probing_ = d.to_bits > held && !to_strained_rest;
     }
     if (d.to_bits == d.from_bits) d.cause = ControlCause::None;
     if (d.to_bits != ceil_ || broke) queued_bits_ = 0, queued_known_ = 0;

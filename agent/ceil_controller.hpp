@@ -209,6 +209,17 @@
 //    ceil in the phase.) The signal is
 //    weak at 200 req/s (2 of 6 came in 4 runs of 10 on the bench): a 3 s
 //    window sees 3 of the dwell's 7 seconds.
+//  - A strain is the resting point at its load. Once the lowest ceil that
+//    bounds the search at a load is one that strained there (within margin
+//    of that load, either way), the knee is at it, not somewhere under it:
+//    with headroom the ceil goes straight to where that strain stepped down
+//    to (bound * strain_decrease, or a higher ceil that held), one change,
+//    no midpoints toward it. A break there is a resting ceil's (the
+//    proportional cut), not a failed probe's. At another load the strain
+//    bounds the search as a break does and the midpoints go on. (Measured
+//    before: 94 strained at 200 req/s, the load rose and fell, and the
+//    search from 62, which held at 1500, rested at the midpoint 78.12: 87-89
+//    % of the best fixed ceil in 2 of 10 runs' last phase.)
 //  - Decisions are taken only at wall-clock instants that are multiples of the
 //    dwell (tick k = floor(unix time / dwell)), never in between. A dwell at
 //    least the signal's delay (fetch interval plus the query's range) means the
@@ -341,6 +352,7 @@ private:
         int64_t tick = 0;
         int64_t expires = 0;                      // breaks: the end of the back-off
         AfterBackoff after = AfterBackoff::Gone;  // breaks
+        bool strained = false;                    // breaks: a strain (the SLO met, the network queued)
     };
     bool held_applies(const Observation& o, const std::optional<double>& load) const;
     bool broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const;
@@ -350,7 +362,11 @@ private:
     double break_factor(double value) const;
     int64_t longest_backoff() const;  // the back-off's cap, and the longest any break counts
     void remember_held(int64_t tick, const std::optional<double>& load);
-    void remember_broken(int64_t tick, const std::optional<double>& load);
+    void remember_broken(int64_t tick, const std::optional<double>& load, bool strained = false);
+    // Where the lowest ceil that bounds the search at this load is one that
+    // strained here (within margin of this load): the ceil a strain steps to,
+    // the resting point at this load (ceil_controller.hpp).
+    std::optional<uint64_t> strained_rest(int64_t tick, const std::optional<double>& load) const;
     // A strained ceil (congested, the SLO met): it bounds the search as a
     // break would, and the ceil steps down by strain_decrease, never below a
     // lower ceil that held here nor the floor.
