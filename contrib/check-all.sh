@@ -54,7 +54,8 @@ phase "configure and build"
 # PID namespaces; nothing touches the host's nft ruleset or fixed host ports.
 # The longest tests start first so that the two slots stay busy: the Debian
 # roots (tests/slurm_versions, tests/vm), the package builds, the sanitizer
-# and fuzz builds; then the rest in Makefile.am's order.
+# and fuzz builds, the closed-loop signal tests (about 3 min each, which ran
+# last and left one slot idle at the end); then the rest in Makefile.am's order.
 jobs=${LANES_CHECK_JOBS:-2}
 # Every test runs under tests/deadline.sh: LANES_TEST_TIMEOUT (default 30 min)
 # for one test, and no test past LANES_CHECK_MINUTES (default 80) after this
@@ -64,7 +65,8 @@ export LANES_TESTS_DEADLINE=$((t_start + minutes * 60))
 # (Test names have no spaces; anything else make might print is dropped.)
 mapfile -t all_tests < <(make -s -f Makefile -f - lanes-print-tests <<<$'lanes-print-tests:\n\t@printf "%s\\n" $(TESTS)' | grep -v " ")
 slow_first=(tests/slurm_versions/ tests/vm/ tests/pkg/deb_ tests/pkg/install_test.sh tests/pkg/rpm_test.sh
-    tests/build/sanitizers_test.sh tests/fuzz/ tests/e2e/faults_test.sh tests/e2e/hostile_policy_test.sh)
+    tests/build/sanitizers_test.sh tests/fuzz/ tests/signals/control_test.sh tests/e2e/signals_test.sh
+    tests/e2e/faults_test.sh tests/e2e/hostile_policy_test.sh)
 ordered=()
 for pattern in "${slow_first[@]}"; do
     for t in "${all_tests[@]}"; do [[ $t == "$pattern"* ]] && ordered+=("$t"); done
