@@ -97,8 +97,8 @@ slurm_versions__enter() {
         # it slurmctld asks DNS for the client host "lanes-root" (srun steps on
         # 24.11) and, where DNS answers "try again", the step fails.
         grep -qsw lanes-root "$root/etc/hosts" || echo "127.0.1.1 lanes-root" >>"$root/etc/hosts"
-        exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root LANES_FULL_BUILD="${LANES_FULL_BUILD:-0}" LANES_ROOT_CHECK_JOBS="${LANES_ROOT_CHECK_JOBS:-2}" \
-            LANES_TAG_PREFIX="$LANES_TAG_PREFIX" LANES_SHARE_TREE_HASH="${LANES_SHARE_TREE_HASH:-}" \
+        exec chroot "$root" /usr/bin/env -i TERM=dumb HOME=/root LANES_FULL_BUILD="${LANES_FULL_BUILD:-0}" \
+            LANES_ROOT_CHECK_JOBS="${LANES_ROOT_CHECK_JOBS:-}" LANES_TAG_PREFIX="$LANES_TAG_PREFIX" LANES_SHARE_TREE_HASH="${LANES_SHARE_TREE_HASH:-}" \
             LANES_TEST_TIMEOUT="${LANES_ROOT_TEST_TIMEOUT:-900}" LANES_TESTS_DEADLINE="${LANES_TESTS_DEADLINE:-}" "$@"
     ' slurm-versions "$root" "$@"
 }
