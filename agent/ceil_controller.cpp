@@ -38,6 +38,7 @@ ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class
         l.strain_window = std::max(config.strain_window, config.strain_count);
     }
     l.strain_decrease = config.strain_decrease.value_or(1 - config.margin);
+    l.rest_below = config.rest_below;
     return l;
 }
 
@@ -49,6 +50,7 @@ const char* control_cause_name(ControlCause cause) {
         case ControlCause::Uncongested: return "uncongested";
         case ControlCause::Congested: return "congested";
         case ControlCause::LoadRose: return "load_rose";
+        case ControlCause::RestBelow: return "rest_below";
         case ControlCause::None: break;
     }
     return "none";
@@ -236,6 +238,15 @@ std::optional<uint64_t> CeilController::held_higher_up(int64_t tick, const std::
     return std::max(*held, limits_.floor_bits);
 }
 
+uint64_t CeilController::rest_bound(int64_t tick, const std::optional<double>& load) const {
+    return std::min(limits_.ceil_bits, broken_ceil(tick, load).value_or(limits_.ceil_bits));
+}
+
+uint64_t CeilController::rest_cap(int64_t tick, const std::optional<double>& load) const {
+    if (limits_.rest_below <= 0) return limits_.ceil_bits;
+    return std::max(limits_.floor_bits, scaled(rest_bound(tick, load), 1 - limits_.rest_below));
+}
+
 ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample) {
     ControlDecision d;
     d.tick = tick;
@@ -374,14 +385,24 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
             // the ceil that broke, no higher.
             if (!sample.load && last_broken_ && *last_broken_ > ceil_) d.to_bits = std::min(d.to_bits, *last_broken_);
         }
-        d.to_bits = std::min(limits_.ceil_bits, d.to_bits);
+        d.to_bits = std::min({limits_.ceil_bits, rest_cap(tick, sample.load), d.to_bits});
         d.cause = ControlCause::Headroom;
+        if (d.to_bits < d.from_bits) d.cause = ControlCause::RestBelow, d.rest_bound_bits = rest_bound(tick, sample.load);
         // A probe goes above every ceil that held here; a return to one that
         // held (the load fell, a cut is over) is a resting ceil: if it breaks,
         // the proportional cut, no lower than what held below it. So is the
         // rest under a strain: that strain met the SLO at this load.
         probing_ = d.to_bits > held && !to_strained_rest;
     }
+    // Whatever the branch: never above the resting cap (rest_below). A
+    // decision that would have kept or raised the ceil steps down to it, and
+    // a probe waiting to be judged is none once the ceil came down.
+    if (const uint64_t cap = rest_cap(tick, sample.load); d.to_bits > cap) {
+        if (d.to_bits >= d.from_bits && cap < d.from_bits)
+            d.cause = ControlCause::RestBelow, d.rest_bound_bits = rest_bound(tick, sample.load);
+        d.to_bits = cap;
+    }
+    if (d.to_bits < d.from_bits) probing_ = false;
     if (d.to_bits == d.from_bits) d.cause = ControlCause::None;
     if (d.to_bits != ceil_ || broke) queued_bits_ = 0, queued_known_ = 0;
     ceil_ = d.to_bits;

@@ -220,6 +220,18 @@
 //    before: 94 strained at 200 req/s, the load rose and fell, and the
 //    search from 62, which held at 1500, rested at the midpoint 78.12: 87-89
 //    % of the best fixed ceil in 2 of 10 runs' last phase.)
+//  - With rest_below, no ceil is a resting point within that fraction under
+//    the lowest ceil known to be too much at its load: a break or a strain
+//    there while the memory keeps it, or else the class's ceil. Whatever the
+//    branch, a decision ends no higher than (1 - rest_below) times it (cause
+//    "rest_below" where it would have kept or raised the ceil), never under
+//    the floor. Near a knee a ceil holds with margin at most decisions and
+//    misses a row now and then: the class's ceil, 94 Mbit/s per node at 200
+//    req/s on the bench, held through a 35 s phase and missed a row at 97.9 %
+//    in the next; the strain's rest 86.48 and a probe to 70.5 at 1500 req/s
+//    missed too, each with a queue in the switch. The knee bands there
+//    (85-94, 65-70.5) are about a tenth of the ceil wide. The price is that
+//    tenth of training where the class's ceil was under the knee.
 //  - Decisions are taken only at wall-clock instants that are multiples of the
 //    dwell (tick k = floor(unix time / dwell)), never in between. A dwell at
 //    least the signal's delay (fetch interval plus the query's range) means the
@@ -279,6 +291,9 @@ struct ControlLimits {
     int strain_count = 0;
     int strain_window = 0;
     double strain_decrease = 0.8;
+    // The ceil rests no higher than (1 - rest_below) times the lowest ceil too
+    // much at its load (a break, a strain, or else the class's ceil). 0: off.
+    double rest_below = 0;
 };
 ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class_ceil, uint64_t link_bits);
 
@@ -298,10 +313,11 @@ enum class ControlCause {
     Headroom,     // increase: the SLO holds with margin
     Uncongested,  // no change: the SLO broke, but the congestion signal says the network did not queue
     Congested,    // decrease: the SLO holds, but the network queues past congestion_above
-    LoadRose      // decrease: the load rose well above any where the ceil held, to a lower one that held higher
+    LoadRose,     // decrease: the load rose well above any where the ceil held, to a lower one that held higher
+    RestBelow     // decrease: the ceil was within rest_below of the lowest ceil too much at this load
 };
 // "over_slo", "no_value", "headroom", "uncongested", "congested", "load_rose",
-// "none": metric labels.
+// "rest_below", "none": metric labels.
 const char* control_cause_name(ControlCause cause);
 
 struct ControlDecision {
@@ -313,6 +329,9 @@ struct ControlDecision {
     // this ceil queued (0: a strain without margin, one decision).
     int queued = 0;
     int of = 0;
+    // A RestBelow decision: the lowest ceil too much at this load (a break, a
+    // strain, or the class's ceil) that the ceil rests rest_below under.
+    uint64_t rest_bound_bits = 0;
     bool changed() const { return from_bits != to_bits; }
 };
 
@@ -374,6 +393,11 @@ private:
     // The ceil that held at a higher load, when the load is well above any
     // where this ceil held and a ceil at or under it broke at a higher load.
     std::optional<uint64_t> held_higher_up(int64_t tick, const std::optional<double>& load) const;
+    // The highest ceil the controller rests at here: rest_below under the
+    // lowest ceil that broke or strained at this load, or under the class's
+    // ceil where none did; never under the floor.
+    uint64_t rest_cap(int64_t tick, const std::optional<double>& load) const;
+    uint64_t rest_bound(int64_t tick, const std::optional<double>& load) const;
 
     ControlLimits limits_;
     uint64_t ceil_;

@@ -421,6 +421,10 @@ void Agent::control_due() {
                         "higher load: the ceil that held there (" +
                         k.signal + " " + format_signal_value(*sample.value) + " <= slo " + format_signal_value(k.slo) +
                         ")";
+            } else if (d.cause == ControlCause::RestBelow) {
+                cause = "rest_below " + format_signal_value(k.rest_below) + " under " + format_rate(d.rest_bound_bits) +
+                        ", the lowest ceil too much at this load (a break or a strain here, or the class's ceil)";
+                if (sample.value) cause += ", " + k.signal + " " + format_signal_value(*sample.value);
             } else {
                 cause = k.signal + " " + format_signal_value(*sample.value) +
                         (d.cause == ControlCause::OverSlo ? " > slo " : " <= slo*(1-margin) ") +

@@ -52,6 +52,8 @@
 # lanes_bench_switch_queue_seconds, with congestion_above = SLO / 5; 0: none),
 # CL_STRAIN ("2 6 0.92": with the congestion signal, strain_count,
 # strain_window and strain_decrease; "": only the strain without margin),
+# CL_REST_BELOW (0.1: the controller rests that fraction under the lowest ceil
+# that broke or strained at a load, or under the class's ceil; 0: off),
 # CL_QUEUE_RANGE (the congestion signal's range; default the dwell less the
 # interval, 6s, or 75s with CL_SCRAPE=15; the p99's range, 3s, sees 3 s of
 # each 7 s dwell), CL_LOAD (offered: the load signal is the clients' offered
@@ -86,6 +88,8 @@ full_decrease_at=${CL_FULL_DECREASE_AT:-4}
 busy_ceil=${CL_BUSY_CEIL:-25Mbit}
 congestion=${CL_CONGESTION:-1}
 read -r strain_count strain_window strain_decrease <<<"${CL_STRAIN-2 6 0.92}"
+rest_below=${CL_REST_BELOW:-0.1}
+[[ $rest_below =~ ^0(\.[0-9]+)?$ ]] || { echo "closed_loop: CL_REST_BELOW is a fraction, 0 <= x < 1" >&2; exit 2; }
 sweep=${CL_SWEEP:-} sweep_s=${CL_SWEEP_SECONDS:-25}
 fixed_ceil=${CL_FIXED:-}
 case $mode in
@@ -208,6 +212,7 @@ increase = "$step"
 min_gap = "$min_gap"
 dwell = "$dwell"
 load_signal = "load"
+rest_below = $rest_below
 TOML
             ((congestion)) && cat <<TOML
 congestion_signal = "queue"

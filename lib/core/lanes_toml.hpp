@@ -94,6 +94,10 @@ struct CeilControlConfig {
     int strain_count = 0;
     int strain_window = 0;
     std::optional<double> strain_decrease;  // unset: 1 - margin
+    // The ceil never rests within this fraction under the lowest ceil known
+    // to be too much at its load (a break, a strain, or else the class's
+    // ceil): a ceil that held once can sit inside the knee. 0: off.
+    double rest_below = 0;
     int line = 0;
     bool operator==(const CeilControlConfig&) const = default;
 };

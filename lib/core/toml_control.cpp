@@ -169,6 +169,16 @@ void parse_class_control(ConfigParse& ctx, TableReader& cr, ClassConfig& cls) {
         ok = false;
     }
 
+    if (auto v = read_number(r, "rest_below")) {
+        if (*v < 0 || *v >= 1)
+            r.error(*t->get("rest_below"), "rest_below",
+                    "out of range (0 <= rest_below < 1: the fraction under the lowest ceil too much at a load that the "
+                    "ceil rests at)"),
+                ok = false;
+        else c.rest_below = *v;
+    } else if (t->get("rest_below")) {
+        ok = false;
+    }
     if (auto v = read_number(r, "slo")) {
         if (*v <= 0) r.error(*t->get("slo"), "slo", "must be above 0"), ok = false;
         else c.slo = *v;
@@ -262,6 +272,16 @@ void parse_class_control(ConfigParse& ctx, TableReader& cr, ClassConfig& cls) {
                 ok = false;
     } else if (t->get("backoff")) {
         ok = false;
+    }
+    if (c.rest_below > 0 && cls.ceil && t->get("floor") && c.floor.is_relative() == cls.ceil->is_relative()) {
+        // Every resting ceil would be the floor: the controller could only cut.
+        const double top = cls.ceil->is_relative() ? cls.ceil->percent : static_cast<double>(cls.ceil->bits_per_second);
+        const double floor = c.floor.is_relative() ? c.floor.percent : static_cast<double>(c.floor.bits_per_second);
+        if (floor >= top * (1 - c.rest_below))
+            r.error(*t->get("rest_below"), "rest_below",
+                    "puts the highest resting ceil, (1 - rest_below) times the class's ceil, at or under the floor: "
+                    "the controller would hold every job at the floor"),
+                ok = false;
     }
     r.finish();
     if (!cls.rate && !cls.ceil) {

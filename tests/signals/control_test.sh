@@ -15,7 +15,8 @@
 # 3: an SLO met without margin, the network's queue over the bound, steps
 # down; with margin it does not; part 4: with strain_count, a queue at that
 # many decisions steps down whatever p99's margin; part 5: with a load
-# signal, a load well above where the ceil held goes to what held higher up.
+# signal, a load well above where the ceil held goes to what held higher up;
+# part 6: with rest_below, the ceil rests that fraction under the class's.
 SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 . "$SRCDIR/tests/net/common.sh"
 IN_NS=$NA
@@ -31,10 +32,18 @@ metric() {  # PROM-LINE-PREFIX -> value in lanes_agent.prom (0 if absent)
 }
 changes() {
   local n=0 c
-  for c in over_slo no_value headroom congested load_rose; do
+  for c in over_slo no_value headroom congested load_rose rest_below; do
     n=$((n + $(metric "lanes_agent_ceil_changes_total{class=\"training\",cause=\"$c\"}")))
   done
   echo $n
+}
+# The next part: its lanes.toml checked, the last part's log kept, fresh
+# metrics, a fresh agent.
+start_part() {
+  "$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check (part $1): $(cat "$T/check.out")"
+  mv "$T/agent.log" "$T/agent-part$(($1 - 1)).log"
+  rm -f "$METRICS"
+  start_agent
 }
 decisions() { metric 'lanes_agent_ceil_decisions_total{class="training"}'; }
 decisions_at_least() { [ "$(decisions)" -ge "$1" ]; }
@@ -224,9 +233,7 @@ TOML
 "$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check (part 2): $(cat "$T/check.out")"
 has_queue() { prom_query 'lanes_test_queue_seconds' | grep -q '"value"'; }
 wait_for "Prometheus to have the queue's series" 30 has_queue
-mv "$T/agent.log" "$T/agent-part1.log"
-rm -f "$METRICS"
-start_agent
+start_part 2
 holds() { metric 'lanes_agent_ceil_holds_total{class="training",cause="uncongested"}'; }
 holds_at_least() { [ "$(holds)" -ge "$1" ]; }
 wait_for "3 decisions held without congestion" 60 holds_at_least 3
@@ -267,9 +274,7 @@ prom_has() {  # QUEUE DEMAND: Prometheus' values of both series
   prom_query 'lanes_test_queue_seconds' | grep -q "\"$1\"" && prom_query 'lanes_test_demand' | grep -q "\"$2\""
 }
 wait_for "Prometheus to have the queue at 5 ms and p99 at 3 ms" 30 prom_has 0.005 0.003
-mv "$T/agent.log" "$T/agent-part2.log"
-rm -f "$METRICS"
-start_agent
+start_part 3
 decisions_at_least() { [ "$(decisions)" -ge "$1" ]; }
 wait_for "three decisions with the queue at 5 ms and p99 at 3 ms" 60 decisions_at_least 3
 [ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="congested"}')" -eq 0 ] ||
@@ -308,10 +313,7 @@ stop_agent
 queue 0.005
 wait_for "Prometheus to have the queue at 5 ms and p99 at 3 ms (part 4)" 30 prom_has 0.005 0.003
 sed -i 's/^congestion_above = 0.002$/&\nstrain_count = 2\nstrain_window = 3\nstrain_decrease = 0.92/' "$T/lanes.toml"
-"$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check (part 4): $(cat "$T/check.out")"
-mv "$T/agent.log" "$T/agent-part3.log"
-rm -f "$METRICS"
-start_agent
+start_part 4
 count_line="class training ceil 1Gbit -> 920Mbit on $DEV (cause: demand 0.003 <= slo 0.01, but queue over congestion_above 0.002 at 2 of the last 2 decisions at this ceil (now 0.005): the network's knee)"
 wait_for "the strain by count" 30 grep -qF "$count_line" "$T/agent.log"
 [ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="congested"}')" -eq 1 ] || fail "not one congested count"
@@ -379,12 +381,19 @@ dwell = "3s"
 $(node_tables)
 TOML
 "$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check (part 5): $(cat "$T/check.out")"
+# CEIL CHANGES WHAT: after four more decisions, job 21's ceil is CEIL and the
+# agent's log holds CHANGES changes in all: at rest.
+rests_at() {
+  at=$(decisions)
+  wait_for "four more decisions ($3)" 30 decisions_past
+  [ "$(job_ceil_of 21)" = "$1" ] || fail "job 21's ceil $(job_ceil_of 21), not $1, $3"
+  [ "$(grep -c "class training ceil .* -> " "$T/agent.log")" -eq "$2" ] ||
+    fail "not $2 changes, $3: $(grep "class training ceil" "$T/agent.log")"
+}
 decisions_past_two() { [ "$(decisions)" -ge $((at + 2)) ]; }
 plant_has() { prom_query 'lanes_test_load' | grep -q "\"$1\""; }
 wait_for "Prometheus to have the plant's load at 200" 30 plant_has 200
-mv "$T/agent.log" "$T/agent-part4.log"
-rm -f "$METRICS"
-start_agent
+start_part 5
 wait_for "two decisions at 200 req/s" 30 decisions_at_least 2
 [ "$(job_ceil_of 21)" = 1Gbit ] || fail "job 21's ceil $(job_ceil_of 21) at 200 req/s"
 echo 1000 >"$T/load"
@@ -399,11 +408,23 @@ rose_line="class training ceil 1Gbit -> 900Mbit on $DEV (cause: load 500 more th
 wait_for "the step down at 500 req/s" 30 grep -qF "$rose_line" "$T/agent.log"
 [ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="load_rose"}')" -eq 1 ] || fail "not one load_rose count"
 [ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="over_slo"}')" -eq 1 ] || fail "a break besides the one at 1000 req/s"
-at=$(decisions)
-wait_for "four more decisions at 500 req/s" 30 decisions_past
-[ "$(job_ceil_of 21)" = 900Mbit ] || fail "job 21's ceil $(job_ceil_of 21) at 500 req/s after the guess"
-[ "$(grep -c "class training ceil .* -> " "$T/agent.log")" -eq 7 ] || fail "changes after the guess: $(grep "class training ceil" "$T/agent.log")"
+rests_at 900Mbit 7 "at 500 req/s after the guess"
 echo "ok: a load well above where 1Gbit held, under one where it broke: 1Gbit -> 900Mbit (load_rose) with p99 at 3 ms, then at rest"
+stop_agent
+
+# Part 6: rest_below = 0.1, part 5's plant at 200 req/s (p99 at 3 ms, its
+# margin). The class's ceil is no resting point: the first decision steps
+# down to 900Mbit (cause "rest_below"), and it rests there, no probe back to
+# the 1Gbit that held.
+echo 200 >"$T/load"
+wait_for "Prometheus to have the plant's load at 200 (part 6)" 30 plant_has 200
+sed -i 's/^dwell = "3s"$/&\nrest_below = 0.1/' "$T/lanes.toml"
+start_part 6
+rest_line="class training ceil 1Gbit -> 900Mbit on $DEV (cause: rest_below 0.1 under 1Gbit, the lowest ceil too much at this load (a break or a strain here, or the class's ceil), demand 0.003, load 200)"
+wait_for "the rest under the class's ceil" 30 grep -qF "$rest_line" "$T/agent.log"
+[ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="rest_below"}')" -eq 1 ] || fail "not one rest_below count"
+rests_at 900Mbit 1 "under rest_below"
+echo "ok: rest_below 0.1: 1Gbit -> 900Mbit (rest_below) with p99 at 3 ms, then at rest"
 stop_agent
 
 tool remove 21 >/dev/null; tool remove 22 >/dev/null

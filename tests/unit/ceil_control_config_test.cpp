@@ -226,4 +226,24 @@ TEST(CeilControlConfig, NotWithBusyWindow) {
         << r.error().message;
 }
 
+TEST(CeilControlConfig, RestBelow) {
+    const std::string text = with(kControlled, "min_gap = \"25Mbit\"\n", "min_gap = \"25Mbit\"\nrest_below = 0.1\n");
+    auto c = lanes::parse_config(text, "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->find_class("training")->control->rest_below, 0.1);
+    auto plain = lanes::parse_config(kControlled, "lanes.toml");
+    ASSERT_TRUE(plain) << plain.error().message;
+    EXPECT_EQ(plain->find_class("training")->control->rest_below, 0);
+    const std::vector<Refused> cases = {
+        {with(text, "rest_below = 0.1", "rest_below = 1"),
+         "classes.training.control.rest_below: out of range (0 <= rest_below < 1"},
+        {with(text, "rest_below = 0.1", "rest_below = -0.1"), "classes.training.control.rest_below: out of range"},
+        {with(text, "rest_below = 0.1", "rest_below = \"10%\""), "classes.training.control.rest_below: "},
+        // 1Gbit * 0.8 = 800Mbit, the floor: every rest would be the floor.
+        {with(text, "rest_below = 0.1", "rest_below = 0.8"),
+         "classes.training.control.rest_below: puts the highest resting ceil"},
+    };
+    expect_refused(cases);
+}
+
 }  // namespace

@@ -330,6 +330,14 @@ TEST(CeilControllerPlant, AStandingQueueInferenceDoesNotFeelCostsNoTraining) {
     }
 }
 
+// The bench's strain by count: 2 of the last 6 decisions, a step of 0.92.
+ControlLimits strain_counted(ControlLimits l) {
+    l.strain_count = 2;
+    l.strain_window = 6;
+    l.strain_decrease = 0.92;
+    return l;
+}
+
 TEST(CeilControllerPlant, AQueueCountedOverDecisionsFindsAKneeThatIsABand) {
     // A knee that is a band (from 90 % utilisation: one second in 20 over the
     // SLO, a queue in one of 4, p99 with its margin otherwise): the class's
@@ -350,10 +358,7 @@ TEST(CeilControllerPlant, AQueueCountedOverDecisionsFindsAKneeThatIsABand) {
     band.sporadic_above = 0.9;
     auto queue_only = bench_limits();
     queue_only.congestion_above = 0.002;
-    auto counted = queue_only;
-    counted.strain_count = 2;
-    counted.strain_window = 6;
-    counted.strain_decrease = 0.92;
+    const auto counted = strain_counted(queue_only);
     for (int offset = 0; offset < kDwell; ++offset) {
         SCOPED_TRACE("offset " + std::to_string(offset));
         const LoopRun without = run(queue_only, true, offset, 2, {}, band);
@@ -374,6 +379,39 @@ TEST(CeilControllerPlant, AQueueCountedOverDecisionsFindsAKneeThatIsABand) {
         EXPECT_LE(late, 3);
         EXPECT_LT(late, late_without);
         EXPECT_LE(r.final_ceil, 86'480'000u) << "the run ends at 200 req/s, under the band";
+    }
+}
+
+TEST(CeilControllerPlant, RestingUnderTheBandsTopMeetsEveryGoal) {
+    // The same band, with rest_below = 0.1 on top of the count: the class's
+    // ceil at 200 req/s is no resting point (94 -> 84.6 at the first
+    // decision), and every search rests a tenth under the ceil that broke
+    // or strained at its load. At every offset: no second over the SLO once
+    // a decision could see the step (0-3 with the count alone), 1-2 changes
+    // a phase, training at 94-101 % of the best fixed ceil.
+    Plant band;
+    band.sporadic_above = 0.9;
+    auto counted = bench_limits();
+    counted.congestion_above = 0.002;
+    counted = strain_counted(counted);
+    auto resting = counted;
+    resting.rest_below = 0.1;
+    for (int offset = 0; offset < kDwell; ++offset) {
+        SCOPED_TRACE("offset " + std::to_string(offset));
+        const LoopRun before = run(counted, true, offset, 2, {}, band);
+        const LoopRun r = run(resting, true, offset, 2, {}, band);
+        print("band, rest_below 0.1", offset, r);
+        EXPECT_TRUE(r.nodes_agree);
+        int late = 0, late_before = 0;
+        for (size_t i = 0; i < r.phases.size(); ++i) {
+            SCOPED_TRACE(r.phases[i].name);
+            late += r.phases[i].late_over_seconds;
+            late_before += before.phases[i].late_over_seconds;
+            expect_goals(r.phases[i], 0.9);
+        }
+        EXPECT_EQ(late, 0);
+        EXPECT_LE(late, late_before);
+        EXPECT_LE(r.final_ceil, 84'600'000u) << "the run ends at 200 req/s, a tenth under the class's ceil";
     }
 }
 

@@ -888,5 +888,70 @@ TEST(CeilController, NoStrainWithoutAKnownQueueOrABound) {
     EXPECT_EQ(plain.decide(2, with_congestion(1, 5, 1000)).to_bits, 60 * M);
 }
 
+// limits() with rest_below 0.1 and a step of 40.
+ControlLimits resting_below() {
+    auto l = limits();
+    l.step_bits = 40 * M;
+    l.rest_below = 0.1;
+    return l;
+}
+ControlSample at(double value, double load) { return ControlSample{value, load}; }
+
+TEST(CeilController, RestsAMarginUnderTheClassCeilWhereNothingBroke) {
+    // The benchmark's low load (docs/signals.md): the class's ceil holds
+    // with margin in most decisions and misses a row now and then; it is
+    // no resting point with rest_below.
+    CeilController c(resting_below());
+    auto d = c.decide(1, at(1, 200));
+    EXPECT_EQ(d.cause, ControlCause::RestBelow);
+    EXPECT_STREQ(control_cause_name(d.cause), "rest_below");
+    EXPECT_EQ(d.to_bits, 90 * M);
+    EXPECT_EQ(d.rest_bound_bits, 100 * M);
+    EXPECT_EQ(c.held_ceil(1, 200), 100 * M) << "what held is remembered as held";
+    for (int64_t t = 2; t < 6; ++t) EXPECT_FALSE(c.decide(t, at(1, 200)).changed()) << t;
+    // Off (0): the class's ceil rests.
+    CeilController plain(limits());
+    EXPECT_FALSE(plain.decide(1, at(1, 200)).changed());
+    // Close to the SLO (no headroom) or the first decision of a rise: the
+    // same cap, with its own cause.
+    CeilController hold(resting_below());
+    d = hold.decide(1, at(9, 200));
+    EXPECT_EQ(d.cause, ControlCause::RestBelow);
+    EXPECT_EQ(d.to_bits, 90 * M);
+}
+
+TEST(CeilController, RestsAMarginUnderTheLowestCeilThatBrokeAtItsLoad) {
+    CeilController c(resting_below());
+    EXPECT_EQ(c.decide(1, at(1, 200)).to_bits, 90 * M);
+    // The load rises and 90 breaks by far: the whole cut.
+    auto d = c.decide(2, at(40, 1500));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 45 * M);
+    // The midpoints toward 90, but never over 90 * 0.9 = 81.
+    EXPECT_EQ(c.decide(3, at(1, 1500)).to_bits, 67'500'000u);
+    EXPECT_EQ(c.decide(4, at(1, 1500)).to_bits, 78'750'000u);
+    d = c.decide(5, at(1, 1500));
+    EXPECT_EQ(d.cause, ControlCause::Headroom);
+    EXPECT_EQ(d.to_bits, 81 * M) << "the midpoint 84.375 is within rest_below of the break";
+    EXPECT_FALSE(c.decide(6, at(1, 1500)).changed());
+    // Back at the low load: the class's ceil bounds it again, not the break
+    // at 1500.
+    d = c.decide(7, at(1, 200));
+    EXPECT_EQ(d.cause, ControlCause::Headroom);
+    EXPECT_EQ(d.to_bits, 90 * M);
+    // A break there just over the SLO cuts at least to rest_below under it.
+    d = c.decide(8, at(10.5, 200));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 81 * M);
+}
+
+TEST(CeilController, ARestBelowTheFloorIsTheFloor) {
+    auto l = resting_below();
+    l.rest_below = 0.95;
+    CeilController c(l);
+    EXPECT_EQ(c.decide(1, at(1, 200)).to_bits, 10 * M);
+    EXPECT_FALSE(c.decide(2, at(1, 200)).changed());
+}
+
 }  // namespace
 }  // namespace lanes::agent
