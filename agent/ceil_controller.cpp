@@ -387,7 +387,8 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
         }
         d.to_bits = std::min({limits_.ceil_bits, rest_cap(tick, sample.load), d.to_bits});
         d.cause = ControlCause::Headroom;
-        if (d.to_bits < d.from_bits) d.cause = ControlCause::RestBelow, d.rest_bound_bits = rest_bound(tick, sample.load);
+        if (d.to_bits < d.from_bits)
+            d.cause = ControlCause::RestBelow, d.rest_bound_bits = rest_bound(tick, sample.load);
         // A probe goes above every ceil that held here; a return to one that
         // held (the load fell, a cut is over) is a resting ceil: if it breaks,
         // the proportional cut, no lower than what held below it. So is the
