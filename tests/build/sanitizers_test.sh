@@ -19,8 +19,12 @@ t0=$SECONDS
 if (cd "$TREE" && tests/unit/lanes_unit --gtest_brief=1 >"$reports/unit.out" 2>&1); then
     echo "ok: unit tests under ASan/UBSan ($(grep -Eo '[0-9]+ tests? from [0-9]+ test suites? ran' "$reports/unit.out" | head -1), $((SECONDS - t0)) s)"
 else
+    # The whole output stays in the tree (the reports dir is removed on exit);
+    # the failed tests' names after its tail, which may hold only the last.
+    cp "$reports/unit.out" "$TREE/unit-failed.out"
     tail -40 "$reports/unit.out"
-    echo "FAIL: unit tests under ASan/UBSan"
+    grep -E '^\[  FAILED  \]' "$reports/unit.out" | sort -u
+    echo "FAIL: unit tests under ASan/UBSan (whole output: $TREE/unit-failed.out)"
     status=1
 fi
 
