@@ -256,9 +256,16 @@ cluster_test_user() {
             cluster__fail "user '$u' does not exist and only root can create it"
             return 1
         fi
-        # Two tests may race to create it: accept whoever wins.
-        useradd --system --user-group --no-create-home --home-dir /nonexistent \
-            --shell /usr/sbin/nologin --comment "Lanes test user" "$u" >/dev/null 2>&1 || true
+        # Two tests may race to create it, and two useradds at once can both
+        # succeed, the second rewriting the first's entry with another uid
+        # (shadow-maint/shadow#1649; seen here: "setpriv: uid 999 not found"
+        # in a test that had read 999): one at a time, under a lock.
+        (
+            flock 9 || exit 1
+            id -u "$u" >/dev/null 2>&1 ||
+                useradd --system --user-group --no-create-home --home-dir /nonexistent \
+                    --shell /usr/sbin/nologin --comment "Lanes test user" "$u" >/dev/null 2>&1
+        ) 9>>/run/lanes-test-user.lock
         if ! id -u "$u" >/dev/null 2>&1; then
             cluster__fail "cannot create test user '$u' (useradd failed)"
             return 1
