@@ -3,8 +3,8 @@
 # 64 parallel submissions on a real cluster (#20 item 7: no silent fallback
 # under bursts). One policy worker and policy.queue = 0; the policy gives job
 # "j-N" the class N mod 3 (training, plain, inference: told apart in squeue by
-# partition and nice), and every 16th job ("slow-N") runs until its worker is
-# killed at the deadline, so the jobs that come while it is replaced find no
+# partition and nice), and every 16th job ("slow-N") runs until its time
+# budget ends it (the worker's hook, or the pool killing the worker), so the jobs that come while it is replaced find no
 # worker and no queue place. Asserted: every sbatch is answered; every
 # accepted job has the class its policy gives it; every refused job says why
 # (the queue full, no worker free, or the time budget); the refusals sbatch
@@ -85,7 +85,10 @@ e2e_check "every accepted job has the class its policy gives it ($wrong wrong of
 e2e_check "every accepted job is in the queue" \
     test "$(queue -o %j | grep -c '^j-')" -eq "$accepted"
 e2e_check "no slow job was accepted" test "$(awk '$2 == 0 && $1 ~ /^slow-/' "$out/all" | wc -l)" -eq 0
-why='the policy queue is full|no policy worker became free|within the time budget'
+# A slow job ends at the pool's deadline (its worker killed: "within the
+# time budget") or, when the sandbox's hook runs first in the worker, at the
+# time budget there ("time budget exceeded (87500 us)", seen under load).
+why='the policy queue is full|no policy worker became free|within the time budget|time budget exceeded'
 silent=$(awk -v k="$why" '$2 != 0 && $0 !~ k' "$out/all")
 e2e_check "every refused job says why (${silent:0:300})" test -z "$silent"
 queue_full=$(awk '$2 != 0 && /the policy queue is full/' "$out/all" | wc -l)
