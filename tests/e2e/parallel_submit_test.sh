@@ -4,8 +4,9 @@
 # under bursts). One policy worker and policy.queue = 0; the policy gives job
 # "j-N" the class N mod 3 (training, plain, inference: told apart in squeue by
 # partition and nice), and every 16th job ("slow-N") runs until its time
-# budget ends it (the worker's hook, or the pool killing the worker), so the jobs that come while it is replaced find no
-# worker and no queue place. Asserted: every sbatch is answered; every
+# budget ends it (mostly the pool killing its worker at the deadline, now
+# and then the worker's own hook first), so the jobs that come while a
+# worker is replaced find no worker and no queue place. Asserted: every sbatch is answered; every
 # accepted job has the class its policy gives it; every refused job says why
 # (the queue full, no worker free, or the time budget); the refusals sbatch
 # reported equal lanes_policy_refused_total in policy.metrics_file (one user
