@@ -6,7 +6,8 @@
 # partition and nice), and every 16th job ("slow-N") runs until its time
 # budget ends it (mostly the pool killing its worker at the deadline, now
 # and then the worker's own hook first), so the jobs that come while a
-# worker is replaced find no worker and no queue place. Asserted: every sbatch is answered; every
+# worker is replaced find no worker and no queue place. Asserted: every
+# sbatch is answered; every
 # accepted job has the class its policy gives it; every refused job says why
 # (the queue full, no worker free, or the time budget); the refusals sbatch
 # reported equal lanes_policy_refused_total in policy.metrics_file (one user
