@@ -16,6 +16,7 @@ sanitizer_env "$reports"
 status=0
 
 t0=$SECONDS
+rm -f "$TREE/unit-failed.out"  # an earlier run's, not this one's
 if (cd "$TREE" && tests/unit/lanes_unit --gtest_brief=1 >"$reports/unit.out" 2>&1); then
     echo "ok: unit tests under ASan/UBSan ($(grep -Eo '[0-9]+ tests? from [0-9]+ test suites? ran' "$reports/unit.out" | head -1), $((SECONDS - t0)) s)"
 else

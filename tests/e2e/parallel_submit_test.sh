@@ -7,9 +7,9 @@
 # budget ends it (mostly the pool killing its worker at the deadline, now
 # and then the worker's own hook first), so the jobs that come while a
 # worker is replaced find no worker and no queue place. Asserted: every
-# sbatch is answered; every
-# accepted job has the class its policy gives it; every refused job says why
-# (the queue full, no worker free, or the time budget); the refusals sbatch
+# sbatch is answered; every accepted job has the class its policy gives it;
+# every refused job says why (the queue full, no worker free, or the time
+# budget, the sandbox's own only for a slow job); the refusals sbatch
 # reported equal lanes_policy_refused_total in policy.metrics_file (one user
 # submits everything, so policy.overrun_cooldown is off here). How many
 # were refused depends on timing: printed, not asserted.
@@ -89,9 +89,10 @@ e2e_check "every accepted job is in the queue" \
 e2e_check "no slow job was accepted" test "$(awk '$2 == 0 && $1 ~ /^slow-/' "$out/all" | wc -l)" -eq 0
 # A slow job ends at the pool's deadline (its worker killed: "within the
 # time budget") or, when the sandbox's hook runs first in the worker, at the
-# time budget there ("time budget exceeded (87500 us)", seen under load).
-why='the policy queue is full|no policy worker became free|within the time budget|time budget exceeded'
-silent=$(awk -v k="$why" '$2 != 0 && $0 !~ k' "$out/all")
+# time budget there ("time budget exceeded (87500 us)", seen under load): a
+# job that does not loop has no business with the second.
+why='the policy queue is full|no policy worker became free|within the time budget'
+silent=$(awk -v k="$why" '$2 != 0 && $0 !~ k && !($1 ~ /^slow-/ && /time budget exceeded/)' "$out/all")
 e2e_check "every refused job says why (${silent:0:300})" test -z "$silent"
 queue_full=$(awk '$2 != 0 && /the policy queue is full/' "$out/all" | wc -l)
 no_worker=$(awk '$2 != 0 && /no policy worker became free/' "$out/all" | wc -l)
