@@ -62,6 +62,33 @@ bool prolog_finds_root_lost(uint32_t shaped_jobs, bool reapplied, const std::vec
            std::any_of(nics.begin(), nics.end(), [](const NicFacts& n) { return n.root_handle == 0; });
 }
 
+namespace {
+std::string setup_root_text(const NicFacts& nic) {
+    if (nic.root_handle == 0) return "none";
+    return (nic.root_kind.empty() ? std::string("qdisc") : nic.root_kind) + " " + handle_text(nic.root_handle);
+}
+}  // namespace
+
+std::string nics_changed_under_setup(const std::vector<NicFacts>& planned, const std::vector<NicFacts>& now) {
+    std::string out;
+    auto add = [&](const std::string& clause) { out += (out.empty() ? "" : "; ") + clause; };
+    for (const auto& was : planned) {
+        auto it = std::find_if(now.begin(), now.end(), [&](const NicFacts& n) { return n.device == was.device; });
+        if (it == now.end()) {
+            add("NIC " + was.device + " is gone");
+            continue;
+        }
+        if (it->ifindex != was.ifindex)
+            add("NIC " + was.device + " was recreated (ifindex " + std::to_string(was.ifindex) + " is now " +
+                std::to_string(it->ifindex) + ")");
+        else if (was.root_handle == 0 && it->has_our_root)
+            continue;  // the failed attempt's own EnsureRoot (its undo leaves the root)
+        else if (it->root_handle != was.root_handle || it->root_kind != was.root_kind)
+            add("NIC " + was.device + ": root " + setup_root_text(was) + " is now " + setup_root_text(*it));
+    }
+    return out;
+}
+
 JobState recorded_setup_state(JobState planned, const std::string& boot_id, const std::vector<std::string>& unready,
                               const CgroupPlacement& place, std::optional<uint64_t> dir_id) {
     planned.boot_id = boot_id;          // a later boot knows this job is gone

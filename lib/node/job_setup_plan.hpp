@@ -50,6 +50,20 @@ Result<CgroupPlacement> place_named_cgroup(const Cgroup2Mount& mount, const std:
 // NIC has no root at all (a `tc qdisc del`, a recreated NIC).
 bool prolog_finds_root_lost(uint32_t shaped_jobs, bool reapplied, const std::vector<NicFacts>& nics);
 
+// How many times a new job's setup is planned and run when the NICs change
+// under it: a `tc qdisc del ... root` or a recreated NIC between the prolog's
+// read of the kernel and its tc operations.
+inline constexpr int kSetupAttempts = 3;
+
+// What changed on the NICs between the facts a setup planned with (`planned`)
+// and a fresh read (`now`): "NIC eth0: root htb 1a4e:0 is now none", one
+// clause per NIC, "; "-joined. Empty when nothing did (the failure was not a
+// NIC changing under the plan, and planning again would not help). Only what
+// the kernel says counts (device, ifindex, root kind and handle), not what
+// plan_job_root() derived from it; a root of ours where the plan saw none is
+// the failed attempt's own (its undo leaves the root), not a change.
+std::string nics_changed_under_setup(const std::vector<NicFacts>& planned, const std::vector<NicFacts>& now);
+
 // What the state file records: the plan's state, the boot it ran in, the NICs
 // not shaped yet (down or of unknown speed) and, in a dir that is not ours, the
 // dir's id (`dir_id`, when it exists) and level.

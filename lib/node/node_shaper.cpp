@@ -399,7 +399,7 @@ struct NodeShaper::Impl {
         const auto got = std::chrono::steady_clock::now();
         const double cpu_got = process_cpu_ms();
         const auto runqueue_got = thread_runqueue_wait_ms();
-        auto st = apply_locked(req);
+        auto st = apply_with_replan(req);
         lock_times.wait_ms = std::chrono::duration<double, std::milli>(got - asked).count();
         lock_times.held_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - got).count();
         lock_times.held_cpu_ms = process_cpu_ms() - cpu_got;
@@ -407,6 +407,26 @@ struct NodeShaper::Impl {
         lock_times.held_runqueue_ms.reset();
         if (runqueue_got && runqueue_now) lock_times.held_runqueue_ms = *runqueue_now - *runqueue_got;
         return st;
+    }
+
+    // apply_locked(), planned and run again when it failed because the NICs
+    // changed under its plan (a root qdisc deleted or a NIC recreated between
+    // its read of the kernel and its tc operations; the failed attempt undid
+    // itself). Any other failure, or one that outlasts kSetupAttempts, is the
+    // caller's: the launch fails closed with the last attempt's message.
+    Result<JobState> apply_with_replan(const JobNetRequest& req) {
+        for (int attempt = 1;; ++attempt) {
+            auto st = apply_locked(req);
+            if (st || attempt == kSetupAttempts) return st;
+            const std::vector<NicFacts> planned = nics;
+            if (!refresh_nic_facts()) return st;
+            const std::string changed = nics_changed_under_setup(planned, nics);
+            if (changed.empty()) return st;
+            say(LogLevel::Error, "JobId=" + std::to_string(req.job_id) + ": the NICs changed during its setup (" +
+                                     changed + "); planning it again (attempt " + std::to_string(attempt + 1) + " of " +
+                                     std::to_string(kSetupAttempts) +
+                                     "); the failed attempt said: " + st.error().message);
+        }
     }
 
     // apply() under the node's lock.

@@ -203,6 +203,37 @@ TEST(JobSetupPlan, RootLost) {
     }
 }
 
+TEST(JobSetupPlan, NicsChangedUnderSetup) {
+    const NicFacts ours = nic("eth0", "htb", tc_handle(0x1a4e, 0), 0x1a4e);
+    const NicFacts none = nic("eth0", "", 0, 0x1a4e);
+    const NicFacts prio = nic("eth0", "prio", tc_handle(0x8001, 0), 0x1a4e);
+    NicFacts recreated = ours;
+    recreated.ifindex = 9;
+    NicFacts joined = nic("eth1", "htb", tc_handle(0x1a4f, 0), 0x1a4e);
+    joined.has_our_root = true;  // plan_job_root() joined an older root of ours
+    joined.has_foreign_root_qdisc = false;
+    const NicFacts joined_now = nic("eth1", "htb", tc_handle(0x1a4f, 0), 0x1a4e);
+    struct Case {
+        const char* name;
+        std::vector<NicFacts> planned, now;
+        std::string want;
+    };
+    const std::vector<Case> cases = {
+        {"nothing changed", {ours}, {ours}, ""},
+        {"only what plan_job_root() derived", {joined}, {joined_now}, ""},
+        {"the root deleted", {ours}, {none}, "NIC eth0: root htb 1a4e:0 is now none"},
+        {"a foreign root put in", {ours}, {prio}, "NIC eth0: root htb 1a4e:0 is now prio 8001:0"},
+        {"a foreign root where none was", {none}, {prio}, "NIC eth0: root none is now prio 8001:0"},
+        {"the failed attempt's own new root", {none}, {ours}, ""},
+        {"the NIC recreated", {ours}, {recreated}, "NIC eth0 was recreated (ifindex 3 is now 9)"},
+        {"two NICs", {ours, joined}, {none}, "NIC eth0: root htb 1a4e:0 is now none; NIC eth1 is gone"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.name);
+        EXPECT_EQ(nics_changed_under_setup(c.planned, c.now), c.want);
+    }
+}
+
 TEST(JobSetupPlan, RecordedState) {
     JobState planned;
     planned.job_id = 7;

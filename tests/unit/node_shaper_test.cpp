@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -41,6 +42,8 @@ struct FakeKernel {
     bool has_fq_codel = false;
     std::string route_dev = "ib0";
     std::set<std::string> down;  // links that are down
+    // Runs at the start of every add_class: the kernel changing under a setup.
+    std::function<void()> before_add_class;
 };
 
 class FakeTc final : public TrafficControl {
@@ -80,6 +83,7 @@ public:
         return {};
     }
     Result<void> add_class(const AddClass& o) override {
+        if (k_.before_add_class) k_.before_add_class();
         k_.log.push_back(describe(Operation{o}));
         if (!k_.classes[o.ifindex].count(o.parent)) return fail("no parent class");
         k_.classes[o.ifindex][o.classid] = o.htb;
@@ -530,6 +534,55 @@ TEST_F(NodeShaperTest, FailedApplyRollsBack) {
     auto ok = s->apply(req(7, kGbit));
     ASSERT_TRUE(ok);
     EXPECT_EQ(ok->minor, 7);
+}
+
+// `tc qdisc del dev eth0 root` between the prolog's read of the kernel and its
+// tc operations: the setup is planned again on what the NIC has now, and the
+// other job's class, lost with the root, comes back with it.
+TEST_F(NodeShaperTest, ARootDeletedDuringSetupIsPlannedAgain) {
+    auto s = open();
+    ASSERT_TRUE(s->apply(req(7, kGbit)));
+    auto delete_root_of_eth0 = [this] {
+        k_.roots.erase(2);
+        k_.classes.erase(2);
+        k_.leaves.erase(2);
+    };
+    k_.before_add_class = [&] {
+        k_.before_add_class = nullptr;
+        delete_root_of_eth0();
+    };
+    auto r = s->apply(req(8, 2 * kGbit));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(k_.roots[2].handle, tc_handle(0x1a4e, 0));
+    EXPECT_EQ(k_.classes[2].size(), 4u);  // :1, :fffe, jobs 7 and 8
+    EXPECT_EQ(k_.classes[2][tc_handle(0x1a4e, r->minor)].rate_bits, 2 * kGbit);
+    EXPECT_EQ(k_.leaves[2].size(), 2u);
+    int replans = 0;
+    for (const auto& l : logs_)
+        if (l.find("JobId=8: the NICs changed during its setup (NIC eth0: root htb 1a4e:0 is now none); "
+                   "planning it again (attempt 2 of 3)") != std::string::npos)
+            ++replans;
+    EXPECT_EQ(replans, 1) << ::testing::PrintToString(logs_);
+
+    // A root that keeps going: the third attempt's failure is the prolog's, and
+    // the job leaves nothing.
+    k_.before_add_class = delete_root_of_eth0;
+    auto lost = s->apply(req(9, kGbit));
+    k_.before_add_class = nullptr;
+    ASSERT_FALSE(lost);
+    EXPECT_NE(lost.error().message.find("JobId=9"), std::string::npos) << lost.error().message;
+    EXPECT_EQ(job_files(), 4);  // jobs 7 and 8, each with its minor claim
+
+    // A failure that is not the NIC changing is not retried.
+    const auto nft_adds = [this] {
+        int n = 0;
+        for (const auto& l : k_.log) n += l.starts_with("nft: job 10: \"");
+        return n;
+    };
+    k_.fail_nft_add = true;
+    ASSERT_FALSE(s->apply(req(10, kGbit)));
+    k_.fail_nft_add = false;
+    EXPECT_EQ(nft_adds(), 1) << ::testing::PrintToString(k_.log);
 }
 
 TEST_F(NodeShaperTest, ForeignRootRefusedThenAdopted) {
