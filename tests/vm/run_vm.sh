@@ -16,8 +16,17 @@ qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "${LANES_VM_SMP:-
   -drive "file=$img/root.img,format=raw,if=virtio,snapshot=on,cache=unsafe"
   -virtfs "local,path=$share,mount_tag=host,security_model=none,id=host")
 if [ ! -f "$share/run.sh" ]; then exec "${qemu[@]}"; fi
-start=$(date +%s)
-rc=0
-timeout --foreground -k 30 "${LANES_VM_TIMEOUT:-1200}" "${qemu[@]}" </dev/null >"$share/console.log" 2>&1 || rc=$?
-vm_log "VM ran $(($(date +%s) - start)) s (qemu exit $rc)"
+# A guest kernel that panics before its init ran (TCG has crashed this way in
+# early boot, in timer code, before any of the test's code) is booted again,
+# at most twice; each such console is kept as console.log.boot-N. A panic after
+# "LANESVM READY" is the test's and ends the run.
+for boot in 1 2 3; do
+  start=$(date +%s)
+  rc=0
+  timeout --foreground -k 30 "${LANES_VM_TIMEOUT:-1200}" "${qemu[@]}" </dev/null >"$share/console.log" 2>&1 || rc=$?
+  vm_log "VM ran $(($(date +%s) - start)) s (qemu exit $rc, boot $boot)"
+  if grep -q 'LANESVM READY' "$share/console.log" || ! grep -q 'Kernel panic' "$share/console.log"; then break; fi
+  cp "$share/console.log" "$share/console.log.boot-$boot"
+  vm_log "the guest kernel panicked before its init ran: $(grep -m1 'Kernel panic' "$share/console.log")"
+done
 exit $rc
