@@ -44,7 +44,8 @@
 # at SlurmdDebug=verbose (which the cluster runs with here) in the batch step's
 # slurmstepd: "lanes: JobId=N step batch set up in T ms (U ms CPU)" (lanes.toml
 # read, the job's cgroup keyed) and "... step batch task 0 placed in T ms"
-# (the task put where its traffic is classified, its environment set): their
+# (the task put where its traffic is classified, its environment set; logged
+# when the task ends, and so read once the jobs are done): their
 # sum per job, median and p99, single and storm, and their ratio.
 #
 # A benchmark: it asserts nothing about time. Exit 0 when it measured (the
@@ -144,9 +145,9 @@ shaped_lines() {
 }
 # step_lines: "NODE JOBID PART MS CPU_MS" for the batch step of every job,
 # PART "step" (its start) or "task" (task 0 placed), from the nodes' logs.
-# CPU_MS "-" where another process's line cut into this one: a task logs from
-# the forked child, whose line can reach the file in pieces (seen in a
-# 10-node storm: "placed in 5.19 ms (4.93 m[...] lanes: JobId=121 ...").
+# CPU_MS "-" where another process's line cut into this one (seen in a 10-node
+# storm when the task logged from the forked child: "placed in 5.19 ms (4.93
+# m[...] lanes: JobId=121 ..."; slurmstepd logs the task's line now).
 step_lines() {
     nodes_sed -e "s/.*lanes: JobId=([0-9]+) step batch set up in ([0-9.]+) ms \(([0-9.]+) ms CPU\).*/@N@ \1 step \2 \3/p" \
         -e "s/.*lanes: JobId=([0-9]+) step batch set up in ([0-9.]+) ms.*/@N@ \1 step \2 -/p" \

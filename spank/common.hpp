@@ -53,8 +53,10 @@ int slurmd_start(int ac, char** av);
 int job_prolog(spank_t sp, int ac, char** av);
 int job_epilog(spank_t sp, int ac, char** av);
 
-// slurmstepd: step start (remote init), each task before exec (as root).
+// slurmstepd: step start (remote init), each task before exec (as root), each
+// task's exit (logs the placement times the tasks sent it).
 int step_start(spank_t sp, int ac, char** av);
 int task_init_privileged(spank_t sp);
+int task_exit(spank_t sp);
 
 }  // namespace lanes::spank

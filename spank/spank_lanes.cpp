@@ -10,6 +10,7 @@
 // prolog/epilog        job_prolog, job_epilog     slurmd.cpp   (shape / unshape the job)
 // slurmstepd           init                       task.cpp     (load lanes.toml per step)
 // task (root, child)   task_init_privileged       task.cpp     (classify the task)
+// slurmstepd           task_exit                  task.cpp     (log the tasks' times)
 //
 // The definitions match spank.h's own declarations (23.02+ declares them: C
 // linkage, no noexcept); each body runs in glue::guarded, so no exception leaves.
@@ -54,6 +55,10 @@ extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
 
 extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
     return guarded("task init", -1, [&]() -> int { return task_init_privileged(sp); });
+}
+
+extern "C" int slurm_spank_task_exit(spank_t sp, int, char**) {
+    return guarded("task exit", 0, [&]() -> int { return task_exit(sp); });
 }
 
 extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {

@@ -3,11 +3,16 @@
 //   step start               load lanes.toml once per step
 //   task_init_privileged     as root in the forked task: place it where its
 //                            traffic is classified; NCCL/UCX traffic-class variables
-// Both log their time at SlurmdDebug=verbose ("step batch set up in", "task 0
+//   task_exit                in slurmstepd: log the times the tasks sent
+// Both times are logged at SlurmdDebug=verbose ("step batch set up in", "task 0
 // placed in"): Lanes' part of a step's launch, beside the prolog's own line.
+// slurmstepd logs the task's too: a line logged from the forked task reached
+// the log in pieces, with slurmd's lines inside it, and the bench lost it.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <fstream>
 
 #include "core/cpu_time.hpp"
@@ -49,6 +54,24 @@ private:
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     double cpu_started_ = process_cpu_ms();
 };
+
+// A task's placement time, sent from the forked task to slurmstepd over a pipe
+// the step start made: one write, smaller than PIPE_BUF, so never in pieces.
+struct TaskTime {
+    uint32_t job_id = 0;
+    uint32_t task = 0;
+    double wall_ms = 0;
+    double cpu_ms = 0;
+};
+static_assert(sizeof(TaskTime) <= PIPE_BUF);
+// Both ends close on exec (the user's program never holds them); non-blocking,
+// so a full pipe or an empty one never stalls a task or slurmstepd.
+int g_task_times[2] = {-1, -1};
+
+void open_task_times() {
+    if (g_task_times[0] >= 0) return;
+    if (::pipe2(g_task_times, O_CLOEXEC | O_NONBLOCK) != 0) g_task_times[0] = g_task_times[1] = -1;
+}
 
 // "batch", "extern", "interactive" or the step's number, as Slurm's logs say it.
 std::string step_name(spank_t sp) {
@@ -171,6 +194,7 @@ int place_task(spank_t sp) {
 
 int step_start(spank_t sp, int ac, char** av) {
     const SetupClock clock;
+    open_task_times();
     const int rc = configure_step(sp, ac, av);
     auto job_id = job_id_of(sp);
     if (job_id && g_step_config && g_classify_error.empty())
@@ -184,10 +208,22 @@ int task_init_privileged(spank_t sp) {
     const int rc = place_task(sp);
     uint32_t task = 0;
     auto job_id = job_id_of(sp);
-    if (rc == 0 && job_id && spank_get_item(sp, S_TASK_GLOBAL_ID, &task) == ESPANK_SUCCESS)
-        slurm_verbose("lanes: JobId=%u step %s task %u placed in %.2f ms (%.2f ms CPU)", *job_id, step_name(sp).c_str(),
-                      task, clock.wall_ms(), clock.cpu_ms());
+    if (rc == 0 && job_id && spank_get_item(sp, S_TASK_GLOBAL_ID, &task) == ESPANK_SUCCESS) {
+        const TaskTime sent{*job_id, task, clock.wall_ms(), clock.cpu_ms()};
+        if (g_task_times[1] < 0 || ::write(g_task_times[1], &sent, sizeof sent) != sizeof sent)
+            slurm_verbose("lanes: JobId=%u step %s task %u placed in %.2f ms (%.2f ms CPU)", sent.job_id,
+                          step_name(sp).c_str(), sent.task, sent.wall_ms, sent.cpu_ms);
+    }
     return rc;
+}
+
+int task_exit(spank_t sp) {
+    if (g_task_times[0] < 0) return 0;
+    TaskTime got;
+    while (::read(g_task_times[0], &got, sizeof got) == sizeof got)
+        slurm_verbose("lanes: JobId=%u step %s task %u placed in %.2f ms (%.2f ms CPU)", got.job_id,
+                      step_name(sp).c_str(), got.task, got.wall_ms, got.cpu_ms);
+    return 0;
 }
 
 }  // namespace lanes::spank
