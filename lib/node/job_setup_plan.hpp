@@ -50,9 +50,10 @@ Result<CgroupPlacement> place_named_cgroup(const Cgroup2Mount& mount, const std:
 // NIC has no root at all (a `tc qdisc del`, a recreated NIC).
 bool prolog_finds_root_lost(uint32_t shaped_jobs, bool reapplied, const std::vector<NicFacts>& nics);
 
-// How many times a new job's setup is planned and run when the NICs change
-// under it: a `tc qdisc del ... root` or a recreated NIC between the prolog's
-// read of the kernel and its tc operations.
+// How many times a job's setup (a new job's, or a re-apply of one already
+// shaped) is planned and run when the NICs change under it: a `tc qdisc del
+// ... root` or a recreated NIC between the read of the kernel and its tc
+// operations.
 inline constexpr int kSetupAttempts = 3;
 
 // What changed on the NICs between the facts a setup planned with (`planned`)
