@@ -136,6 +136,7 @@ end
     auto cfg = parse_controller_config(kConfig, "lanes.toml");
     ASSERT_TRUE(cfg);
     cfg->policy.script = script;
+    cfg->policy.time_budget = std::chrono::seconds(5);  // the default 20 ms can run out on a busy machine
     auto source = std::make_shared<FixedSource>();
     ClassifierOptions options;
     options.signals = source;
