@@ -31,7 +31,7 @@ struct AgentCounters {
     std::map<std::pair<std::string, std::string>, uint64_t> shifts;
     // (class, cause) -> changes of a controller's ceil ([classes.NAME.control]);
     // cause "over_slo", "no_value", "headroom", "congested", "load_rose",
-    // "rest_below"
+    // "rest_below", "quiet"
     std::map<std::pair<std::string, std::string>, uint64_t> ceil_changes;
     // (class, cause) -> decisions that held a controller's ceil against a
     // broken SLO; cause "uncongested" (the congestion signal said no queue)

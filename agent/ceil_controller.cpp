@@ -13,6 +13,12 @@ constexpr int64_t kMaxBackoffFactor = 64;
 // A load within this fraction above the one a ceil held at counts as the same
 // load: the rate of a steady load over a few seconds varies by about that.
 constexpr double kLoadNoise = 0.05;
+// A quiet raise needs this many decisions in a row at the ceil and the load
+// with the queue quiet: one decision's range can miss the bursts a ceil near
+// the knee makes (in the bench's sweep at 1500 req/s, two quiet decisions in
+// a row came in 13 of 15 pairs at 65 Mbit/s per node, 6 of 15 at 70 and none
+// at 75), and a load that steps every few dwells (a ramp) is no steady load.
+constexpr int kQuietDecisions = 3;
 
 uint64_t scaled(uint64_t bits, double factor) {
     return static_cast<uint64_t>(std::floor(static_cast<double>(bits) * factor));
@@ -39,6 +45,7 @@ ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class
     }
     l.strain_decrease = config.strain_decrease.value_or(1 - config.margin);
     l.rest_below = config.rest_below;
+    if (!config.congestion_signal.empty() && config.rest_below > 0) l.quiet_below = config.quiet_below;
     return l;
 }
 
@@ -51,6 +58,7 @@ const char* control_cause_name(ControlCause cause) {
         case ControlCause::Congested: return "congested";
         case ControlCause::LoadRose: return "load_rose";
         case ControlCause::RestBelow: return "rest_below";
+        case ControlCause::Quiet: return "quiet";
         case ControlCause::None: break;
     }
     return "none";
@@ -124,6 +132,12 @@ std::optional<uint64_t> CeilController::held_ceil(int64_t tick, const std::optio
 }
 
 void CeilController::remember_held(int64_t tick, const std::optional<double>& load) {
+    // At a ceil a quiet raise reached, or under one that held here after
+    // one: it may rest above rest_cap() (quiet_held()).
+    const bool quiet =
+        (quiet_ceil_ && *quiet_ceil_ == ceil_) || std::any_of(held_.begin(), held_.end(), [&](const Observation& o) {
+            return o.quiet && o.ceil_bits >= ceil_ && held_applies(o, load);
+        });
     // Breaks it contradicts go: a ceil at or below this one broke at this load.
     std::erase_if(broken_, [&](const Observation& o) { return o.ceil_bits <= ceil_ && broken_applies(o, tick, load); });
     if (last_broken_ && ceil_ >= *last_broken_) {
@@ -133,7 +147,7 @@ void CeilController::remember_held(int64_t tick, const std::optional<double>& lo
     // Observations this one implies go (a lower ceil at a lower load).
     std::erase_if(held_,
                   [&](const Observation& o) { return o.ceil_bits <= ceil_ && (!o.load || !load || *o.load <= *load); });
-    held_.push_back(Observation{ceil_, load, tick, 0, AfterBackoff::Gone});
+    held_.push_back(Observation{ceil_, load, tick, 0, AfterBackoff::Gone, false, quiet});
     if (held_.size() > kMemory) held_.erase(held_.begin());
 }
 
@@ -176,6 +190,7 @@ void CeilController::remember_broken(int64_t tick, const std::optional<double>& 
         last_broken_ && ceil_ + limits_.min_gap_bits >= *last_broken_ && *last_broken_ + limits_.min_gap_bits >= ceil_;
     backoff_ = repeat ? std::min(backoff_ * 2, longest_backoff()) : limits_.backoff_ticks;
     last_broken_ = ceil_;
+    if (quiet_ceil_ && ceil_ <= *quiet_ceil_) quiet_ceil_.reset();
     // A break right after a break, or without a load: the back-off only
     // (ceil_controller.hpp).
     const AfterBackoff after = broke_ || !load ? AfterBackoff::Gone
@@ -247,6 +262,37 @@ uint64_t CeilController::rest_cap(int64_t tick, const std::optional<double>& loa
     return std::max(limits_.floor_bits, scaled(rest_bound(tick, load), 1 - limits_.rest_below));
 }
 
+uint64_t CeilController::quiet_cap(int64_t tick, const std::optional<double>& load) const {
+    if (!limits_.quiet_below) return rest_cap(tick, load);
+    return std::max(limits_.floor_bits, scaled(rest_bound(tick, load), 1 - limits_.rest_below / 2));
+}
+
+std::optional<uint64_t> CeilController::quiet_held(int64_t tick, const std::optional<double>& load) const {
+    const std::optional<uint64_t> broken = broken_ceil(tick, load);
+    std::optional<uint64_t> out;
+    for (const auto& o : held_)
+        if (o.quiet && held_applies(o, load) && (!broken || o.ceil_bits < *broken) && (!out || o.ceil_bits > *out))
+            out = o.ceil_bits;
+    return out;
+}
+
+bool CeilController::quiet_raised_here(int64_t tick, const std::optional<double>& load) const {
+    // A ceil a quiet raise reached held at this load (within margin either
+    // way), under the bound there now.
+    const uint64_t bound = rest_bound(tick, load);
+    return std::any_of(held_.begin(), held_.end(), [&](const Observation& o) {
+        return o.quiet && o.ceil_bits < bound && held_applies(o, load) &&
+               (!o.load || !load || *o.load * (1 - limits_.margin) <= *load);
+    });
+}
+
+uint64_t CeilController::resting_cap(int64_t tick, const std::optional<double>& load) const {
+    const uint64_t cap = rest_cap(tick, load);
+    if (!limits_.quiet_below) return cap;
+    const std::optional<uint64_t> held = quiet_held(tick, load);
+    return held && *held > cap ? std::min(*held, quiet_cap(tick, load)) : cap;
+}
+
 ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample) {
     ControlDecision d;
     d.tick = tick;
@@ -280,6 +326,18 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     // The strain by count: this decision and the last ones at this ceil.
     int queued_count = 0;
     const int window = std::min(limits_.strain_window, 64);
+    // A quiet raise's ceil, which the cap below lets through; and how many
+    // decisions in a row at this ceil, this one included, saw the queue quiet
+    // with the SLO met with margin (a rise's first starts again: it may read
+    // both loads).
+    std::optional<uint64_t> quiet_to;
+    const bool quiet_now = limits_.quiet_below && sample.value && *sample.value <= limits_.slo * (1 - limits_.margin) &&
+                           sample.congestion && *sample.congestion <= *limits_.quiet_below;
+    if (quiet_run_ > 0 && sample.load && quiet_load_ &&
+        (*sample.load > *quiet_load_ * (1 + limits_.margin) || *sample.load < *quiet_load_ * (1 - limits_.margin)))
+        quiet_run_ = 0;
+    quiet_run_ = quiet_now && !load_step ? quiet_run_ + 1 : 0;
+    if (quiet_run_ == 1) quiet_load_ = sample.load;
     if (limits_.strain_count > 0 && sample.value && *sample.value <= limits_.slo) {
         // At this ceil and this load: a load that moved by more than margin
         // either way starts the count again, as a new ceil does. The queue
@@ -385,10 +443,31 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
             // the ceil that broke, no higher.
             if (!sample.load && last_broken_ && *last_broken_ > ceil_) d.to_bits = std::min(d.to_bits, *last_broken_);
         }
-        d.to_bits = std::min({limits_.ceil_bits, rest_cap(tick, sample.load), d.to_bits});
+        d.to_bits = std::min({limits_.ceil_bits, resting_cap(tick, sample.load), d.to_bits});
         d.cause = ControlCause::Headroom;
         if (d.to_bits < d.from_bits)
             d.cause = ControlCause::RestBelow, d.rest_bound_bits = rest_bound(tick, sample.load);
+        // Where the search stopped (min_gap, the rest cap), a quiet queue
+        // says the knee is further up: one more step, by at most half of
+        // rest_below times the bound and half the gap to it, up to
+        // rest_below / 2 under it; from above that, straight to it. One per
+        // bound at a load (ceil_controller.hpp).
+        if (quiet_run_ >= kQuietDecisions && !to_strained_rest && d.to_bits <= ceil_ &&
+            !quiet_raised_here(tick, sample.load)) {
+            const uint64_t bound = rest_bound(tick, sample.load);
+            const uint64_t top = quiet_cap(tick, sample.load);
+            const uint64_t gap = bound > ceil_ ? bound - ceil_ : 0;
+            const uint64_t to = ceil_ >= top ? top
+                                             : std::min(top, ceil_ + std::min({limits_.step_bits, gap / 2,
+                                                                               scaled(bound, limits_.rest_below / 2)}));
+            if (to > d.to_bits) {
+                d.to_bits = to;
+                quiet_to = to;
+                quiet_ceil_ = to;
+                d.cause = to > d.from_bits ? ControlCause::Quiet : ControlCause::RestBelow;
+                d.rest_bound_bits = bound;
+            }
+        }
         // A probe goes above every ceil that held here; a return to one that
         // held (the load fell, a cut is over) is a resting ceil: if it breaks,
         // the proportional cut, no lower than what held below it. So is the
@@ -398,14 +477,14 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     // Whatever the branch: never above the resting cap (rest_below). A
     // decision that would have kept or raised the ceil steps down to it, and
     // a probe waiting to be judged is none once the ceil came down.
-    if (const uint64_t cap = rest_cap(tick, sample.load); d.to_bits > cap) {
+    if (const uint64_t cap = std::max(resting_cap(tick, sample.load), quiet_to.value_or(0)); d.to_bits > cap) {
         if (d.to_bits >= d.from_bits && cap < d.from_bits)
             d.cause = ControlCause::RestBelow, d.rest_bound_bits = rest_bound(tick, sample.load);
         d.to_bits = cap;
     }
     if (d.to_bits < d.from_bits) probing_ = false;
     if (d.to_bits == d.from_bits) d.cause = ControlCause::None;
-    if (d.to_bits != ceil_ || broke) queued_bits_ = 0, queued_known_ = 0;
+    if (d.to_bits != ceil_ || broke) queued_bits_ = 0, queued_known_ = 0, quiet_run_ = 0;
     ceil_ = d.to_bits;
     broke_ = broke;
     return d;

@@ -232,6 +232,30 @@
 //    missed too, each with a queue in the switch. The knee bands there
 //    (85-94, 65-70.5) are about a tenth of the ceil wide. The price is that
 //    tenth of training where the class's ceil was under the knee.
+//  - With quiet_below (and rest_below, and a congestion signal), a quiet
+//    queue says the knee is further up than where the search stopped. A FIFO
+//    builds its queue some way under the knee and none far under it: in the
+//    bench's sweep at 1500 req/s, two quiet decisions in a row (the worst
+//    instant of 6 s under 0.5 ms) came in 13 of 15 pairs at 65 Mbit/s per
+//    node, 6 of 15 at 70, none at 75 (the best fixed ceil); at 200 req/s in
+//    11-16 of 15 at every ceil up to the class's. Where the ceil would stay
+//    (the gap under min_gap, or at the rest cap), after kQuietDecisions
+//    decisions in a row at this ceil and load with the SLO met with margin
+//    and the queue quiet, it goes up once by the smallest of the increase,
+//    half the gap to the bound and half of rest_below times the bound, no
+//    higher than rest_below / 2 under the bound (from above that, straight
+//    to it); the bound is rest_below's (the lowest break or strain here, or
+//    the class's ceil). Half a band, not a band: the knee may be just over
+//    the best fixed ceil (the simulated plant's is at 75 exactly), and a
+//    raise that breaks costs a row and two changes. One raise per bound at a
+//    load: the next needs a new break or strain there, so the raise is the
+//    third change of a step at most (the cut, the midpoint, the raise). A
+//    ceil a quiet raise reached, once it held, may rest above the rest cap
+//    (up to rest_below / 2 under the bound), and the ceil returns straight to
+//    it at that load; what it would cost without: the bench's last batch
+//    (rest_below 0.1 alone) gave training 90 % of the best fixed ceil at 200
+//    req/s, 80-84 % at 1500 and 85-89 % after the fall, every row met. A
+//    quiet raise that breaks is a failed probe.
 //  - Decisions are taken only at wall-clock instants that are multiples of the
 //    dwell (tick k = floor(unix time / dwell)), never in between. A dwell at
 //    least the signal's delay (fetch interval plus the query's range) means the
@@ -294,6 +318,10 @@ struct ControlLimits {
     // The ceil rests no higher than (1 - rest_below) times the lowest ceil too
     // much at its load (a break, a strain, or else the class's ceil). 0: off.
     double rest_below = 0;
+    // With rest_below and a congestion signal: a congestion value at or under
+    // this is a quiet queue, and lets the ceil rise past where the search
+    // stopped (ceil_controller.hpp). Unset: off.
+    std::optional<double> quiet_below;
 };
 ControlLimits resolve_control(const CeilControlConfig& config, const Rate& class_ceil, uint64_t link_bits);
 
@@ -314,10 +342,11 @@ enum class ControlCause {
     Uncongested,  // no change: the SLO broke, but the congestion signal says the network did not queue
     Congested,    // decrease: the SLO holds, but the network queues past congestion_above
     LoadRose,     // decrease: the load rose well above any where the ceil held, to a lower one that held higher
-    RestBelow     // decrease: the ceil was within rest_below of the lowest ceil too much at this load
+    RestBelow,    // decrease: the ceil was within rest_below of the lowest ceil too much at this load
+    Quiet         // increase: the search had stopped, and the network's queue is quiet (quiet_below)
 };
 // "over_slo", "no_value", "headroom", "uncongested", "congested", "load_rose",
-// "rest_below", "none": metric labels.
+// "rest_below", "quiet", "none": metric labels.
 const char* control_cause_name(ControlCause cause);
 
 struct ControlDecision {
@@ -372,6 +401,7 @@ private:
         int64_t expires = 0;                      // breaks: the end of the back-off
         AfterBackoff after = AfterBackoff::Gone;  // breaks
         bool strained = false;                    // breaks: a strain (the SLO met, the network queued)
+        bool quiet = false;                       // held: at a ceil a quiet raise reached (quiet_below)
     };
     bool held_applies(const Observation& o, const std::optional<double>& load) const;
     bool broken_applies(const Observation& o, int64_t tick, const std::optional<double>& load) const;
@@ -398,6 +428,17 @@ private:
     // ceil where none did; never under the floor.
     uint64_t rest_cap(int64_t tick, const std::optional<double>& load) const;
     uint64_t rest_bound(int64_t tick, const std::optional<double>& load) const;
+    // With quiet_below: the highest ceil a quiet raise may reach here,
+    // rest_below / 2 under the bound (else rest_cap()); and the highest ceil
+    // that held here after a quiet raise reached it, which may rest above
+    // rest_cap(), no higher than that.
+    uint64_t quiet_cap(int64_t tick, const std::optional<double>& load) const;
+    std::optional<uint64_t> quiet_held(int64_t tick, const std::optional<double>& load) const;
+    // The cap a decision ends under: rest_cap(), or a ceil up to quiet_cap()
+    // that held after a quiet raise.
+    uint64_t resting_cap(int64_t tick, const std::optional<double>& load) const;
+    // Whether a quiet raise already went up at this load under its bound now.
+    bool quiet_raised_here(int64_t tick, const std::optional<double>& load) const;
 
     ControlLimits limits_;
     uint64_t ceil_;
@@ -407,6 +448,9 @@ private:
     std::vector<Observation> held_;
     std::vector<Observation> broken_;
     std::optional<uint64_t> last_broken_;  // the ceil of the last break, for the back-off
+    std::optional<uint64_t> quiet_ceil_;   // the ceil the last quiet raise reached, until a break at or under it
+    int quiet_run_ = 0;                    // decisions in a row at this ceil with the queue quiet
+    std::optional<double> quiet_load_;     // the load at the first of them
     int64_t backoff_ = 0;
     // The last decisions at this ceil with the SLO met: bit i set when the
     // i-th latest queued past congestion_above. Cleared when the ceil moves.

@@ -98,6 +98,11 @@ struct CeilControlConfig {
     // to be too much at its load (a break, a strain, or else the class's
     // ceil): a ceil that held once can sit inside the knee. 0: off.
     double rest_below = 0;
+    // Optional, with a congestion signal and rest_below: a decision whose
+    // congestion value is at or under this (the queue quiet) raises the ceil
+    // past where the search stopped, by at most rest_below times the bound,
+    // up to rest_below / 2 under it (ceil_controller.hpp).
+    std::optional<double> quiet_below;
     int line = 0;
     bool operator==(const CeilControlConfig&) const = default;
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ namespace lanes::config_parse {
 namespace {
 
 std::string seconds_text(std::chrono::seconds s) { return std::to_string(s.count()) + "s"; }
+std::string number_text(double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+}
 
 // Whether a is above b, when both are of the same kind (absolute or relative).
 bool comparable_above(const Rate& a, const Rate& b) {
@@ -177,6 +183,26 @@ void parse_class_control(ConfigParse& ctx, TableReader& cr, ClassConfig& cls) {
                 ok = false;
         else c.rest_below = *v;
     } else if (t->get("rest_below")) {
+        ok = false;
+    }
+    if (auto v = read_number(r, "quiet_below")) {
+        if (*v < 0) r.error(*t->get("quiet_below"), "quiet_below", "must be 0 or above"), ok = false;
+        else c.quiet_below = *v;
+        if (!t->get("congestion_signal"))
+            r.error(*t->get("quiet_below"), "quiet_below",
+                    "needs \"congestion_signal\" (the signal whose value says the network's queue is quiet)"),
+                ok = false;
+        else if (*v >= c.congestion_above && t->get("congestion_above"))
+            r.error(*t->get("quiet_below"), "quiet_below",
+                    "must be under congestion_above (" + number_text(c.congestion_above) +
+                        "): a quiet queue is one far from a strain"),
+                ok = false;
+        if (c.rest_below <= 0)
+            r.error(*t->get("quiet_below"), "quiet_below",
+                    "needs \"rest_below\" above 0 (a quiet raise moves by rest_below times the bound, and stops "
+                    "rest_below / 2 under it)"),
+                ok = false;
+    } else if (t->get("quiet_below")) {
         ok = false;
     }
     if (auto v = read_number(r, "slo")) {

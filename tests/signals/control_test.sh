@@ -16,7 +16,8 @@
 # down; with margin it does not; part 4: with strain_count, a queue at that
 # many decisions steps down whatever p99's margin; part 5: with a load
 # signal, a load well above where the ceil held goes to what held higher up;
-# part 6: with rest_below, the ceil rests that fraction under the class's.
+# part 6: with rest_below, the ceil rests that fraction under the class's;
+# part 7: with quiet_below, a quiet queue raises it to half that under it.
 SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 . "$SRCDIR/tests/net/common.sh"
 IN_NS=$NA
@@ -220,16 +221,13 @@ PY
 #  - The queue's series gone: the cut, "counted as congested" (fail closed).
 echo 0.02 >"$T/forced"
 queue() { echo "lanes_test_queue_seconds $1" >"$PROM_DIR/queue.prom.tmp" && mv "$PROM_DIR/queue.prom.tmp" "$PROM_DIR/queue.prom"; }
+add_queue_signal() {  # the queue's [signals.queue], at the end of lanes.toml
+  printf '[signals.queue]\nurl = "%s"\nquery = "max(lanes_test_queue_seconds)"\ninterval = "1s"\ntimeout = "500ms"\nstale_after = "4s"\n' \
+    "$PROM_URL" >>"$T/lanes.toml"
+}
 queue 0
 sed -i 's/^backoff = "24s"$/&\nfloor = "10Mbit"\ncongestion_signal = "queue"\ncongestion_above = 0.002\nfull_decrease_at = 3/; 0,/^floor = "100Mbit"$/{/^floor = "100Mbit"$/d}' "$T/lanes.toml"
-cat >>"$T/lanes.toml" <<TOML
-[signals.queue]
-url = "$PROM_URL"
-query = "max(lanes_test_queue_seconds)"
-interval = "1s"
-timeout = "500ms"
-stale_after = "4s"
-TOML
+add_queue_signal
 "$LANESCTL" check --config "$T/lanes.toml" >"$T/check.out" 2>&1 || fail "lanesctl check (part 2): $(cat "$T/check.out")"
 has_queue() { prom_query 'lanes_test_queue_seconds' | grep -q '"value"'; }
 wait_for "Prometheus to have the queue's series" 30 has_queue
@@ -425,6 +423,28 @@ wait_for "the rest under the class's ceil" 30 grep -qF "$rest_line" "$T/agent.lo
 [ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="rest_below"}')" -eq 1 ] || fail "not one rest_below count"
 rests_at 900Mbit 1 "under rest_below"
 echo "ok: rest_below 0.1: 1Gbit -> 900Mbit (rest_below) with p99 at 3 ms, then at rest"
+stop_agent
+
+# Part 7: quiet_below = 0.0005 on top of part 6, with the switch's queue at
+# 0.1 ms (quiet). The first decision steps down to 900Mbit (rest_below), as
+# in part 6; three quiet decisions at 900Mbit later, a raise by half of
+# rest_below times the class's ceil (50Mbit, half the gap) to 950Mbit (cause
+# "quiet"), rest_below / 2 under it, where it rests. A queue of 1 ms (not
+# quiet, under congestion_above) keeps it there: it held after a quiet raise.
+queue 0.0001
+queue_at() { prom_query 'lanes_test_queue_seconds' | grep -q "\"$1\""; }
+wait_for "Prometheus to have the queue at 0.1 ms (part 7)" 30 queue_at 0.0001
+sed -i 's/^rest_below = 0.1$/&\ncongestion_signal = "queue"\ncongestion_above = 0.002\nquiet_below = 0.0005/' "$T/lanes.toml"
+add_queue_signal
+start_part 7
+wait_for "the rest under the class's ceil (part 7)" 30 grep -qF "$rest_line" "$T/agent.log"
+quiet_line="class training ceil 900Mbit -> 950Mbit on $DEV (cause: queue 0.0001 <= quiet_below 0.0005 in the last decisions at this ceil: the queue is quiet, a step toward 1Gbit (demand 0.003 <= slo*(1-margin) 0.008), load 200)"
+wait_for "the quiet raise" 40 grep -qF "$quiet_line" "$T/agent.log"
+[ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="quiet"}')" -eq 1 ] || fail "not one quiet count"
+queue 0.001
+wait_for "Prometheus to have the queue at 1 ms (part 7)" 30 queue_at 0.001
+rests_at 950Mbit 2 "after the quiet raise, the queue at 1 ms"
+echo "ok: quiet_below: 1Gbit -> 900Mbit (rest_below), 900Mbit -> 950Mbit (quiet) with the queue at 0.1 ms, then at rest with it at 1 ms"
 stop_agent
 
 tool remove 21 >/dev/null; tool remove 22 >/dev/null

@@ -73,13 +73,19 @@ TEST(CeilControlConfig, Parses) {
     EXPECT_TRUE(t->busy_window.empty());
 }
 
+// kControlled with a congestion signal, a switch's queue ([signals.queue],
+// congestion_above 2 ms), and `keys` after it in the control table.
+std::string with_queue(const std::string& keys) {
+    return with(with(kControlled, "[classes.training]\n",
+                     "[signals.queue]\nurl = \"http://127.0.0.1:9090\"\n"
+                     "query = 'max(max_over_time(switch_queue_seconds[20s]))'\ninterval = \"5s\"\n"
+                     "[classes.training]\n"),
+                "min_gap = \"25Mbit\"\n",
+                "min_gap = \"25Mbit\"\ncongestion_signal = \"queue\"\ncongestion_above = 0.002\n" + keys);
+}
+
 TEST(CeilControlConfig, ACongestionSignal) {
-    const std::string text = with(with(kControlled, "[classes.training]\n",
-                                       "[signals.queue]\nurl = \"http://127.0.0.1:9090\"\n"
-                                       "query = 'max(max_over_time(switch_queue_seconds[20s]))'\ninterval = \"5s\"\n"
-                                       "[classes.training]\n"),
-                                  "min_gap = \"25Mbit\"\n",
-                                  "min_gap = \"25Mbit\"\ncongestion_signal = \"queue\"\ncongestion_above = 0.002\n");
+    const std::string text = with_queue("");
     auto c = lanes::parse_config(text, "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     const auto& k = *c->find_class("training")->control;
@@ -103,13 +109,7 @@ TEST(CeilControlConfig, ACongestionSignal) {
 }
 
 TEST(CeilControlConfig, AStrainByCount) {
-    const std::string text = with(with(kControlled, "[classes.training]\n",
-                                       "[signals.queue]\nurl = \"http://127.0.0.1:9090\"\n"
-                                       "query = 'max(max_over_time(switch_queue_seconds[20s]))'\ninterval = \"5s\"\n"
-                                       "[classes.training]\n"),
-                                  "min_gap = \"25Mbit\"\n",
-                                  "min_gap = \"25Mbit\"\ncongestion_signal = \"queue\"\ncongestion_above = 0.002\n"
-                                  "strain_count = 2\nstrain_window = 6\nstrain_decrease = 0.92\n");
+    const std::string text = with_queue("strain_count = 2\nstrain_window = 6\nstrain_decrease = 0.92\n");
     auto c = lanes::parse_config(text, "lanes.toml");
     ASSERT_TRUE(c) << c.error().message;
     const auto& k = *c->find_class("training")->control;
@@ -242,6 +242,25 @@ TEST(CeilControlConfig, RestBelow) {
         // 1Gbit * 0.8 = 800Mbit, the floor: every rest would be the floor.
         {with(text, "rest_below = 0.1", "rest_below = 0.8"),
          "classes.training.control.rest_below: puts the highest resting ceil"},
+    };
+    expect_refused(cases);
+}
+
+TEST(CeilControlConfig, QuietBelow) {
+    const std::string text = with_queue("rest_below = 0.08\nquiet_below = 0.0005\n");
+    auto c = lanes::parse_config(text, "lanes.toml");
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->find_class("training")->control->quiet_below, 0.0005);
+    EXPECT_FALSE(lanes::parse_config(kControlled, "lanes.toml")->find_class("training")->control->quiet_below);
+    const std::vector<Refused> cases = {
+        {with(text, "quiet_below = 0.0005", "quiet_below = -0.001"),
+         "classes.training.control.quiet_below: must be 0 or above"},
+        {with(text, "quiet_below = 0.0005", "quiet_below = 0.002"),
+         "classes.training.control.quiet_below: must be under congestion_above (0.002)"},
+        {with(text, "rest_below = 0.08\n", ""), "classes.training.control.quiet_below: needs \"rest_below\" above 0"},
+        {with(with(text, "congestion_signal = \"queue\"\n", ""), "congestion_above = 0.002\n", ""),
+         "classes.training.control.quiet_below: needs \"congestion_signal\""},
+        {with(text, "quiet_below = 0.0005", "quiet_below = \"0.5ms\""), "classes.training.control.quiet_below: "},
     };
     expect_refused(cases);
 }

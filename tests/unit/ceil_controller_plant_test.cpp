@@ -50,6 +50,11 @@ struct Plant {
     // 20 is over the SLO, and the switch's queue reads 4 ms in one second of 4.
     double sporadic_above = 0;
     int sporadic_clock = 0;
+    // From this utilisation on (0: never), a queue of 1 ms in every second,
+    // under any congestion_above and p99 with its margin: the queue a real
+    // FIFO builds some way under its knee (the bench's sweep at 1500 req/s:
+    // quiet at 65 Mbit/s per node, 1-3 ms from 70, the knee over 75).
+    double early_queue_above = 0;
     double queue = 0;
     double p99 = 0, training = 0;
     double congestion = 0;  // the switch's queueing delay, seconds
@@ -65,6 +70,7 @@ struct Plant {
             p99 = std::max(p99, ++burst_clock % 5 == 0 ? 0.015 : 0.009);
         }
         if (stands_above > 0 && offered / capacity >= stands_above) congestion = std::max(congestion, 0.006);
+        if (early_queue_above > 0 && offered / capacity >= early_queue_above) congestion = std::max(congestion, 0.001);
         if (sporadic_above > 0 && offered / capacity >= sporadic_above) {
             ++sporadic_clock;
             if (sporadic_clock % 4 == 0) congestion = std::max(congestion, 0.004);
@@ -412,6 +418,38 @@ TEST(CeilControllerPlant, RestingUnderTheBandsTopMeetsEveryGoal) {
         EXPECT_EQ(late, 0);
         EXPECT_LE(late, late_before);
         EXPECT_LE(r.final_ceil, 84'600'000u) << "the run ends at 200 req/s, a tenth under the class's ceil";
+    }
+}
+
+TEST(CeilControllerPlant, AQuietQueueRestsNearerTheKnee) {
+    // The bench's day with the knee high: 75 Mbit/s per node at 1500 req/s,
+    // over the class's ceil at 200, a queue from 95 % utilisation on (70 at
+    // 1500 req/s, 91.7 at 200). rest_below 0.1 alone rests 84.6 at 200, and
+    // at 1500 at the midpoint between the cut and the break (63.45 under
+    // 84.6: 85 % of the best fixed ceil). With quiet_below, three quiet
+    // decisions raise the ceil: 89.3 at 200, 75.9 at 1500.
+    Plant early;
+    early.early_queue_above = 0.95;
+    auto resting = bench_limits();
+    resting.congestion_above = 0.002;
+    resting.rest_below = 0.1;
+    auto quiet = resting;
+    quiet.quiet_below = 0.0005;
+    for (int offset = 0; offset < kDwell; ++offset) {
+        SCOPED_TRACE("offset " + std::to_string(offset));
+        const LoopRun before = run(resting, true, offset, 2, {}, early);
+        const LoopRun r = run(quiet, true, offset, 2, {}, early);
+        print("early queue, rest_below 0.1", offset, before);
+        print("early queue, quiet_below", offset, r);
+        EXPECT_TRUE(r.nodes_agree);
+        for (size_t i = 0; i < r.phases.size(); ++i) {
+            SCOPED_TRACE(r.phases[i].name);
+            expect_goals(r.phases[i], 0.9);
+            EXPECT_EQ(r.phases[i].probes_broken, 0);
+            if (r.phases[i].best_fixed > 0) EXPECT_GT(r.phases[i].training, before.phases[i].training);
+        }
+        EXPECT_LT(before.phases[1].training, 0.9 * before.phases[1].best_fixed) << "the high phase without it";
+        EXPECT_EQ(r.final_ceil, 89'300'000u) << "the run ends at 200 req/s, rest_below / 2 under the class's ceil";
     }
 }
 

@@ -953,5 +953,122 @@ TEST(CeilController, ARestBelowTheFloorIsTheFloor) {
     EXPECT_FALSE(c.decide(2, at(1, 200)).changed());
 }
 
+// resting_below() with a queue: congestion_above 2, quiet_below 0.5, and
+// the bench's min_gap (a quarter of the ceil).
+ControlLimits quiet_limits() {
+    auto l = resting_below();
+    l.min_gap_bits = 24 * M;
+    l.congestion_above = 2;
+    l.quiet_below = 0.5;
+    return l;
+}
+ControlSample queued(double value, double load, double queue) { return ControlSample{value, load, queue}; }
+
+TEST(CeilController, AQuietQueueRaisesPastWhereTheSearchStopped) {
+    // The bench's day with the knee high (docs/signals.md): the class's
+    // ceil safe at the low load, the search resting at the midpoint at the
+    // high one, a sixth under the knee.
+    CeilController c(quiet_limits());
+    auto d = c.decide(1, queued(1, 200, 0.1));
+    EXPECT_EQ(d.cause, ControlCause::RestBelow);
+    EXPECT_EQ(d.to_bits, 90 * M);
+    EXPECT_FALSE(c.decide(2, queued(1, 200, 0.1)).changed()) << "one quiet decision at this ceil";
+    EXPECT_FALSE(c.decide(3, queued(1, 200, 0.1)).changed()) << "two";
+    d = c.decide(4, queued(1, 200, 0.1));
+    EXPECT_EQ(d.cause, ControlCause::Quiet);
+    EXPECT_STREQ(control_cause_name(d.cause), "quiet");
+    EXPECT_EQ(d.to_bits, 95 * M) << "half the gap to the class's ceil, rest_below / 2 under it";
+    EXPECT_EQ(d.rest_bound_bits, 100 * M);
+    for (int64_t t = 5; t <= 7; ++t)
+        EXPECT_FALSE(c.decide(t, queued(1, 200, 0.1)).changed()) << "at rest_below / 2 under the bound";
+    EXPECT_FALSE(c.decide(8, queued(1, 200, 1.5)).changed()) << "a queue under congestion_above: it stays";
+    // The load rises: 95 breaks by far, the whole cut, then the midpoint.
+    EXPECT_EQ(c.decide(9, queued(40, 1500, 16)).to_bits, 47'500'000u);
+    EXPECT_EQ(c.decide(10, queued(1, 1500, 0.1)).to_bits, 71'250'000u);
+    // The gap to 95 (23.75) is under min_gap: the search stopped. A queue
+    // that is not quiet starts the count again; three quiet decisions in a
+    // row go on, by half of rest_below times the bound (4.75), under half
+    // the gap (11.875).
+    EXPECT_FALSE(c.decide(11, queued(1, 1500, 0.1)).changed());
+    EXPECT_FALSE(c.decide(12, queued(1, 1500, 0.1)).changed());
+    EXPECT_FALSE(c.decide(13, queued(1, 1500, 0.8)).changed());
+    EXPECT_FALSE(c.decide(14, queued(1, 1500, 0.1)).changed());
+    EXPECT_FALSE(c.decide(15, queued(1, 1500, 0.1)).changed());
+    d = c.decide(16, queued(1, 1500, 0.1));
+    EXPECT_EQ(d.cause, ControlCause::Quiet);
+    EXPECT_EQ(d.to_bits, 76 * M);
+    EXPECT_EQ(d.rest_bound_bits, 95 * M);
+    EXPECT_FALSE(c.decide(17, queued(1, 1500, 1.2)).changed());
+    // One quiet raise per bound at a load: it rests there.
+    for (int64_t t = 18; t <= 23; ++t) EXPECT_FALSE(c.decide(t, queued(1, 1500, 0.1)).changed()) << t;
+    // The load falls: straight back to the ceil the quiet raise reached
+    // there, above rest_below under the class's ceil (90).
+    d = c.decide(24, queued(1, 200, 0.1));
+    EXPECT_EQ(d.cause, ControlCause::Headroom);
+    EXPECT_EQ(d.to_bits, 95 * M);
+    // Without quiet_below the same samples rest at rest_below under the
+    // bounds: 90 at the low load, the midpoint 67.5 under 90 at the high one.
+    auto l = quiet_limits();
+    l.quiet_below.reset();
+    CeilController plain(l);
+    for (int64_t t = 1; t <= 8; ++t) plain.decide(t, queued(1, 200, 0.1));
+    EXPECT_EQ(plain.ceil_bits(), 90 * M);
+    plain.decide(9, queued(40, 1500, 16));
+    for (int64_t t = 10; t <= 17; ++t) plain.decide(t, queued(1, 1500, 0.1));
+    EXPECT_EQ(plain.ceil_bits(), 67'500'000u);
+}
+
+// Three quiet decisions at the ceil it is at: the controller's next quiet raise.
+void quiet_run(CeilController& c, int64_t& t, double load) {
+    for (int i = 0; i < 3; ++i) c.decide(++t, queued(1, load, 0.1));
+}
+
+TEST(CeilController, AQuietRaiseThatBreaksIsAFailedProbe) {
+    CeilController c(quiet_limits());
+    int64_t t = 0;
+    c.decide(++t, queued(1, 200, 0.1));
+    quiet_run(c, t, 200);
+    ASSERT_EQ(c.ceil_bits(), 95 * M);
+    c.decide(++t, queued(40, 1500, 16));
+    c.decide(++t, queued(1, 1500, 0.1));
+    ASSERT_EQ(c.ceil_bits(), 71'250'000u);
+    quiet_run(c, t, 1500);
+    ASSERT_EQ(c.ceil_bits(), 76 * M);
+    // It breaks: as far under the ceil that held (71.25) as it went above.
+    auto d = c.decide(++t, queued(25, 1500, 9));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 66'500'000u);
+    EXPECT_EQ(c.broken_ceil(t, 1500), 76 * M);
+    // Back up, no higher than rest_below under the new bound (68.4, not
+    // the 71.25 that held: no quiet raise reached it).
+    d = c.decide(++t, queued(1, 1500, 0.1));
+    EXPECT_EQ(d.cause, ControlCause::Headroom);
+    EXPECT_EQ(d.to_bits, 68'400'000u);
+    // A new bound: a quiet queue under it may raise once more, never
+    // within rest_below / 2 of it (72.2).
+    for (int i = 0; i < 2; ++i) EXPECT_FALSE(c.decide(++t, queued(1, 1500, 0.1)).changed());
+    d = c.decide(++t, queued(1, 1500, 0.1));
+    EXPECT_EQ(d.cause, ControlCause::Quiet);
+    EXPECT_EQ(d.to_bits, 72'200'000u);
+}
+
+TEST(CeilController, AQuietQueueCountsOnlyWithTheSloMetAtOneLoad) {
+    CeilController c(quiet_limits());
+    c.decide(1, queued(1, 200, 0.1));
+    ASSERT_EQ(c.ceil_bits(), 90 * M);
+    // Unknown queue, then two quiet ones: not three in a row.
+    EXPECT_FALSE(c.decide(2, at(1, 200)).changed());
+    EXPECT_FALSE(c.decide(3, queued(1, 200, 0.1)).changed());
+    EXPECT_FALSE(c.decide(4, queued(1, 200, 0.1)).changed());
+    // The SLO held without margin: the run starts again.
+    EXPECT_FALSE(c.decide(5, queued(9, 200, 0.1)).changed());
+    EXPECT_FALSE(c.decide(6, queued(1, 200, 0.1)).changed());
+    EXPECT_FALSE(c.decide(7, queued(1, 200, 0.1)).changed());
+    // The load moved by more than margin (down: no rise's first): again.
+    EXPECT_FALSE(c.decide(8, queued(1, 150, 0.1)).changed());
+    EXPECT_FALSE(c.decide(9, queued(1, 150, 0.1)).changed());
+    EXPECT_EQ(c.decide(10, queued(1, 150, 0.1)).to_bits, 95 * M);
+}
+
 }  // namespace
 }  // namespace lanes::agent
