@@ -50,10 +50,14 @@
 # CL_SWEEP (""), CL_SWEEP_SECONDS (25), CL_BEST (""), CL_JSON (""), CL_CONGESTION
 # (1: the controller's congestion_signal is the switch's queue, exported as
 # lanes_bench_switch_queue_seconds, with congestion_above = SLO / 5; 0: none),
-# CL_STRAIN ("2 6 0.92": with the congestion signal, strain_count,
-# strain_window and strain_decrease; "": only the strain without margin),
+# CL_STRAIN ("": only the strain without margin; "2 6 0.92": with the
+# congestion signal, strain_count, strain_window and strain_decrease, which at
+# 1500 req/s counts a strain at 70-75 Mbit/s per node, where every row met:
+# docs/signals.md),
 # CL_REST_BELOW (0.1: the controller rests that fraction under the lowest ceil
 # that broke or strained at a load, or under the class's ceil; 0: off),
+# CL_QUIET (1: with the congestion signal and CL_REST_BELOW, quiet_below =
+# SLO / 20, a quiet queue raises the ceil past where the search stopped; 0: off),
 # CL_QUEUE_RANGE (the congestion signal's range; default the dwell less the
 # interval, 6s, or 75s with CL_SCRAPE=15; the p99's range, 3s, sees 3 s of
 # each 7 s dwell), CL_LOAD (offered: the load signal is the clients' offered
@@ -87,7 +91,8 @@ floor=${CL_FLOOR:-10Mbit} step=${CL_STEP:-47Mbit} min_gap=${CL_MIN_GAP:-24Mbit}
 full_decrease_at=${CL_FULL_DECREASE_AT:-4}
 busy_ceil=${CL_BUSY_CEIL:-25Mbit}
 congestion=${CL_CONGESTION:-1}
-read -r strain_count strain_window strain_decrease <<<"${CL_STRAIN-2 6 0.92}"
+read -r strain_count strain_window strain_decrease <<<"${CL_STRAIN-}"
+quiet=${CL_QUIET:-1}
 rest_below=${CL_REST_BELOW:-0.1}
 [[ $rest_below =~ ^0(\.[0-9]+)?$ ]] || { echo "closed_loop: CL_REST_BELOW is a fraction, 0 <= x < 1" >&2; exit 2; }
 sweep=${CL_SWEEP:-} sweep_s=${CL_SWEEP_SECONDS:-25}
@@ -217,6 +222,9 @@ TOML
             ((congestion)) && cat <<TOML
 congestion_signal = "queue"
 congestion_above = $(python3 -c "print($slo_s / 5)")
+TOML
+            ((congestion && quiet)) && [[ $rest_below =~ [1-9] ]] && cat <<TOML
+quiet_below = $(python3 -c "print($slo_s / 20)")
 TOML
             ((congestion)) && [[ -n $strain_count ]] && cat <<TOML
 strain_count = $strain_count
