@@ -199,8 +199,8 @@ void parse_class_control(ConfigParse& ctx, TableReader& cr, ClassConfig& cls) {
                 ok = false;
         if (c.rest_below <= 0)
             r.error(*t->get("quiet_below"), "quiet_below",
-                    "needs \"rest_below\" above 0 (a quiet raise moves by rest_below times the bound, and stops "
-                    "rest_below / 2 under it)"),
+                    "needs \"rest_below\" above 0 (a quiet raise moves by at most half of rest_below times the "
+                    "bound, and stops rest_below / 2 under it)"),
                 ok = false;
     } else if (t->get("quiet_below")) {
         ok = false;
