@@ -107,7 +107,13 @@
 //    decision right after a break: the break's cut is what it judges.
 //    (Measured: a guess right after a break remembered the ceil as broken
 //    for the back-off only; the search climbed back to it and the guess
-//    came again, 4 changes in a ramp.)
+//    came again, 4 changes in a ramp.) Nor is a ceil the load has not risen
+//    since (beyond kLoadNoise; a rise from a load of 0 or none counts as
+//    none): one set at this load or above it, whatever held at a lower
+//    one. (Measured: the class's ceil held at the load of 0
+//    before the bench's first phase; a quiet raise to 89.3 Mbit/s per node
+//    at 200 req/s was taken as a rise from there and cut to 80.37 at the
+//    next decision, at the same load.)
 //  - A decision whose load rose by more than margin over the last
 //    decision's may read both loads: the signals' ranges end at the same
 //    instant, but a step inside them mixes the two, and p99 then says little
@@ -256,6 +262,24 @@
 //    (rest_below 0.1 alone) gave training 90 % of the best fixed ceil at 200
 //    req/s, 80-84 % at 1500 and 85-89 % after the fall, every row met. A
 //    quiet raise that breaks is a failed probe.
+//  - A quiet raise needs a load that has not risen since the ceil was set
+//    (beyond kLoadNoise; a rise from a load of 0 or none, the first load of
+//    a phase, counts as none, and a fall is none: what holds at a load holds
+//    under it), or 2 * kQuietDecisions decisions within kLoadNoise of one
+//    load. A load that rose since is a ramp: the bench's steps of 25 s hold
+//    three or four decisions, and a raise at one step was pulled back at
+//    the next (load_rose, or the rest cap at the higher load), 5 changes in
+//    a ramp.
+//  - A quiet raise is remembered with the ceil it went up from and its
+//    load. Back at that load (within margin below it, kLoadNoise above),
+//    where the search lands at or above that ceil and the queue is not over
+//    congestion_above, the ceil goes to the raise's in the same decision,
+//    under the quiet cap there; a break at or under it at that load or a
+//    lower one forgets it. A raise at the last decision before a load step
+//    is never judged at its load: on the bench the low phase's raise came 2 s
+//    before the high load, and after the fall the ceil rested at the rest cap
+//    for three more decisions before the same raise (21 s of the phase's 40
+//    at 84.6 instead of 89.3 Mbit/s per node).
 //  - Decisions are taken only at wall-clock instants that are multiples of the
 //    dwell (tick k = floor(unix time / dwell)), never in between. A dwell at
 //    least the signal's delay (fetch interval plus the query's range) means the
@@ -361,6 +385,9 @@ struct ControlDecision {
     // A RestBelow decision: the lowest ceil too much at this load (a break, a
     // strain, or the class's ceil) that the ceil rests rest_below under.
     uint64_t rest_bound_bits = 0;
+    // A Quiet decision that made a quiet raise of this load again (the load
+    // came back), not one after a run of quiet decisions.
+    bool quiet_again = false;
     bool changed() const { return from_bits != to_bits; }
 };
 
@@ -439,6 +466,20 @@ private:
     uint64_t resting_cap(int64_t tick, const std::optional<double>& load) const;
     // Whether a quiet raise already went up at this load under its bound now.
     bool quiet_raised_here(int64_t tick, const std::optional<double>& load) const;
+    // A quiet raise: from the ceil whose queue was quiet, to the ceil it
+    // reached, at a load. Forgotten when a ceil at or under `to` breaks at
+    // that load or a lower one.
+    struct QuietRaise {
+        uint64_t from_bits = 0;
+        uint64_t to_bits = 0;
+        std::optional<double> load;
+    };
+    // A load within margin below `at` or kLoadNoise above it.
+    bool same_load_band(const std::optional<double>& at, const std::optional<double>& load) const;
+    void remember_quiet_raise(const std::optional<double>& load, uint64_t to_bits);
+    // The highest ceil a quiet raise reached at this load from a ceil at or
+    // under `landing` (where the search lands now), under quiet_cap() here.
+    std::optional<uint64_t> quiet_return(int64_t tick, const std::optional<double>& load, uint64_t landing) const;
 
     ControlLimits limits_;
     uint64_t ceil_;
@@ -449,8 +490,15 @@ private:
     std::vector<Observation> broken_;
     std::optional<uint64_t> last_broken_;  // the ceil of the last break, for the back-off
     std::optional<uint64_t> quiet_ceil_;   // the ceil the last quiet raise reached, until a break at or under it
-    int quiet_run_ = 0;                    // decisions in a row at this ceil with the queue quiet
-    std::optional<double> quiet_load_;     // the load at the first of them
+    std::vector<QuietRaise> quiet_raises_;
+    int quiet_run_ = 0;                 // decisions in a row at this ceil with the queue quiet
+    std::optional<double> quiet_load_;  // the load at the first of them
+    // Decisions in a row with the load within kLoadNoise of the first's
+    // (steady_load_), and how often such a run began at a higher load since
+    // the ceil last moved (at most 2).
+    int steady_run_ = 0;
+    std::optional<double> steady_load_;
+    int rises_since_set_ = 0;
     int64_t backoff_ = 0;
     // The last decisions at this ceil with the SLO met: bit i set when the
     // i-th latest queued past congestion_above. Cleared when the ceil moves.

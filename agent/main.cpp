@@ -421,6 +421,12 @@ void Agent::control_due() {
                         "higher load: the ceil that held there (" +
                         k.signal + " " + format_signal_value(*sample.value) + " <= slo " + format_signal_value(k.slo) +
                         ")";
+            } else if (d.cause == ControlCause::Quiet && d.quiet_again) {
+                cause =
+                    "back at a load where a quiet queue raised the ceil from at most where the search rests: the "
+                    "same raise, under " +
+                    format_rate(d.rest_bound_bits) + " (" + k.signal + " " + format_signal_value(*sample.value) +
+                    " <= slo*(1-margin) " + format_signal_value(k.slo * (1 - k.margin)) + ")";
             } else if (d.cause == ControlCause::Quiet) {
                 cause = k.congestion_signal + " " + format_signal_value(*sample.congestion) + " <= quiet_below " +
                         format_signal_value(*k.quiet_below) +

@@ -17,7 +17,8 @@
 # many decisions steps down whatever p99's margin; part 5: with a load
 # signal, a load well above where the ceil held goes to what held higher up;
 # part 6: with rest_below, the ceil rests that fraction under the class's;
-# part 7: with quiet_below, a quiet queue raises it to half that under it.
+# part 7: with quiet_below, a quiet queue raises it to half that under it;
+# part 8: a raise not judged at its load is made again at once back there.
 SRCDIR=${LANES_SRCDIR:-$(dirname "$0")/../..}
 . "$SRCDIR/tests/net/common.sh"
 IN_NS=$NA
@@ -342,7 +343,13 @@ echo 200 >"$T/load"
     c=$(job_ceil_of 21)
     [ -n "$c" ] || break
     l=$(cat "$T/load")
-    if [ "$l" -ge 1000 ] && [ "$(mbit "$c")" -gt 950 ]; then p=0.02; else p=0.003; fi
+    # $T/knee (default 950) and $T/hold_above (part 8: over it at a lower
+    # load, p99 in the band where the ceil neither holds with margin nor
+    # breaks).
+    knee=$(cat "$T/knee" 2>/dev/null || echo 950) hold=$(cat "$T/hold_above" 2>/dev/null)
+    if [ "$l" -ge 1000 ] && [ "$(mbit "$c")" -gt "$knee" ]; then p=0.02
+    elif [ -n "$hold" ] && [ "$(mbit "$c")" -gt "$hold" ]; then p=0.009
+    else p=0.003; fi
     printf 'lanes_test_p99 %s\nlanes_test_load %s\n' "$p" "$l" >"$PROM_DIR/plant.prom.tmp"
     mv "$PROM_DIR/plant.prom.tmp" "$PROM_DIR/plant.prom"
     sleep 0.1
@@ -446,6 +453,37 @@ wait_for "Prometheus to have the queue at 1 ms (part 7)" 30 queue_at 0.001
 rests_at 950Mbit 2 "after the quiet raise, the queue at 1 ms"
 echo "ok: quiet_below: 1Gbit -> 900Mbit (rest_below), 900Mbit -> 950Mbit (quiet) with the queue at 0.1 ms, then at rest with it at 1 ms"
 stop_agent
+
+# Part 8: part 7's settings, the queue quiet, and 950Mbit never judged at
+# 200 req/s (p99 at 9 ms over 925 Mbit/s there: neither margin nor a break).
+# The raise at 200, then 1000 req/s with the knee at 925 and a queue of 5 ms:
+# 950 breaks, the search rests rest_below under it (855Mbit). The queue
+# quiet, then back at 200: the search lands at the 900Mbit that held there,
+# and the raise from it is made again in the same decision. (The load moves
+# before the queue, and the queue before the load: a queue of 5 ms at 200
+# req/s with p99 at 9 ms would be a strain.)
+queue 0.0001
+echo 925 >"$T/hold_above"
+echo 925 >"$T/knee"
+wait_for "Prometheus to have the queue at 0.1 ms (part 8)" 30 queue_at 0.0001
+start_part 8
+wait_for "the quiet raise (part 8)" 40 grep -qF "$quiet_line" "$T/agent.log"
+echo 1000 >"$T/load"
+sleep 0.3
+queue 0.005
+wait_for "the break of 950Mbit at 1000 req/s" 30 grep -q "class training ceil 950Mbit -> 475Mbit on $DEV (cause: demand 0.02 > slo 0.01, queue 0.005" "$T/agent.log"
+wait_for "the search at 1000 req/s to reach rest_below under 950Mbit" 60 grep -q "class training ceil [0-9.]*Mbit -> 855Mbit on $DEV" "$T/agent.log"
+queue 0.0001
+wait_for "Prometheus to have the queue at 0.1 ms (part 8, 1000 req/s)" 30 queue_at 0.0001
+echo 200 >"$T/load"
+again_line="class training ceil [0-9.]*Mbit -> 950Mbit on $DEV (cause: back at a load where a quiet queue raised the ceil from at most where the search rests: the same raise, under 1Gbit (demand 0.003 <= slo\*(1-margin) 0.008), load 200)"
+wait_for "the same raise back at 200 req/s" 30 grep -q "$again_line" "$T/agent.log"
+[ "$(metric 'lanes_agent_ceil_changes_total{class="training",cause="quiet"}')" -eq 2 ] || fail "not two quiet counts"
+[ "$(grep "class training ceil .* -> " "$T/agent.log" | tail -2 | head -1 | grep -c -- "-> 855Mbit\|-> 902.5Mbit")" -eq 1 ] ||
+  fail "not one change from the rest at 1000 req/s to 950Mbit: $(grep "class training ceil" "$T/agent.log" | tail -3)"
+echo "ok: a quiet raise never judged at 200 req/s: back there from the rest at 1000, straight to it (one change)"
+stop_agent
+rm -f "$T/knee" "$T/hold_above"
 
 tool remove 21 >/dev/null; tool remove 22 >/dev/null
 echo "PASS"

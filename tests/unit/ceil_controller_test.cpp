@@ -1070,5 +1070,114 @@ TEST(CeilController, AQuietQueueCountsOnlyWithTheSloMetAtOneLoad) {
     EXPECT_EQ(c.decide(10, queued(1, 150, 0.1)).to_bits, 95 * M);
 }
 
+TEST(CeilController, NoQuietRaiseWhileTheLoadRamps) {
+    // A rise from a load of 0 since the ceil was set (the first load of the
+    // day): three quiet decisions raise it.
+    CeilController once(quiet_limits());
+    EXPECT_EQ(once.decide(1, queued(1, 0, 0.1)).to_bits, 90 * M);
+    // (The first decision at 200 is a rise's first: no quiet decision.)
+    for (int64_t k = 2; k <= 4; ++k) EXPECT_FALSE(once.decide(k, queued(1, 200, 0.1)).changed()) << k;
+    EXPECT_EQ(once.decide(5, queued(1, 200, 0.1)).cause, ControlCause::Quiet) << "three in a row after the rise from 0";
+    // A fall since the ceil was set (a decision that read both loads of a
+    // step down, say): no rise.
+    CeilController fell(quiet_limits());
+    EXPECT_EQ(fell.decide(1, queued(1, 300, 0.1)).to_bits, 90 * M);
+    for (int64_t k = 2; k <= 3; ++k) EXPECT_FALSE(fell.decide(k, queued(1, 200, 0.1)).changed()) << k;
+    EXPECT_EQ(fell.decide(4, queued(1, 200, 0.1)).cause, ControlCause::Quiet) << "three in a row after a fall";
+    // The bench's ramp: steps of 25 s, three or four decisions each. The
+    // load rose since the ceil was set (200 -> 460 -> 720): no raise in a
+    // step's four decisions; a raise there would be undone at the next step
+    // (load_rose, or the rest cap at the higher load).
+    CeilController c(quiet_limits());
+    int64_t t = 0;
+    EXPECT_EQ(c.decide(++t, queued(1, 200, 0.1)).to_bits, 90 * M);
+    for (double load : {460.0, 720.0}) {
+        for (int i = 0; i < 4; ++i) {
+            auto d = c.decide(++t, queued(1, load, 0.1));
+            EXPECT_FALSE(d.changed()) << "decision " << i << " at " << load << ": " << control_cause_name(d.cause);
+        }
+    }
+    // The load stays: after 2 * 3 decisions at it, the raise.
+    EXPECT_FALSE(c.decide(++t, queued(1, 720, 0.1)).changed());
+    auto d = c.decide(++t, queued(1, 720, 0.1));
+    EXPECT_EQ(d.cause, ControlCause::Quiet);
+    EXPECT_EQ(d.to_bits, 95 * M);
+    // A load within kLoadNoise (5 %) of the first of the run is the same
+    // load: six such decisions are a steady load.
+    CeilController noisy(quiet_limits());
+    t = 0;
+    noisy.decide(++t, queued(1, 200, 0.1));
+    noisy.decide(++t, queued(1, 460, 0.1));
+    for (double load : {700.0, 720.0, 730.0, 710.0, 690.0})
+        EXPECT_FALSE(noisy.decide(++t, queued(1, load, 0.1)).changed()) << load;
+    EXPECT_EQ(noisy.decide(++t, queued(1, 700, 0.1)).cause, ControlCause::Quiet);
+}
+
+TEST(CeilController, BackAtALoadAQuietRaiseIsMadeAgainAtOnce) {
+    // The bench's low phase: the raise comes at its last decision and the
+    // load rises before a decision judges it at 200.
+    CeilController c(quiet_limits());
+    int64_t t = 0;
+    EXPECT_EQ(c.decide(++t, queued(1, 0, 0.1)).to_bits, 90 * M);
+    EXPECT_FALSE(c.decide(++t, queued(1, 200, 0.1)).changed()) << "a rise's first decision";
+    quiet_run(c, t, 200);
+    ASSERT_EQ(c.ceil_bits(), 95 * M);
+    // 95 breaks at 1500, never seen to hold: a failed probe's cut (nothing
+    // held there), then the midpoint, where the search stops.
+    EXPECT_EQ(c.decide(++t, queued(40, 1500, 16)).to_bits, 47'500'000u);
+    EXPECT_EQ(c.decide(++t, queued(1, 1500, 0.1)).to_bits, 71'250'000u);
+    EXPECT_FALSE(c.decide(++t, queued(1, 1500, 1)).changed());
+    // Back at 200: the search lands on 90 (held there, the rest cap under
+    // the class's ceil), and the raise from 90 at this load is made again
+    // in the same decision: the break at 1500 says nothing of 200.
+    auto d = c.decide(++t, queued(1, 200, 1));
+    EXPECT_EQ(d.cause, ControlCause::Quiet);
+    EXPECT_EQ(d.to_bits, 95 * M);
+    EXPECT_EQ(d.rest_bound_bits, 100 * M);
+    EXPECT_TRUE(d.quiet_again);
+    // It breaks there: a failed probe (from 90), and the raise is forgotten.
+    d = c.decide(++t, queued(25, 200, 9));
+    EXPECT_EQ(d.cause, ControlCause::OverSlo);
+    EXPECT_EQ(d.to_bits, 85 * M);
+    d = c.decide(++t, queued(1, 200, 1));
+    EXPECT_EQ(d.to_bits, 85'500'000u) << "rest_below under the break at 95, no return to it";
+    // The queue over congestion_above: no return.
+    CeilController q(quiet_limits());
+    t = 0;
+    q.decide(++t, queued(1, 0, 0.1));
+    q.decide(++t, queued(1, 200, 0.1));
+    quiet_run(q, t, 200);
+    q.decide(++t, queued(40, 1500, 16));
+    q.decide(++t, queued(1, 1500, 0.1));
+    EXPECT_EQ(q.decide(++t, queued(1, 200, 3)).to_bits, 90 * M);
+}
+
+TEST(CeilController, ACeilSetAtThisLoadIsNoRiseFromALowerOne) {
+    // The bench's start: the class's ceil holds at the load of 0 (nothing
+    // offered yet), 90 breaks at 1500, and the search rests at 67.5 there.
+    CeilController c(quiet_limits());
+    int64_t t = 0;
+    EXPECT_EQ(c.decide(++t, queued(1, 0, 0.1)).to_bits, 90 * M);
+    EXPECT_EQ(c.decide(++t, queued(40, 1500, 16)).to_bits, 45 * M);
+    EXPECT_EQ(c.decide(++t, queued(1, 1500, 0.1)).to_bits, 67'500'000u);
+    EXPECT_FALSE(c.decide(++t, queued(1, 1500, 1)).changed()) << "67.5 holds at 1500";
+    // At 200: up to the rest cap, then a quiet raise, both at this load.
+    EXPECT_EQ(c.decide(++t, queued(1, 200, 0.1)).to_bits, 90 * M);
+    quiet_run(c, t, 200);
+    ASSERT_EQ(c.ceil_bits(), 95 * M);
+    // 95 held at the load of 0 (the class's ceil did), and 90 broke at 1500:
+    // no load_rose at the load the raise was made at; the SLO signal judges.
+    for (int i = 0; i < 3; ++i) {
+        auto d = c.decide(++t, queued(1, 200, 0.1));
+        EXPECT_FALSE(d.changed()) << i << ": " << control_cause_name(d.cause);
+    }
+    EXPECT_EQ(c.held_ceil(t, 200), 95 * M);
+    // A rise from there is one: 95 held at 200, 90 broke at 1500, and 67.5
+    // held there.
+    auto d = c.decide(++t, queued(1, 460, 0.1));
+    EXPECT_EQ(d.cause, ControlCause::LoadRose);
+    EXPECT_EQ(d.to_bits, 67'500'000u);
+}
+
 }  // namespace
 }  // namespace lanes::agent
