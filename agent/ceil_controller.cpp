@@ -234,13 +234,13 @@ uint64_t CeilController::step_down_strained(int64_t tick, const std::optional<do
 
 std::optional<uint64_t> CeilController::held_higher_up(int64_t tick, const std::optional<double>& load) const {
     // Right after a break, its cut is what this decision judges. And the
-    // load must have risen since the ceil was set (rises_since_set_): one
+    // load must have risen since the ceil was set (rose_since_set_): one
     // set at this load (a probe here, a quiet raise) or above it is the SLO
     // signal's to judge, whatever held at a lower load. (Measured: 94 Mbit/s
     // per node held at the load of 0 before the bench's first phase; the
     // quiet raise to 89.3 at 200 req/s was cut to the rest cap at the next
     // decision, at the same load.)
-    if (!load || broke_ || rises_since_set_ == 0) return {};
+    if (!load || broke_ || !rose_since_set_) return {};
     // This ceil, or a higher one, held at a lower load, and none at this load
     // or near it (within the margin below): a rise. Never seen to hold (a
     // probe, a return to the class's ceil), or held near here: no guess, the
@@ -356,12 +356,11 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
                            (!sample.load || (*sample.load <= *steady_load_ * (1 + kLoadNoise) &&
                                              *sample.load >= *steady_load_ * (1 - kLoadNoise)));
     if (!same_load) {
-        if (steady_load_ && *steady_load_ > 0 && sample.load && *sample.load > *steady_load_)
-            rises_since_set_ = std::min(rises_since_set_ + 1, 2);
+        if (steady_load_ && *steady_load_ > 0 && sample.load && *sample.load > *steady_load_) rose_since_set_ = true;
         steady_run_ = 0, steady_load_ = sample.load;
     }
     steady_run_ = std::min(steady_run_ + 1, 2 * kQuietDecisions);
-    const bool steady = rises_since_set_ == 0 || steady_run_ >= 2 * kQuietDecisions;
+    const bool steady = !rose_since_set_ || steady_run_ >= 2 * kQuietDecisions;
     if (broke && limits_.congestion_above && sample.congestion && *sample.congestion <= *limits_.congestion_above) {
         // Not the network's: nothing to learn about the ceil, which stays,
         // and a probe waits for a decision that can judge it. Nor is it a
@@ -552,7 +551,7 @@ ControlDecision CeilController::decide(int64_t tick, const ControlSample& sample
     if (d.to_bits < d.from_bits) probing_ = false;
     if (d.to_bits == d.from_bits) d.cause = ControlCause::None;
     if (d.to_bits != ceil_ || broke) queued_bits_ = 0, queued_known_ = 0, quiet_run_ = 0;
-    if (d.to_bits != ceil_) rises_since_set_ = 0;
+    if (d.to_bits != ceil_) rose_since_set_ = false;
     ceil_ = d.to_bits;
     broke_ = broke;
     return d;

@@ -494,11 +494,11 @@ private:
     int quiet_run_ = 0;                 // decisions in a row at this ceil with the queue quiet
     std::optional<double> quiet_load_;  // the load at the first of them
     // Decisions in a row with the load within kLoadNoise of the first's
-    // (steady_load_), and how often such a run began at a higher load since
-    // the ceil last moved (at most 2).
+    // (steady_load_), and whether such a run began at a higher load since
+    // the ceil last moved.
     int steady_run_ = 0;
     std::optional<double> steady_load_;
-    int rises_since_set_ = 0;
+    bool rose_since_set_ = false;
     int64_t backoff_ = 0;
     // The last decisions at this ceil with the SLO met: bit i set when the
     // i-th latest queued past congestion_above. Cleared when the ceil moves.
