@@ -446,7 +446,9 @@ TEST(CeilControllerPlant, AQuietQueueRestsNearerTheKnee) {
             SCOPED_TRACE(r.phases[i].name);
             expect_goals(r.phases[i], 0.9);
             EXPECT_EQ(r.phases[i].probes_broken, 0);
-            if (r.phases[i].best_fixed > 0) EXPECT_GT(r.phases[i].training, before.phases[i].training);
+            if (r.phases[i].best_fixed > 0) {
+                EXPECT_GT(r.phases[i].training, before.phases[i].training);
+            }
         }
         EXPECT_LT(before.phases[1].training, 0.9 * before.phases[1].best_fixed) << "the high phase without it";
         EXPECT_EQ(r.final_ceil, 89'300'000u) << "the run ends at 200 req/s, rest_below / 2 under the class's ceil";
